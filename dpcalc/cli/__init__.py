@@ -1,0 +1,129 @@
+"""The ``dpcalc`` command line: a click group whose subcommands load lazily.
+
+Only click is imported here: ``dpcalc --help`` and shell completion never load numpy, scipy or
+rich.  Each subcommand lives in ``dpcalc/cli/<name>.py`` and is imported only when it runs (or when
+its help is asked for).  Errors leave as one ``Error: ...`` line on stderr with the exit statuses of
+:class:`dpcalc.exitcodes.ExitCode`; no traceback reaches a user (set ``DPCALC_DEBUG=1`` to see one).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+from dpcalc import __version__
+from dpcalc.errors import InputError, UncertifiedError
+from dpcalc.exitcodes import ExitCode
+
+#: command name -> (module, one-line help shown by ``dpcalc --help`` without importing the module)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "convert": ("dpcalc.cli.convert", "Convert between Rényi DP and (ε, δ)-DP (and back)."),
+    "compose": ("dpcalc.cli.compose", "Compose many mechanisms into one (ε, δ) guarantee."),
+    "sgd-epsilon": (
+        "dpcalc.cli.sgd_epsilon",
+        "DP-SGD accounting: ε of a run, or noise/steps for a target ε.",
+    ),
+    "iterate": ("dpcalc.cli.iterate", "Privacy amplification by iteration (hidden intermediate iterates)."),
+    "langevin": ("dpcalc.cli.langevin", "Privacy dynamics of noisy gradient descent (Langevin)."),
+    "odometer": ("dpcalc.cli.odometer", "Adaptive budgets: privacy filters, odometers and a CI ledger."),
+}
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class DpcalcGroup(click.Group):
+    """A group that imports a subcommand's module only when that subcommand is used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        entry = COMMANDS.get(name)
+        if entry is None:
+            return None
+        try:
+            module = importlib.import_module(entry[0])
+        except ModuleNotFoundError as exc:  # a command not built yet
+            if exc.name != entry[0]:
+                raise
+            return _missing_command(name, entry[1])
+        return module.command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Short help from COMMANDS: listing the commands must not import them.
+        rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """Run the command; turn every error into one stderr line and an exit status."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("Error: aborted", err=True)
+            sys.exit(ExitCode.ERROR)
+        except click.ClickException as exc:
+            _print_error(exc.format_message())
+            sys.exit(exc.exit_code)
+        except InputError as exc:
+            _print_error(str(exc))
+            sys.exit(ExitCode.USAGE)
+        except UncertifiedError as exc:
+            _print_error(str(exc))
+            sys.exit(ExitCode.ERROR)
+        except BrokenPipeError:
+            _quiet_broken_pipe()
+            sys.exit(ExitCode.OK)
+        except KeyboardInterrupt:
+            click.echo("Error: interrupted", err=True)
+            sys.exit(130)
+        except Exception as exc:  # never a traceback for a user
+            if os.environ.get("DPCALC_DEBUG"):
+                raise
+            _print_error(f"internal error: {type(exc).__name__}: {exc} (set DPCALC_DEBUG=1 for a traceback)")
+            sys.exit(ExitCode.ERROR)
+        sys.exit(rv if isinstance(rv, int) else ExitCode.OK)
+
+
+def _print_error(message: str) -> None:
+    one_line = " ".join(str(message).split())
+    click.echo(f"Error: {one_line}", err=True)
+
+
+def _quiet_broken_pipe() -> None:
+    """``dpcalc ... | head``: the reader went away; exit quietly (no traceback, no error)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _missing_command(name: str, help_: str) -> click.Command:
+    def callback(**_):
+        raise click.ClickException(f"'{name}' is not available in this version of dpcalc")
+
+    return click.Command(name, callback=callback, help=help_ + "\n\n(Not available in this version.)")
+
+
+@click.group(cls=DpcalcGroup, context_settings=CONTEXT_SETTINGS)
+@click.version_option(__version__, "-V", "--version", prog_name="dpcalc")
+def main() -> None:
+    """dpcalc — a differential-privacy calculator.
+
+    Answers the questions people who train and release models under differential privacy ask
+    every day, with the tightest sound bounds known: what ε a DP-SGD run costs, how much noise a
+    target ε needs, what a Rényi-DP curve means as (ε, δ), what a composition of releases costs,
+    and how much budget adaptive jobs have spent.
+
+    Every numeric option takes a value, a list (1,2,4), an arithmetic range (START:STOP:STEP) or a
+    geometric range (START:STOP:xFACTOR); several swept options give one row per combination.
+    Output is a table on a terminal and CSV in a pipe (-f/--format chooses).
+    """

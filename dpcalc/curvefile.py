@@ -1,0 +1,70 @@
+"""Reading an RDP curve from CSV (``alpha,rdp``) — pure Python, errors name the line at fault."""
+
+from __future__ import annotations
+
+import csv
+import math
+from typing import IO
+
+from dpcalc.errors import InputError
+
+
+def read_curve(stream: IO[str], source: str = "--curve") -> tuple[list[float], list[float]]:
+    """Parse a CSV with a header holding ``alpha`` and ``rdp`` columns (others are ignored).
+
+    Orders must be numbers > 1 and distinct; RDP values numbers >= 0 (``inf`` allowed: that order
+    certifies nothing and is skipped).  Every error is an :class:`InputError` naming ``source`` and
+    the line.
+    """
+    reader = csv.reader(stream)
+    header = None
+    header_line = 0
+    for row in reader:
+        if row and any(cell.strip() for cell in row) and not row[0].lstrip().startswith("#"):
+            header = [c.strip().lower() for c in row]
+            header_line = reader.line_num
+            break
+    if header is None:
+        raise InputError(f"{source}: empty curve (expected a CSV header 'alpha,rdp' and at least one row)")
+    for col in ("alpha", "rdp"):
+        if col not in header:
+            raise InputError(
+                f"{source} line {header_line}: missing column {col!r} (header must contain alpha,rdp)"
+            )
+    ia, ir = header.index("alpha"), header.index("rdp")
+    alphas: list[float] = []
+    rdps: list[float] = []
+    seen: dict[float, int] = {}
+    for row in reader:
+        line = reader.line_num
+        if not row or not any(cell.strip() for cell in row) or row[0].lstrip().startswith("#"):
+            continue
+        if len(row) <= max(ia, ir):
+            raise InputError(f"{source} line {line}: expected {len(header)} columns, got {len(row)}")
+        a = _cell(row[ia], "alpha", source, line)
+        z = _cell(row[ir], "rdp", source, line)
+        if not (math.isfinite(a) and a > 1):
+            raise InputError(
+                f"{source} line {line}: alpha must be a finite number > 1, got {row[ia].strip()!r}"
+            )
+        if math.isnan(z) or z < 0:
+            raise InputError(f"{source} line {line}: rdp must be a number >= 0, got {row[ir].strip()!r}")
+        if a in seen:
+            raise InputError(
+                f"{source} line {line}: duplicate order alpha={row[ia].strip()} (first on line {seen[a]})"
+            )
+        seen[a] = line
+        alphas.append(a)
+        rdps.append(z)
+    if not alphas:
+        raise InputError(f"{source}: the curve has a header but no rows")
+    return alphas, rdps
+
+
+def _cell(text: str, column: str, source: str, line: int) -> float:
+    try:
+        return float(text.strip())
+    except ValueError:
+        raise InputError(
+            f"{source} line {line}: {text.strip()!r} in column {column} is not a number"
+        ) from None

@@ -1,0 +1,221 @@
+"""Generate the shell completions and man pages from the click definitions.
+
+    python -m dpcalc.devtools regen    # write completions/* and man/*.1
+    python -m dpcalc.devtools check    # exit 1 if any generated file is stale
+
+Each command module may define ``MAN_EXAMPLES`` (a list of ``(description, command line)``) and
+``MAN_NOTES`` (text: which bound, which paper, which neighbouring relation).  ``tests/test_generated.py``
+regenerates everything and compares, so the files in the repository never drift from the code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import click
+
+from dpcalc import __version__
+from dpcalc.cli import COMMANDS, main
+from dpcalc.exitcodes import ExitCode
+
+ROOT = Path(__file__).resolve().parents[1]
+DATE = "2026-11"  # fixed, so regeneration is reproducible
+
+COMPLETIONS = {
+    "bash": "completions/dpcalc.bash",
+    "zsh": "completions/_dpcalc",
+    "fish": "completions/dpcalc.fish",
+}
+
+EXIT_STATUS = [
+    (ExitCode.OK, "Success; every requested budget check passed."),
+    (
+        ExitCode.ERROR,
+        "A runtime failure the input did not cause (an unreadable file, a result that cannot "
+        "be certified). One line Error: ... on standard error.",
+    ),
+    (
+        ExitCode.USAGE,
+        "Bad usage or bad input: one line Error: ... on standard error naming the option or "
+        "input line at fault; nothing on standard output.",
+    ),
+    (
+        ExitCode.BUDGET_EXCEEDED,
+        "A --max-epsilon or --max-delta check failed; the rows were still printed on standard output.",
+    ),
+]
+
+
+def completion_script(shell: str) -> str:
+    from click.shell_completion import get_completion_class
+
+    cls = get_completion_class(shell)
+    return cls(main, {}, "dpcalc", "_DPCALC_COMPLETE").source().rstrip("\n") + "\n"
+
+
+# -- roff --------------------------------------------------------------------------------------
+def esc(text: str) -> str:
+    """Escape text for roff: backslashes, hyphens in words that look like options, leading dots."""
+    text = text.replace("\\", "\\e").replace("\b", "")
+    text = "".join(c if ord(c) < 128 else f"\\[u{ord(c):04X}]" for c in text)
+    out = []
+    for line in text.split("\n"):
+        line = line.replace("-", "\\-")
+        if line.startswith((".", "'")):
+            line = "\\&" + line
+        out.append(line)
+    return "\n".join(out)
+
+
+def _paragraphs(text: str) -> list[str]:
+    paras, cur = [], []
+    for line in (text or "").strip().split("\n"):
+        if line.strip():
+            cur.append(line.strip())
+        elif cur:
+            paras.append(" ".join(cur))
+            cur = []
+    if cur:
+        paras.append(" ".join(cur))
+    return paras
+
+
+def _option_lines(cmd: click.Command, ctx: click.Context) -> list[str]:
+    lines = []
+    for param in cmd.get_params(ctx):
+        record = param.get_help_record(ctx)
+        if record is None:
+            continue
+        names, help_ = record
+        lines += [".TP", f"\\fB{esc(names)}\\fR", esc(help_)]
+    return lines
+
+
+def man_page(name: str | None) -> str:
+    """The roff text of ``dpcalc.1`` (``name=None``) or ``dpcalc-NAME.1``."""
+    if name is None:
+        cmd, title, module = main, "dpcalc", None
+    else:
+        module = importlib.import_module(COMMANDS[name][0])
+        cmd, title = module.command, f"dpcalc-{name}"
+    ctx = click.Context(cmd, info_name=title.replace("-", " ", 1) if name else "dpcalc")
+    short = COMMANDS[name][1] if name else "a differential-privacy calculator"
+    lines = [
+        f'.TH {title.upper()} 1 "{DATE}" "dpcalc {__version__}" "dpcalc manual"',
+        ".SH NAME",
+        f"{esc(title)} \\- {esc(short)}",
+        ".SH SYNOPSIS",
+        f"\\fB{esc('dpcalc' + (' ' + name if name else ''))}\\fR "
+        + esc(" ".join(cmd.collect_usage_pieces(ctx))),
+        ".SH DESCRIPTION",
+    ]
+    for para in _paragraphs(cmd.help or ""):
+        lines += [esc(para), ".PP"]
+    if lines[-1] == ".PP":
+        lines.pop()
+    if name is None:
+        lines.append(".SH COMMANDS")
+        for sub, (_, help_) in COMMANDS.items():
+            lines += [".TP", f"\\fBdpcalc\\-{esc(sub)}\\fR(1)", esc(help_)]
+    lines.append(".SH OPTIONS")
+    lines += _option_lines(cmd, ctx)
+    lines.append(".SH EXIT STATUS")
+    for code, text in EXIT_STATUS:
+        lines += [".TP", f"\\fB{int(code)}\\fR", esc(text)]
+    examples = (
+        getattr(module, "MAN_EXAMPLES", None)
+        if module
+        else [
+            (
+                "What ε does a DP-SGD run cost?",
+                "dpcalc sgd-epsilon --noise-multiplier 1.1 --sample-rate 0.004 --epochs 60 --delta 1e-5",
+            ),
+            ("Convert an RDP guarantee to (ε, δ):", "dpcalc convert --alpha 10 --rdp 0.5 --delta 1e-5"),
+            ("Install shell completion for bash:", 'eval "$(_DPCALC_COMPLETE=bash_source dpcalc)"'),
+        ]
+    )
+    if examples:
+        lines.append(".SH EXAMPLES")
+        for desc, cmdline in examples:
+            lines += [".PP", esc(desc), ".PP", ".RS 4", ".nf", f"\\fB{esc(cmdline)}\\fR", ".fi", ".RE"]
+    notes = (
+        getattr(module, "MAN_NOTES", None)
+        if module
+        else (
+            "Values: every numeric option takes V, a list V1,V2,..., an arithmetic range START:STOP:STEP "
+            "(STOP included when on the grid) or a geometric range START:STOP:xFACTOR; several swept options "
+            "give one row per combination.\n\nOutput: a table on a terminal, CSV otherwise (-f chooses). CSV "
+            "writes floats at full precision and inf as inf; JSON writes null for inf. Tables round bounds to "
+            "the safe side. Warnings and verdicts go to standard error."
+        )
+    )
+    if notes:
+        lines.append(".SH NOTES")
+        for para in _paragraphs(notes):
+            lines += [esc(para), ".PP"]
+        if lines[-1] == ".PP":
+            lines.pop()
+    lines.append(".SH SEE ALSO")
+    others = [f"\\fBdpcalc\\-{esc(s)}\\fR(1)" for s in COMMANDS if s != name]
+    if name:
+        others.insert(0, "\\fBdpcalc\\fR(1)")
+    lines.append(",\n".join(others))
+    return "\n".join(lines) + "\n"
+
+
+def available_commands() -> list[str]:
+    """Commands whose module exists (a command not yet built has no page)."""
+    names = []
+    for name, (module, _) in COMMANDS.items():
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        names.append(name)
+    return names
+
+
+def expected_files() -> dict[str, str]:
+    files = {rel: completion_script(shell) for shell, rel in COMPLETIONS.items()}
+    files["man/dpcalc.1"] = man_page(None)
+    for name in available_commands():
+        files[f"man/dpcalc-{name}.1"] = man_page(name)
+    return files
+
+
+def regen() -> list[str]:
+    written = []
+    for rel, text in expected_files().items():
+        path = ROOT / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            written.append(rel)
+    return written
+
+
+def stale() -> list[str]:
+    return [
+        rel
+        for rel, text in expected_files().items()
+        if not (ROOT / rel).exists() or (ROOT / rel).read_text() != text
+    ]
+
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else "check"
+    if what == "regen":
+        for rel in regen():
+            print(f"wrote {rel}")
+    elif what == "check":
+        bad = stale()
+        for rel in bad:
+            print(f"stale: {rel} (run python -m dpcalc.devtools regen)", file=sys.stderr)
+        sys.exit(1 if bad else 0)
+    else:
+        print("usage: python -m dpcalc.devtools regen|check", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,61 @@
+"""Log-space helpers shared by the engine (numpy only: no scipy here, see ``convert``'s start-up budget).
+
+Conventions: ../shared/docs/formulas.md §0 (log means the natural log; ``log_sub`` and ``log1mexp``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+LOG2 = float(np.log(2.0))
+
+
+def log1mexp(x):
+    """``log(1 - exp(x))`` for ``x <= 0``, stable at both ends (Mächler 2012).
+
+    Uses ``log(-expm1(x))`` for ``x > -log 2`` and ``log1p(-exp(x))`` otherwise.
+    ``x = 0`` gives ``-inf``; ``x > 0`` gives ``nan``.
+    """
+    x = np.asarray(x, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.where(x > -LOG2, np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
+
+
+def log_sub(a, b):
+    """``log(exp(a) - exp(b))`` for ``a >= b`` (``-inf`` when equal; ``a = -inf`` gives ``-inf``)."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    with np.errstate(invalid="ignore"):
+        d = np.where(np.isneginf(b), -np.inf, b - a)
+        out = a + log1mexp(d)
+    return np.where(np.isneginf(b), a, out)
+
+
+def log_add(a, b):
+    """``log(exp(a) + exp(b))``."""
+    return np.logaddexp(a, b)
+
+
+def logsumexp(x, axis=-1):
+    """``log(sum(exp(x)))`` along ``axis``; all ``-inf`` gives ``-inf`` (numpy only)."""
+    x = np.asarray(x, dtype=float)
+    m = np.max(x, axis=axis, keepdims=True)
+    m_safe = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        s = np.log(np.sum(np.exp(x - m_safe), axis=axis, keepdims=True)) + m_safe
+    s = np.where(np.isposinf(m), np.inf, s)
+    return np.squeeze(s, axis=axis)
+
+
+def log_h(alpha):
+    """``log h_α`` with ``h_α = (1/α)(1 − 1/α)^(α−1)`` (formulas.md §0); ``log h_10 = −3.2508297339144825``."""
+    alpha = np.asarray(alpha, dtype=float)
+    return -np.log(alpha) + (alpha - 1.0) * np.log1p(-1.0 / alpha)
+
+
+def next_up(x, ulps: int = 1):
+    """Round ``x`` up by ``ulps`` units in the last place (for rounding a bound to the safe side)."""
+    x = np.asarray(x, dtype=float)
+    for _ in range(ulps):
+        x = np.nextafter(x, np.inf)
+    return x

@@ -1,0 +1,22 @@
+"""Default grids of Rényi orders α (formulas.md §1.6)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: dp_accounting 0.6.0's ``DEFAULT_RDP_ORDERS``: 1.1..10.9 by 0.1, 11..63, 128, 256, 512, 1024.
+DP_ACCOUNTING_ORDERS = np.array(
+    [1.0 + x / 10.0 for x in range(1, 100)] + list(range(11, 64)) + [128, 256, 512, 1024], dtype=float
+)
+
+#: dpcalc's default: dp_accounting's grid refined (1.01..1.09, 64..127 geometric steps, up to 1e4).
+#: A finer grid can only lower the minimum over orders, so it is never less tight than the peers'.
+DEFAULT_ORDERS = np.unique(
+    np.concatenate(
+        [
+            1.0 + np.arange(1, 10) / 100.0,
+            DP_ACCOUNTING_ORDERS,
+            np.round(np.geomspace(64, 10_000, 60), 1),
+        ]
+    )
+)

@@ -1,0 +1,94 @@
+"""What a command hands to the renderer: ordered columns plus a little metadata (pure Python).
+
+Engine functions return numpy arrays; the command line packs them into a :class:`Result`, and
+:mod:`dpcalc.render` writes it as a table, CSV or JSON.  Nothing here imports numpy; columns may
+be numpy arrays, lists or tuples (all of the same length), or scalars (repeated on every row).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Columns whose value is an upper bound: the table rounds them up (never below the true bound).
+UPPER_COLUMNS = frozenset({"epsilon", "epsilon_upper", "delta", "delta_upper", "rdp", "rdp_upper"})
+#: Columns whose value is a lower bound: the table rounds them down.
+LOWER_COLUMNS = frozenset({"epsilon_lower", "delta_lower", "rdp_lower", "rdp_certifying"})
+
+
+@dataclass
+class PlotSpec:
+    """How to draw a result (used by ``--plot``): x and y columns, one line per ``series`` value."""
+
+    x: str
+    y: str
+    series: str | None = None
+    logx: bool = False
+    logy: bool = False
+    title: str = ""
+    xlabel: str = ""
+    ylabel: str = ""
+
+
+@dataclass
+class Result:
+    """A tidy table: one row per result, one column per quantity (snake_case names)."""
+
+    columns: dict[str, Any]
+    headline: str = "epsilon"  # the column ``-q`` prints
+    title: str = ""
+    caption: str = ""  # fixed parameters, neighbouring relation, sampling, conversion ...
+    plot: PlotSpec | None = None
+    notes: list[str] = field(default_factory=list)  # extra stderr lines (warnings)
+
+    def __post_init__(self) -> None:
+        n = None
+        for name, col in self.columns.items():
+            if _is_sequence(col):
+                if n is None:
+                    n = len(col)
+                elif len(col) != n:
+                    raise ValueError(f"column {name!r} has {len(col)} rows, expected {n}")
+        self._n = 1 if n is None else n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.columns)
+
+    def column(self, name: str) -> list:
+        col = self.columns[name]
+        if _is_sequence(col):
+            return [_py(v) for v in col]
+        return [_py(col)] * self._n
+
+    def rows(self) -> list[dict]:
+        cols = {name: self.column(name) for name in self.columns}
+        return [{name: cols[name][i] for name in cols} for i in range(self._n)]
+
+    def budget_column(self, quantity: str) -> str | None:
+        """The column judged by ``--max-epsilon``/``--max-delta``: the upper end of a bracket if any."""
+        for name in (f"{quantity}_upper", quantity):
+            if name in self.columns:
+                return name
+        return None
+
+
+def _is_sequence(x: Any) -> bool:
+    if isinstance(x, (str, bytes)):
+        return False
+    if hasattr(x, "ndim"):
+        return x.ndim > 0
+    return isinstance(x, (list, tuple))
+
+
+def _py(v: Any) -> Any:
+    """numpy scalars -> Python scalars (bool, int, float, str, None)."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    item = getattr(v, "item", None)
+    if item is not None:
+        return item()
+    return v

@@ -1,0 +1,25 @@
+import os
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import settings
+
+settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True)
+settings.register_profile("dev", max_examples=60, deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+@pytest.fixture
+def invoke(runner):
+    """Run ``dpcalc ARGS`` in-process; returns click's Result (stdout, stderr, exit_code separate)."""
+    from dpcalc.cli import main
+
+    def _invoke(args, input=None):
+        return runner.invoke(main, args, input=input, prog_name="dpcalc", catch_exceptions=False)
+
+    return _invoke

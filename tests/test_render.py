@@ -1,0 +1,70 @@
+"""The one renderer: CSV, JSON, table, quiet; non-finite and missing values; safe rounding."""
+
+import csv
+import io
+import json
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dpcalc.render import RowWriter, table_cell, to_string
+from dpcalc.result import Result
+
+
+def _result():
+    return Result(
+        {"method": ["a", "b", "c"], "delta": 1e-5, "epsilon": [1.2345678901234567, math.inf, None]},
+        headline="epsilon",
+    )
+
+
+def test_csv_full_precision_and_inf():
+    text = to_string(_result(), "csv")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [r["method"] for r in rows] == ["a", "b", "c"]
+    assert float(rows[0]["epsilon"]) == 1.2345678901234567
+    assert rows[1]["epsilon"] == "inf"
+    assert rows[2]["epsilon"] == ""
+    assert rows[0]["delta"] == "1e-05"
+
+
+def test_json_null_for_inf_and_missing():
+    rows = json.loads(to_string(_result(), "json"))
+    assert rows[0]["epsilon"] == 1.2345678901234567
+    assert rows[1]["epsilon"] is None and rows[2]["epsilon"] is None
+    assert rows[0]["delta"] == 1e-5
+
+
+def test_quiet_prints_headline_only():
+    assert to_string(_result(), "csv", quiet=True).splitlines() == ["1.2345678901234567", "inf", ""]
+
+
+def test_table_has_columns_and_values():
+    text = to_string(_result(), "table")
+    assert "epsilon" in text and "inf" in text and "1.23457" in text
+
+
+@given(st.floats(min_value=1e-300, max_value=1e300, allow_nan=False, allow_infinity=False))
+def test_table_rounds_upper_bounds_up_and_lower_bounds_down(v):
+    assert float(table_cell("epsilon", v)) >= v
+    assert float(table_cell("epsilon_upper", v)) >= v
+    assert float(table_cell("epsilon_lower", v)) <= v
+
+
+def test_row_writer_streams_csv_and_json():
+    buf = io.StringIO()
+    w = RowWriter(["step", "epsilon"], "csv", buf)
+    w.write({"step": 1, "epsilon": 0.5})
+    assert buf.getvalue() == "step,epsilon\n1,0.5\n"  # flushed row by row
+    w.close()
+    buf = io.StringIO()
+    w = RowWriter(["step", "epsilon"], "json", buf)
+    w.write({"step": 1, "epsilon": math.inf})
+    w.write({"step": 2, "epsilon": 0.25})
+    w.close()
+    assert json.loads(buf.getvalue()) == [{"step": 1, "epsilon": None}, {"step": 2, "epsilon": 0.25}]
+    buf = io.StringIO()
+    w = RowWriter(["step", "epsilon"], "json", buf)
+    w.close()
+    assert json.loads(buf.getvalue()) == []
