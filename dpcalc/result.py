@@ -86,8 +86,11 @@ def _is_sequence(x: Any) -> bool:
 
 def _py(v: Any) -> Any:
     """numpy scalars -> Python scalars (bool, int, float, str, None)."""
-    if v is None or isinstance(v, (bool, int, float, str)):
+    if v is None or type(v) in (bool, int, float, str):
         return v
+    for kind in (bool, int, float, str):  # subclasses such as numpy.float64 -> the built-in type
+        if isinstance(v, kind):
+            return kind(v)
     item = getattr(v, "item", None)
     if item is not None:
         return item()

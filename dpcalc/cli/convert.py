@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from dpcalc.cli.common import common_options, run
@@ -122,7 +124,7 @@ def _read_curve(path: str):
     from dpcalc.curvefile import read_curve
 
     if path == "-":
-        return read_curve(click.get_text_stream("stdin"), "--curve -")
+        return read_curve(sys.stdin, "--curve -")
     try:
         with open(path, encoding="utf-8", newline="") as fh:
             return read_curve(fh, f"--curve {path}")
