@@ -1,0 +1,370 @@
+"""``dpcalc compose``: many mechanisms, one guarantee (formulas.md §2).
+
+Each method is one entry of :data:`METHODS` (name -> function); a function returns, for an array of
+targets (δ values when ε is asked, or ε values when δ is asked), the bound per target and a note per
+target, or ``None`` and the reason the method does not apply.  Formulas live in the engine
+(``dpcalc.engine.composition``, ``mechanisms``, ``gaussian``, ``conversions``); numpy is imported
+only inside the functions, so ``dpcalc compose --help`` stays light.
+"""
+
+from __future__ import annotations
+
+import click
+
+from dpcalc.cli.common import common_options, run
+from dpcalc.cli.types import Grid
+from dpcalc.errors import DpcalcWarning, InputError
+from dpcalc.result import PlotSpec, Result
+
+MAN_EXAMPLES = [
+    (
+        "ε at δ = 1e-5 of 100 Gaussian releases with σ = 10 (the default method 'best' picks the tightest bound):",
+        "dpcalc compose gaussian:sigma=10,count=100 --delta 1e-5",
+    ),
+    (
+        "Every method side by side; rows that do not apply say why:",
+        "dpcalc compose laplace:scale=10,count=100 --delta 1e-5 --method all",
+    ),
+    (
+        "A heterogeneous mix under Rényi DP:",
+        "dpcalc compose gaussian:sigma=4,count=10 laplace:scale=20,count=5 "
+        "subsampled-gaussian:q=0.01,sigma=1,count=1000 --delta 1e-6 --method rdp",
+    ),
+    ("δ at ε = 1, 2 and 4 instead:", "dpcalc compose dp:epsilon=0.1,count=50 --epsilon 1,2,4"),
+    (
+        "Calibrate σ: the smallest σ that makes 10 Gaussian releases (1, 1e-5)-DP (leave sigma out):",
+        "dpcalc compose gaussian:count=10 --epsilon 1 --delta 1e-5",
+    ),
+]
+
+MAN_NOTES = """\
+Methods (formulas.md §2): exact — the exact privacy profile of the Gaussian mechanism (Balle and Wang
+2018, Thm 8); k Gaussians of σ are one Gaussian of σ/√k, so it applies to compositions of plain
+gaussian specs only. rdp — Rényi-DP curves (Mironov 2017) summed over 225 orders from 1.01 to 1e4 and
+converted by the optimal conversion of Asoodeh et al.; applies to every kind except dp specs with
+δ > 0. optimal — the exact homogeneous composition of Kairouz, Oh and Viswanath 2015, for identical
+(ε, δ) releases, counts up to 10^6. advanced — Dwork–Rothblum–Vadhan (heterogeneous form), reported as
+min(basic, advanced). basic — (Σε, Σδ). basic, advanced and optimal need a per-release (ε, δ): laplace
+(Δ/b, 0), randomized-response (ε, 0) and dp specs have one; gaussian, subsampled-gaussian and zcdp do
+not, and those rows say so rather than choosing a δ split for you. best (default) — one row per target
+with the smallest bound among the methods that apply, and the method that gave it. all — one row per
+method. Every bound is rounded to the safe side. Neighbouring relation: the sensitivities are yours;
+subsampled-gaussian with sampling=poisson assumes add/remove-one, sampling=fixed-size replace-one.
+Calibration: with both --epsilon and --delta and gaussian specs without sigma, the smallest common σ
+that makes the composition (ε, δ)-DP, by the exact Gaussian profile (unlike sqrt(2 log(1.25/δ))Δ/ε,
+it holds for every ε; --method all adds that classical value, which needs ε < 1)."""
+
+
+# ------------------------------------------------------------------------------------------------ methods
+# Each takes (specs, want_eps, targets: np.ndarray) and returns (values | None, notes | reason, extra).
+
+
+def _exact(specs, want_eps, targets):
+    import numpy as np
+
+    from dpcalc.engine import gaussian
+    from dpcalc.engine.mechanisms import gaussian_r2
+
+    r2 = gaussian_r2(specs)
+    if r2 is None:
+        return None, "only for compositions of plain gaussian specs", {}
+    r = float(np.sqrt(r2))
+    values = gaussian.eps_gaussian(targets, r) if want_eps else gaussian.delta_gaussian(targets, r)
+    return np.atleast_1d(values), f"one Gaussian with sensitivity/sigma = {r:.6g}", {}
+
+
+_EDGE_NOTE = "best order at the edge of the grid"
+
+
+def _rdp(specs, want_eps, targets):
+    import numpy as np
+
+    from dpcalc.engine import conversions
+    from dpcalc.engine.mechanisms import total_rdp
+    from dpcalc.engine.orders import DEFAULT_ORDERS
+
+    for s in specs:
+        if s.kind == "dp" and s.params["delta"] > 0:
+            return None, f"{s.text} has delta > 0: no Rényi-DP curve", {}
+    curve = total_rdp(specs, DEFAULT_ORDERS)
+    fn = conversions.eps_from_curve if want_eps else conversions.delta_from_curve
+    bound = fn(DEFAULT_ORDERS, curve, targets, method="optimal")
+    values = np.atleast_1d(np.asarray(bound.value, float))
+    alphas = np.atleast_1d(np.asarray(bound.alpha, float))
+    edge = np.atleast_1d(np.asarray(bound.at_edge))
+    notes = [_EDGE_NOTE if e else "optimal conversion over 225 orders" for e in edge]
+    return values, notes, {"alpha": [None if np.isnan(a) else float(a) for a in alphas]}
+
+
+def _per_release(specs):
+    """(eps, delta, counts) arrays of every spec, or (None, reason)."""
+    pairs = []
+    for s in specs:
+        pair, reason = _per_release_dp(s)
+        if pair is None:
+            return None, reason
+        pairs.append((pair[0], pair[1], s.count))
+    return pairs, None
+
+
+def _per_release_dp(spec):
+    from dpcalc.engine.mechanisms import per_release_dp
+
+    return per_release_dp(spec)
+
+
+def _optimal(specs, want_eps, targets):
+    import numpy as np
+
+    from dpcalc.engine import composition
+
+    pairs, reason = _per_release(specs)
+    if pairs is None:
+        return None, reason, {}
+    if len({(e, d) for e, d, _ in pairs}) > 1:
+        return None, "mechanisms differ: exact composition is for identical (epsilon, delta) only", {}
+    eps, delta, _ = pairs[0]
+    k = sum(c for _, _, c in pairs)
+    if k > composition.KOV_MAX_COUNT:
+        return None, f"total count {k} above {composition.KOV_MAX_COUNT}", {}
+    if not k * eps < 1e300:
+        return None, "count*epsilon overflows", {}
+    fn = composition.kov_eps if want_eps else composition.kov_delta
+    values = np.atleast_1d(np.asarray(fn(eps, delta, k, targets), float))
+    return values, f"Kairouz-Oh-Viswanath, k = {k}", {}
+
+
+def _advanced(specs, want_eps, targets):
+    import numpy as np
+
+    from dpcalc.engine import composition
+
+    pairs, reason = _per_release(specs)
+    if pairs is None:
+        return None, reason, {}
+    eps, delta, counts = (np.array(x, float) for x in zip(*pairs))
+    e_basic, d_basic = composition.basic(eps, delta, counts)
+    if want_eps:
+        values = np.atleast_1d(np.asarray(composition.advanced_eps(eps, delta, counts, targets), float))
+        short = targets <= d_basic
+        notes = [
+            f"needs --delta above sum of deltas = {d_basic!r}"
+            if low
+            else ("basic is smaller" if v >= e_basic * (1 - 1e-15) else "Dwork-Rothblum-Vadhan")
+            for v, low in zip(values, short)
+        ]
+        values = [None if low else float(v) for v, low in zip(values, short)]
+    else:
+        values = np.atleast_1d(np.asarray(composition.advanced_delta(eps, delta, counts, targets), float))
+        notes = ["basic is smaller" if t >= e_basic else "Dwork-Rothblum-Vadhan" for t in targets]
+    return values, notes, {}
+
+
+def _basic(specs, want_eps, targets):
+    from dpcalc.engine import composition
+
+    pairs, reason = _per_release(specs)
+    if pairs is None:
+        return None, reason, {}
+    e_basic, d_basic = composition.basic(*zip(*pairs))
+    if want_eps:
+        values = [e_basic if t >= d_basic else None for t in targets]
+        notes = ["" if t >= d_basic else f"needs --delta >= sum of deltas = {d_basic!r}" for t in targets]
+    else:
+        values = [d_basic if t >= e_basic else None for t in targets]
+        notes = ["" if t >= e_basic else f"needs --epsilon >= sum of epsilons = {e_basic!r}" for t in targets]
+    return values, notes, {}
+
+
+#: Name -> method, in the order ``--method all`` shows them; ``best`` picks among them.  Adding a method
+#: (e.g. ``pld``) is one entry here: a function ``(specs, want_eps, targets) -> (values, notes, extra)``.
+METHODS = {"exact": _exact, "rdp": _rdp, "optimal": _optimal, "advanced": _advanced, "basic": _basic}
+METHOD_ORDER = tuple(METHODS)
+
+
+# ------------------------------------------------------------------------------------------------ command
+
+
+@click.command("compose")
+@click.argument("mechanisms", nargs=-1, required=True, metavar="MECHANISM...")
+@click.option("--delta", type=Grid(lo=0, hi=1, hi_open=True), help="Target δ in (0, 1): report ε.")
+@click.option("--epsilon", type=Grid(lo=0, lo_open=False), help="Target ε >= 0: report δ.")
+@click.option(
+    "--method",
+    type=click.Choice([*METHOD_ORDER, "best", "all"]),
+    default="best",
+    show_default=True,
+    help="exact (Gaussian compositions), rdp, optimal (Kairouz et al.), advanced, basic; "
+    "best: the smallest bound that applies, with its method; all: one row per method.",
+)
+@common_options
+def command(mechanisms, delta, epsilon, method, out):
+    """Compose mechanisms: one (ε, δ) guarantee for all of them.
+
+    A MECHANISM is KIND:key=value,... with an optional count=K: gaussian:sigma=S[,sensitivity=D],
+    laplace:scale=B[,sensitivity=D], randomized-response:epsilon=E (or p=P),
+    subsampled-gaussian:q=Q,sigma=S[,sampling=poisson|fixed-size], zcdp:rho=R, dp:epsilon=E[,delta=D].
+    Give --delta to get ε, or --epsilon to get δ (both take sweeps).  Give both, with gaussian specs
+    that leave sigma out, to calibrate σ.
+    """
+    if delta is not None and epsilon is not None:
+        run(out, lambda: _calibrate(mechanisms, epsilon, delta, method))
+        return
+    if delta is None and epsilon is None:
+        raise click.UsageError("give --delta (to get ε) or --epsilon (to get δ); both to calibrate σ")
+    run(out, lambda: _compose(mechanisms, delta, epsilon, method))
+
+
+def _compose(texts, delta, epsilon, method) -> Result:
+    import numpy as np
+
+    from dpcalc.spec import parse_mechanisms
+
+    specs = parse_mechanisms(texts)
+    _check_relations(specs)
+    want_eps = delta is not None
+    targets = np.asarray(delta if want_eps else epsilon, float)
+    names = METHOD_ORDER if method in ("all", "best") else (method,)
+    headline, given = ("epsilon", "delta") if want_eps else ("delta", "epsilon")
+    cols: dict[str, list] = {"method": [], given: [], headline: [], "alpha": [], "note": []}
+    per_method = {}
+    for name in names:
+        values, notes, extra = METHODS[name](specs, want_eps, targets)
+        n = targets.size
+        if values is None:
+            values, notes = [None] * n, [f"does not apply: {notes}"] * n
+        if isinstance(notes, str):
+            notes = [notes] * n
+        values = [None if v is None or np.isnan(v) else float(v) for v in values]
+        per_method[name] = (values, notes, extra.get("alpha", [None] * n))
+    if method == "best":
+        for i, t in enumerate(targets):
+            cands = [
+                (per_method[m][0][i], k, m) for k, m in enumerate(names) if per_method[m][0][i] is not None
+            ]
+            if not cands:
+                raise InputError("MECHANISM: no method applies to these mechanisms at this target")
+            value, _, m = min(cands)
+            cols["method"].append(m)
+            cols[given].append(float(t))
+            cols[headline].append(value)
+            cols["alpha"].append(per_method[m][2][i])
+            cols["note"].append(per_method[m][1][i])
+    else:
+        for m in names:
+            values, notes, alphas = per_method[m]
+            cols["method"] += [m] * targets.size
+            cols[given] += [float(t) for t in targets]
+            cols[headline] += values
+            cols["alpha"] += alphas
+            cols["note"] += notes
+    _warn_edge(cols, headline)
+    if all(a is None for a in cols["alpha"]):
+        del cols["alpha"]
+    result = Result(
+        cols,
+        headline=headline,
+        title="composition",
+        caption="mechanisms: " + " + ".join(s.label() for s in specs) + _relation_caption(specs),
+    )
+    if targets.size > 1:
+        result.plot = PlotSpec(
+            x=given,
+            y=headline,
+            series="method",
+            logx=want_eps,
+            logy=not want_eps,
+            xlabel="δ" if want_eps else "ε",
+            ylabel="ε" if want_eps else "δ",
+            title="composition",
+        )
+    return result
+
+
+def _warn_edge(cols, headline) -> None:
+    """One stderr warning when a shown rdp row's best order is at the edge of the grid (and matters)."""
+    import warnings
+
+    trivial = (0.0,) if headline == "epsilon" else (0.0, 1.0)
+    for m, v, note in zip(cols["method"], cols[headline], cols["note"]):
+        if m == "rdp" and note == _EDGE_NOTE and v not in trivial:
+            warnings.warn(
+                "rdp: the best Rényi order is at the edge of the grid (1.01..1e4): the bound is valid but "
+                "a wider grid might give a smaller one",
+                DpcalcWarning,
+                stacklevel=2,
+            )
+            return
+
+
+def _check_relations(specs) -> None:
+    """Poisson (add/remove-one) and fixed-size (replace-one) bounds do not compose into one statement."""
+    samplings = {s.params["sampling"] for s in specs if s.kind == "subsampled-gaussian"}
+    if len(samplings) > 1:
+        raise InputError(
+            "MECHANISM: subsampled-gaussian specs mix sampling=poisson (add/remove-one neighbours) and "
+            "sampling=fixed-size (replace-one neighbours); no single guarantee covers both: compose them separately"
+        )
+
+
+def _relation_caption(specs) -> str:
+    samplings = {s.params["sampling"] for s in specs if s.kind == "subsampled-gaussian"}
+    if samplings == {"poisson"}:
+        return "; neighbours: add/remove-one (Poisson sampling)"
+    if samplings == {"fixed-size"}:
+        return "; neighbours: replace-one (fixed-size sampling)"
+    return ""
+
+
+def _calibrate(texts, epsilon, delta, method) -> Result:
+    """The smallest common σ making a composition of Gaussians (ε, δ)-DP (formulas.md §2.6)."""
+    import math
+
+    import numpy as np
+
+    from dpcalc.engine import gaussian
+    from dpcalc.engine.grid import product
+    from dpcalc.spec import parse_mechanisms
+
+    specs = parse_mechanisms(texts, omit=("sigma",))
+    for s in specs:
+        if s.kind != "gaussian":
+            raise InputError(
+                f"mechanism {s.text!r}: --epsilon with --delta calibrates σ of gaussian specs only "
+                "(give one of them to compose)"
+            )
+        if s.params["sigma"] is not None:
+            raise InputError(
+                f"mechanism {s.text!r}: --epsilon with --delta solves for sigma: leave sigma out "
+                "(or give only one of --epsilon/--delta)"
+            )
+    if method not in ("best", "all", "exact"):
+        raise click.BadParameter("calibration uses exact (or all)", param_hint="'--method'")
+    sens = math.sqrt(math.fsum(s.count * s.params["sensitivity"] ** 2 for s in specs))
+    g = product(epsilon=np.asarray(epsilon, float), delta=np.asarray(delta, float))
+    sigma = np.atleast_1d(gaussian.sigma_gaussian(g["epsilon"], g["delta"], sensitivity=sens))
+    n = sigma.size
+    cols = {
+        "method": ["exact"] * n,
+        "epsilon": list(g["epsilon"]),
+        "delta": list(g["delta"]),
+        "sigma": [float(s) for s in sigma],
+        "note": ["Balle-Wang exact Gaussian"] * n,
+    }
+    if method == "all":
+        for e, d in zip(g["epsilon"], g["delta"]):
+            ok = 0 < e < 1
+            cols["method"].append("classical")
+            cols["epsilon"].append(float(e))
+            cols["delta"].append(float(d))
+            cols["sigma"].append(
+                float(np.nextafter(math.sqrt(2 * math.log(1.25 / d)) * sens / e, np.inf)) if ok else None
+            )
+            cols["note"].append("Dwork-Roth Thm A.1" if ok else "does not apply: needs 0 < epsilon < 1")
+    return Result(
+        cols,
+        headline="sigma",
+        title="Gaussian calibration",
+        caption="sigma: the noise of every gaussian spec, so that their composition is (epsilon, delta)-DP; "
+        f"combined sensitivity sqrt(sum count*sensitivity^2) = {sens:.6g}",
+    )
