@@ -114,3 +114,16 @@ def test_classical_calibration_fails_beyond_eps_1():
     sigma = math.sqrt(2 * math.log(1.25 / 1e-5)) / 10.0
     assert float(delta_gaussian(10.0, 1 / sigma)) == pytest.approx(2.27e-5, rel=1e-2)
     assert float(sigma_gaussian(10.0, 1e-5)) > sigma
+
+
+def test_huge_epsilon_gives_zero_delta_not_nan():
+    import warnings
+
+    import numpy as np
+
+    from dpcalc.engine.gaussian import delta_gaussian, log_delta_gaussian
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isneginf(log_delta_gaussian(1e300, 1.0))
+        assert delta_gaussian(np.array([1e300, 1e6]), 1.0).tolist() == [0.0, 0.0]

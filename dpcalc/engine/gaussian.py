@@ -67,7 +67,9 @@ def log_delta_gaussian(eps, r):
         log_kappa = la - ld
         infl = np.log1p(2.0 * rel * np.exp(np.minimum(log_kappa, 700.0)))
         out = np.minimum(ld + infl, la)
-    out = np.where(np.isneginf(ld), np.minimum(la, np.log(2.0 * rel) + la), out)
+    with np.errstate(invalid="ignore"):
+        out = np.where(np.isneginf(ld), np.minimum(la, np.log(2.0 * rel) + la), out)
+    out = np.where(np.isneginf(la), -np.inf, out)  # δ <= its first term = 0 (e.g. ε = 1e300)
     out = np.where(finite, out, np.nan)
     out = np.where((r == 0) | np.isposinf(eps), -np.inf, out)
     out = np.where(np.isposinf(r) & np.isfinite(eps), 0.0, out)
