@@ -126,4 +126,5 @@ def test_huge_epsilon_gives_zero_delta_not_nan():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert np.isneginf(log_delta_gaussian(1e300, 1.0))
-        assert delta_gaussian(np.array([1e300, 1e6]), 1.0).tolist() == [0.0, 0.0]
+        d = delta_gaussian(np.array([1e300, 1e6]), 1.0)
+        assert d[0] == 0.0 and 0.0 <= d[1] <= 1e-300  # upper bounds, rounded up at most one ulp
