@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "odometer": ("dpcalc.cli.odometer", "Adaptive budgets: privacy filters, odometers and a CI ledger."),
 }
 
+NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", ())  # click >= 8.2
+
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
@@ -66,6 +68,9 @@ class DpcalcGroup(click.Group):
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
+        except NoArgsIsHelp as exc:  # bare `dpcalc`: the help, not an error
+            click.echo(exc.ctx.get_help() if exc.ctx else "")
+            sys.exit(ExitCode.OK)
         except click.exceptions.Abort:
             click.echo("Error: aborted", err=True)
             sys.exit(ExitCode.ERROR)
