@@ -11,14 +11,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Columns whose value is an upper bound: the table rounds them up (never below the true bound).
-UPPER_COLUMNS = frozenset({"epsilon", "epsilon_upper", "delta", "delta_upper", "rdp", "rdp_upper"})
+UPPER_COLUMNS = frozenset({"epsilon", "epsilon_upper", "epsilon_rdp", "delta", "delta_upper", "rdp", "rdp_upper"})
 #: Columns whose value is a lower bound: the table rounds them down.
 LOWER_COLUMNS = frozenset({"epsilon_lower", "delta_lower", "rdp_lower", "rdp_certifying"})
 
 
 @dataclass
 class PlotSpec:
-    """How to draw a result (used by ``--plot``): x and y columns, one line per ``series`` value."""
+    """How to draw a result (used by ``--plot``): x and y columns, one line per ``series`` value.
+
+    Everything after ``ylabel`` is optional (see :mod:`dpcalc.plot`): ``y_extra`` columns are drawn
+    as further lines (a lower bound, a comparison value), ``band`` = (lower, upper) columns shade a
+    bracket, ``group`` columns (swept parameters) split each series into one line per value,
+    ``xref`` is a column whose value(s) are drawn as vertical reference lines, ``hlines`` are
+    horizontal reference lines ``(value, label)``, ``labels`` maps series values and column names to
+    display names, ``subtitle`` holds the fixed parameters, and ``autolog`` draws an axis on a log
+    scale when its positive values span a ratio above 50.  Where every line has one point (a
+    comparison at one setting), ``--plot`` draws a dot chart, one dot per line.
+    """
 
     x: str
     y: str
@@ -28,6 +38,14 @@ class PlotSpec:
     title: str = ""
     xlabel: str = ""
     ylabel: str = ""
+    y_extra: tuple[str, ...] = ()
+    band: tuple[str, str] | None = None
+    group: tuple[str, ...] = ()
+    xref: str | None = None
+    hlines: tuple[tuple[float, str], ...] = ()
+    labels: dict[str, str] = field(default_factory=dict)
+    subtitle: str = ""
+    autolog: bool = False
 
 
 @dataclass

@@ -1,0 +1,520 @@
+"""``dpcalc odometer``: adaptive budgets — privacy filters, odometers, and a ledger for CI (formulas.md §6)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from dpcalc.cli.common import BudgetExceeded, common_options, run, single
+from dpcalc.cli.types import Grid
+from dpcalc.errors import InputError
+from dpcalc.result import PlotSpec, Result
+
+CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
+
+MAN_EXAMPLES = [
+    (
+        "The odometer of Lécuyer's fine-tuning run (q = 0.01024, σ = 1, 98 steps per epoch) after epochs 6, "
+        "20 and 50, with the γ of the paper's figures and the plain RDP ε by Mironov's conversion:",
+        "dpcalc odometer --event sgm:q=0.01024,sigma=1,count=588 --event sgm:q=0.01024,sigma=1,count=1372 "
+        "--event sgm:q=0.01024,sigma=1,count=2940 --delta 1e-6 --gamma code --alphas code --conversion mironov",
+    ),
+    (
+        "Follow a training log as it grows (columns sample_rate,noise_multiplier,steps):",
+        "dpcalc odometer train.csv --follow --delta 1e-6",
+    ),
+    ("The same from a pipe:", "tail -f train.csv | dpcalc odometer - --delta 1e-6"),
+    (
+        "A filter: which steps may run within (2, 1e-6)-DP:",
+        "dpcalc odometer events.csv --delta 1e-6 --filter 2",
+    ),
+    (
+        "A CI job spends budget from a shared ledger, refused (exit 3) past ε = 8:",
+        "dpcalc odometer --ledger privacy.ledger --add gaussian:sigma=20 --delta 1e-6 --max-epsilon 8 -q",
+    ),
+    (
+        "Ask without spending:",
+        "dpcalc odometer --ledger privacy.ledger --add gaussian:sigma=20 --check --max-epsilon 8",
+    ),
+    ("Report the ledger:", "dpcalc odometer --ledger privacy.ledger"),
+]
+
+MAN_NOTES = """\
+Lécuyer, "Practical Privacy Filters and Odometers with Rényi Differential Privacy" (2021).
+Neighbours: add/remove one (the subsampled Gaussian is Poisson-sampled).  The odometer (Thm 2, Eq. 5)
+tracks the running RDP sums r(α) over the orders Λ and reports, at any stopping time,
+min over α of 2^(f-1) γ(α) + log(2|Λ| f²/δ)/(α − 1), where f is the smallest level with
+r(α) <= 2^(f-1) γ(α); --gamma paper is γ(α) = log(2|Λ|/δ)/(α − 1) (§4.5), --gamma code is 6/(α − 1), what
+the paper's figures used.  epsilon_rdp is the plain RDP bound by --conversion: valid only for a schedule
+fixed in advance, shown for comparison.  --filter EPS: a step runs iff some order stays within its
+budget; --filter-rule union (default) gives each order δ/|Λ|, which makes the (EPS, δ) guarantee hold
+unconditionally and lets the exact DP → RDP conversion set the budgets; --filter-rule paper is the
+paper's Cor. 1 rule ε − log(1/δ)/(α − 1), whose proof applies a fixed-order theorem at a data-dependent
+order (formulas.md §6.1).  The ledger is append-only: a header fixing δ, Λ and γ, then one line per
+event (UTC time, mechanism, chained SHA-256 checksum); appends hold an exclusive flock and are fsync'd;
+a torn last line is reported and ignored (repair: --repair); other damage is refused with exit 1."""
+
+ORDERS_HELP = (
+    "Rényi orders Λ: 'paper' (1.25:10:0.25,16,32; default), 'code' (2.25:10:0.25,16,32), or a list/ranges."
+)
+
+
+@click.command("odometer")
+@click.argument("events", required=False, metavar="[EVENTS]")
+@click.option(
+    "--event",
+    "inline",
+    multiple=True,
+    metavar="MECHANISM",
+    help="An event given on the command line (repeatable; before EVENTS' rows), e.g. gaussian:sigma=2.",
+)
+@click.option(
+    "--delta",
+    type=Grid(lo=0, hi=1, hi_open=True),
+    default=None,
+    help="Target δ in (0, 1) (a ledger remembers its own).",
+)
+@click.option("--alphas", default="paper", show_default=True, metavar="LIST", help=ORDERS_HELP)
+@click.option(
+    "--gamma",
+    "gamma_kind",
+    type=click.Choice(["paper", "code"]),
+    default="paper",
+    show_default=True,
+    help="The odometer's first rung γ(α): paper = log(2|Λ|/δ)/(α−1), code = 6/(α−1).",
+)
+@click.option(
+    "--conversion",
+    type=click.Choice(CONVERSIONS),
+    default="optimal",
+    show_default=True,
+    help="RDP → (ε, δ) for the plain epsilon_rdp column and the filter's per-order budgets.",
+)
+@click.option(
+    "--filter",
+    "filter_eps",
+    type=Grid(lo=0),
+    default=None,
+    metavar="EPS",
+    help="Run an (EPS, δ) privacy filter: each row says whether the step may run.",
+)
+@click.option(
+    "--filter-rule",
+    type=click.Choice(["union", "paper"]),
+    default="union",
+    show_default=True,
+    help="union: valid unconditionally (δ/|Λ| per order); paper: Lécuyer's Cor. 1 as printed.",
+)
+@click.option(
+    "--follow", is_flag=True, help="Keep reading EVENTS (a file) as it grows, like tail -f (Ctrl-C ends)."
+)
+@click.option(
+    "--ledger", default=None, metavar="FILE", help="A ledger file of spent budget shared across runs."
+)
+@click.option(
+    "--add",
+    "add",
+    default=None,
+    metavar="MECHANISM",
+    help="With --ledger: record one event, print the running ε.",
+)
+@click.option("--check", is_flag=True, help="With --ledger --add: say what ε would be, without recording.")
+@click.option(
+    "--repair", is_flag=True, help="With --ledger: remove a torn (incomplete) last line, nothing else."
+)
+@common_options
+def command(
+    events,
+    inline,
+    delta,
+    alphas,
+    gamma_kind,
+    conversion,
+    filter_eps,
+    filter_rule,
+    follow,
+    ledger,
+    add,
+    check,
+    repair,
+    out,
+):
+    """Adaptive budgets: privacy odometers, filters, and a ledger for CI.
+
+    EVENTS (a CSV file, or - for stdin) has a header and one row per adaptive step: a 'mechanism'
+    column (a MECHANISM as in 'dpcalc compose'), or the columns sample_rate,noise_multiplier[,steps]
+    (DP-SGD steps). Each output row is printed as soon as its input row is read: step, the running
+    odometer ε with its order and level, and the plain RDP ε for comparison; with --filter, whether
+    the filter lets the step run (-q prints just true/false) and the guarantee of the interaction.
+
+    With --ledger FILE: --add MECHANISM records one event and prints the running ε (refused with
+    exit 3, and not recorded, if it would pass --max-epsilon); --check asks without recording; the
+    ledger alone is reported row by row.
+    """
+    ctx = click.get_current_context()
+    given = {
+        name: ctx.get_parameter_source(param) not in (None, click.core.ParameterSource.DEFAULT)
+        for name, param in (("alphas", "alphas"), ("gamma", "gamma_kind"))
+    }
+    delta = single(delta, "--delta")  # one stream, one δ: no sweeps here
+    filter_eps = single(filter_eps, "--filter")
+    orders = _orders(alphas)
+    expect = {
+        "delta": delta,
+        "alphas": orders if given["alphas"] else None,
+        "gamma": gamma_kind if given["gamma"] else None,
+    }
+    if ledger is not None:
+        for name, value in (
+            ("EVENTS", events),
+            ("--event", inline or None),
+            ("--filter", filter_eps),
+            ("--follow", follow or None),
+        ):
+            if value is not None:
+                raise click.UsageError(f"{name} cannot be used with --ledger")
+        if check and add is None:
+            raise click.UsageError("--check needs --add MECHANISM")
+        if repair and (add is not None):
+            raise click.UsageError("--repair cannot be used with --add")
+        _ledger(ledger, add, check, repair, delta, orders, gamma_kind, conversion, expect, out)
+        return
+    for name, value in (("--add", add), ("--check", check or None), ("--repair", repair or None)):
+        if value is not None:
+            raise click.UsageError(f"{name} needs --ledger FILE")
+    if events is None and not inline:
+        raise click.UsageError("give EVENTS (a CSV file or - for stdin), --event MECHANISM, or --ledger FILE")
+    if follow and (events is None or events == "-"):
+        raise click.UsageError("--follow needs EVENTS to be a file (a pipe is followed anyway)")
+    if delta is None:
+        raise click.UsageError("missing option --delta")
+    if out.plot:
+        raise click.UsageError("--plot: not available for streamed output (use --ledger FILE for a report)")
+    _stream(events, inline, follow, delta, orders, gamma_kind, conversion, filter_eps, filter_rule, out)
+
+
+def _orders(text: str) -> tuple[float, ...]:
+    if text == "paper":
+        return tuple(1.0 + 0.25 * k for k in range(1, 37)) + (16.0, 32.0)
+    if text == "code":
+        return tuple(2.0 + x / 4.0 for x in range(1, 33)) + (16.0, 32.0)
+    from dpcalc.cli.types import parse_values
+
+    try:
+        values = parse_values(text.strip(), max_values=10_000)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--alphas'") from None
+    if any(not (1.0 < v < float("inf")) for v in values):
+        raise click.BadParameter("every order must be a finite number > 1", param_hint="'--alphas'")
+    if len(set(values)) != len(values):
+        raise click.BadParameter("the orders must be distinct", param_hint="'--alphas'")
+    return tuple(values)
+
+
+# -- curves -----------------------------------------------------------------------------------
+class _Curves:
+    """RDP curves of events over the orders, computed once per distinct event."""
+
+    def __init__(self, orders) -> None:
+        import numpy as np
+
+        self.orders = np.asarray(orders, dtype=float)
+        self._cache: dict = {}
+
+    def of_spec(self, spec):
+        key = ("mechanism", spec.text)
+        if key not in self._cache:
+            from dpcalc.engine.mechanisms import rdp_curve
+
+            self._cache[key] = rdp_curve(spec, self.orders)
+        return self._cache[key]
+
+    def of_event(self, ev):
+        if ev.spec is not None:
+            try:
+                return self.of_spec(ev.spec)
+            except InputError as exc:
+                where = (
+                    f"--event #{ev.line_no}" if ev.source == "--event" else f"{ev.source} line {ev.line_no}"
+                )
+                raise InputError(f"{where}: {exc}") from None
+        if ev.key not in self._cache:
+            from dpcalc.engine.odometer import sgm_curve
+
+            self._cache[ev.key] = sgm_curve(ev.sample_rate, ev.noise_multiplier, ev.steps, self.orders)
+        return self._cache[ev.key]
+
+
+def _parse_spec(text: str, option: str):
+    from dpcalc.spec import parse_mechanism
+
+    try:
+        return parse_mechanism(text.strip())
+    except InputError as exc:
+        raise InputError(f"{option}: {exc}") from None
+
+
+# -- streaming --------------------------------------------------------------------------------
+def _columns(filtering: bool) -> list[str]:
+    if filtering:
+        return ["step", "run", "epsilon", "epsilon_rdp", "delta"]
+    return ["step", "epsilon", "alpha", "level", "epsilon_rdp", "delta"]
+
+
+def _event_source(events, inline, follow):
+    """Yield Event objects: --event options first, then EVENTS rows as they arrive."""
+    from dpcalc.events import Event, follow_lines, iter_events, stream_lines
+
+    given = [
+        Event(i, mechanism=text, spec=_parse_spec(text, f"--event #{i}"), source="--event")
+        for i, text in enumerate(inline, start=1)
+    ]  # all checked before any output
+    yield from given
+    if events is None:
+        return
+    if events == "-":
+        yield from iter_events(stream_lines(click.get_text_stream("stdin")), "EVENTS")
+        return
+    try:
+        if follow:
+            lines = follow_lines(events)
+            first = next(lines, None)  # opens the file: errors surface here
+            import itertools
+
+            yield from iter_events(itertools.chain([first] if first is not None else [], lines), events)
+            return
+        with open(events, encoding="utf-8", newline="") as fh:
+            yield from iter_events(stream_lines(fh), events)
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        raise click.ClickException(f"EVENTS: cannot read {events!r}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{events}: not a UTF-8 text file") from None
+
+
+def _stream(
+    events, inline, follow, delta, orders, gamma_kind, conversion, filter_eps, filter_rule, out
+) -> None:
+    import warnings
+
+    from dpcalc.engine.odometer import Accountant
+    from dpcalc.errors import DpcalcWarning
+    from dpcalc.render import RowWriter
+
+    acct = Accountant(
+        orders,
+        delta,
+        gamma_kind=gamma_kind,
+        conversion=conversion,
+        filter_epsilon=filter_eps,
+        filter_rule=filter_rule,
+    )
+    curves = _Curves(orders)
+    filtering = filter_eps is not None
+    writer = None  # created at the first good row: an input error before it leaves stdout empty
+
+    def open_writer():
+        return RowWriter(
+            _columns(filtering),
+            out.resolved_format(),
+            sys.stdout,
+            quiet=out.quiet,
+            headline="run" if filtering else "epsilon",  # -q with --filter: true/false per step
+            widths={"step": 6, "run": 5, "level": 5},
+        )
+
+    worst = None
+    said: set[str] = set()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DpcalcWarning)
+            for ev in _event_source(events, inline, follow):
+                row = acct.add(curves.of_event(ev))
+                if filtering:
+                    row["epsilon"] = filter_eps
+                row["delta"] = delta
+                writer = writer or open_writer()
+                writer.write(row)
+                if not filtering and row["odometer_at_edge"]:
+                    warnings.warn(
+                        "the odometer's best order is at the edge of --alphas (add orders beyond it)",
+                        DpcalcWarning,
+                        stacklevel=1,
+                    )
+                for w in caught:
+                    msg = " ".join(str(w.message).split())
+                    if issubclass(w.category, DpcalcWarning) and msg not in said:
+                        said.add(msg)
+                        click.echo(f"Warning: {msg}", err=True)
+                caught.clear()
+                if out.max_epsilon is not None and row["epsilon"] > out.max_epsilon and worst is None:
+                    worst = (row["step"], row["epsilon"])
+        writer = writer or open_writer()  # no rows: still a CSV header / an empty JSON array
+    except KeyboardInterrupt:
+        if not follow:
+            raise
+    except BrokenPipeError:  # `dpcalc odometer ... | head`: the reader left; stop quietly
+        _broken_pipe()
+    finally:
+        if writer is not None:
+            try:
+                writer.close()
+            except BrokenPipeError:
+                _broken_pipe()
+    if worst is not None:
+        raise BudgetExceeded(
+            f"budget exceeded: epsilon = {worst[1]!r} > {out.max_epsilon!r} (step {worst[0]})"
+        )
+
+
+def _broken_pipe():
+    from dpcalc.cli import _quiet_broken_pipe
+    from dpcalc.exitcodes import ExitCode
+
+    _quiet_broken_pipe()
+    raise click.exceptions.Exit(ExitCode.OK)
+
+
+# -- the ledger -------------------------------------------------------------------------------
+def _ledger(path, add, check, repair, delta, orders, gamma_kind, conversion, expect, out) -> None:
+    import os
+
+    from dpcalc import ledger as L
+
+    try:
+        if repair:
+            torn = L.repair(path)
+            if torn is None:
+                click.echo(f"{path}: nothing to repair (no incomplete last line)", err=True)
+            else:
+                click.echo(
+                    f"{path}: removed the incomplete line {torn.line_no} ({torn.length} bytes: "
+                    f"{torn.preview!r})",
+                    err=True,
+                )
+            return
+        if add is None:
+            if not os.path.exists(path):
+                raise click.ClickException(f"--ledger: no such file {path!r} (--add creates it)")
+            ledger = L.read(path)
+            if ledger.header is not None:
+                L.check_header(ledger.header, expect)
+            run(out, lambda: _report(path, ledger, conversion))
+            return
+        spec = _parse_spec(add, "--add")
+        if delta is None and not os.path.exists(path):
+            raise click.UsageError("missing option --delta (needed to start a new ledger)")
+        header = L.Header(delta, tuple(orders), gamma_kind) if delta is not None else None
+        curves = _Curves(orders)
+        curves.of_spec(spec)  # a mechanism with no RDP curve is refused before the lock (exit 2)
+        verdict: dict = {}
+
+        def admit(h, mechanisms):
+            rows = _account(h, mechanisms, conversion, curves, last_only=True)
+            verdict["row"] = rows[-1]
+            verdict["ok"] = out.max_epsilon is None or rows[-1]["epsilon"] <= out.max_epsilon
+            return verdict["ok"] or check  # --check: judged below, never written
+
+        ledger, written = L.append(path, add, header, admit, expect=expect, dry_run=check)
+    except L.LedgerDamaged as exc:
+        raise click.ClickException(f"ledger {path}: {exc}; the file was not changed") from None
+    except L.LedgerTorn as exc:
+        raise click.ClickException(f"ledger {exc}") from None
+    except OSError as exc:
+        raise click.ClickException(f"ledger {path}: {exc.strerror or exc}") from None
+    row = verdict["row"]
+    row["recorded"] = bool(written and not check)
+    result = Result(
+        {
+            k: [row[k]]
+            for k in ("step", "mechanism", "recorded", "epsilon", "alpha", "level", "epsilon_rdp", "delta")
+        },
+        title="odometer ledger",
+        caption=f"{path}",
+        notes=_edge_notes([row]),
+    )
+    if not verdict["ok"]:
+        from dpcalc.cli.common import emit
+
+        emit(result, _no_budget(out))
+        raise BudgetExceeded(
+            f"budget exceeded: epsilon would be {row['epsilon']!r} > {out.max_epsilon!r}; "
+            "the event was not recorded"
+        )
+    run(out, lambda: result)
+
+
+def _no_budget(out):
+    import dataclasses
+
+    return dataclasses.replace(out, max_epsilon=None, max_delta=None, plot=None)
+
+
+def _account(header, mechanisms, conversion, curves=None, last_only=False) -> list[dict]:
+    """Rows of the running odometer over a ledger's mechanisms (under its header's δ, Λ, γ)."""
+    import math
+
+    import numpy as np
+
+    from dpcalc.engine.odometer import running_bounds
+
+    if not mechanisms:
+        return []
+    if curves is None or tuple(curves.orders) != tuple(header.alphas):
+        curves = _Curves(header.alphas)
+    stack = []
+    for i, text in enumerate(mechanisms, start=1):
+        try:
+            stack.append(curves.of_spec(_parse_spec(text, f"entry {i}")))
+        except InputError as exc:
+            from dpcalc.ledger import LedgerDamaged
+
+            raise LedgerDamaged(f"entry {i} cannot be accounted ({exc})") from None
+    b = running_bounds(
+        header.alphas, np.array(stack), header.delta, header.gamma, conversion, last_only=last_only
+    )
+    rows = []
+    for k, step in enumerate(b["step"]):
+        level = float(b["level"][k])
+        rows.append(
+            {
+                "step": int(step),
+                "mechanism": mechanisms[int(step) - 1],
+                "epsilon": float(b["epsilon"][k]),
+                "alpha": float(b["alpha"][k]),
+                "level": int(level) if math.isfinite(level) else None,
+                "epsilon_rdp": float(b["epsilon_rdp"][k]),
+                "delta": header.delta,
+                "odometer_at_edge": bool(b["odometer_at_edge"][k]),
+                "rdp_at_edge": bool(b["rdp_at_edge"][k]),
+            }
+        )
+    return rows
+
+
+def _edge_notes(rows) -> list[str]:
+    notes = []
+    if any(r["odometer_at_edge"] for r in rows):
+        notes.append("the odometer's best order is at the edge of the orders (add orders beyond it)")
+    if any(r["rdp_at_edge"] for r in rows):
+        notes.append("the plain RDP bound's best order is at the edge of the orders (add orders beyond it)")
+    return notes
+
+
+def _report(path, ledger, conversion) -> Result:
+    names = ["step", "mechanism", "epsilon", "alpha", "level", "epsilon_rdp", "delta"]
+    rows = []
+    if ledger.header is not None:
+        rows = _account(ledger.header, ledger.mechanisms, conversion)
+    result = Result(
+        {n: [r[n] for r in rows] for n in names},
+        title="odometer ledger",
+        caption=path,
+        plot=PlotSpec(x="step", y="epsilon", title="privacy odometer", xlabel="event", ylabel="ε"),
+    )
+    result.notes.extend(_edge_notes(rows))
+    if ledger.torn is not None:
+        result.notes.append(ledger.torn.message(path))
+    if ledger.header is None:
+        result.notes.append(f"{path}: the ledger has no entries yet")
+    return result

@@ -1,0 +1,217 @@
+"""EVENTS: the steps of an adaptive interaction, read row by row as they arrive (pure Python).
+
+A CSV text with a header row, one row per adaptive step (``dpcalc odometer``; docs/cli.md):
+
+* a ``mechanism`` column holding a mechanism spec (``gaussian:sigma=2``, ``subsampled-gaussian:
+  q=0.01,sigma=1,count=98``, ... as in ``dpcalc compose``), or
+* the columns ``sample_rate,noise_multiplier`` and optionally ``steps`` (default 1): that many steps
+  of the Poisson-subsampled Gaussian (DP-SGD; add/remove neighbours).
+
+Other columns are ignored (a training log may carry its loss and accuracy); blank lines and lines
+starting with ``#`` are skipped.  Every error is an :class:`~dpcalc.errors.InputError` whose message
+names the line at fault (``EVENTS line 7: ...``).  Rows are parsed lazily, so a growing input
+(``tail -f train.log | dpcalc odometer -``) is processed as it arrives.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from dpcalc.errors import InputError
+
+SGM_COLUMNS = ("sample_rate", "noise_multiplier")
+MAX_STEPS = 10**12
+
+
+@dataclass(frozen=True)
+class Event:
+    """One row: either a parsed mechanism spec or one subsampled-Gaussian setting (× ``steps``)."""
+
+    line_no: int
+    mechanism: str | None = None
+    spec: Any = None  # dpcalc.spec.MechanismSpec for mechanism rows
+    sample_rate: float | None = None
+    noise_multiplier: float | None = None
+    steps: int = 1
+    source: str = "EVENTS"
+
+    @property
+    def key(self) -> tuple:
+        """A hashable description of the event's RDP curve (for caching curves)."""
+        if self.mechanism is not None:
+            return ("mechanism", self.mechanism)
+        return ("sgm", self.sample_rate, self.noise_multiplier, self.steps)
+
+    def describe(self) -> str:
+        if self.mechanism is not None:
+            return self.mechanism
+        return (
+            f"subsampled-gaussian:q={self.sample_rate!r},sigma={self.noise_multiplier!r},count={self.steps}"
+        )
+
+
+def _where(source: str, line_no: int) -> str:
+    return f"{source} line {line_no}"
+
+
+def _number(text: str, name: str, where: str) -> float:
+    t = text.strip()
+    try:
+        v = float(t)
+    except ValueError:
+        raise InputError(f"{where}: {name} must be a number, got {t!r}") from None
+    if not math.isfinite(v):
+        raise InputError(f"{where}: {name} must be finite, got {t!r}")
+    return v
+
+
+def parse_row(fields: dict[str, str], mode: str, line_no: int, source: str = "EVENTS") -> Event:
+    """Check one data row (``fields``: column -> text) and build its :class:`Event`."""
+    where = _where(source, line_no)
+    if mode == "mechanism":
+        text = fields["mechanism"].strip()
+        if not text:
+            raise InputError(f"{where}: the mechanism is empty")
+        from dpcalc.spec import parse_mechanism
+
+        try:
+            spec = parse_mechanism(text)
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+        return Event(line_no, mechanism=text, spec=spec, source=source)
+    q = _number(fields["sample_rate"], "sample_rate", where)
+    if not (0.0 < q <= 1.0):
+        raise InputError(f"{where}: sample_rate must lie in (0, 1], got {fields['sample_rate'].strip()!r}")
+    sigma = _number(fields["noise_multiplier"], "noise_multiplier", where)
+    if not sigma > 0.0:
+        raise InputError(f"{where}: noise_multiplier must be > 0, got {fields['noise_multiplier'].strip()!r}")
+    steps = 1
+    if "steps" in fields and fields["steps"].strip():
+        s = _number(fields["steps"], "steps", where)
+        if s != int(s) or not (1 <= s <= MAX_STEPS):
+            raise InputError(
+                f"{where}: steps must be a whole number in [1, {MAX_STEPS}], got {fields['steps'].strip()!r}"
+            )
+        steps = int(s)
+    return Event(line_no, sample_rate=q, noise_multiplier=sigma, steps=steps, source=source)
+
+
+def header_mode(names: list[str], line_no: int, source: str = "EVENTS") -> str:
+    """``"mechanism"`` or ``"sgm"`` from the header row's column names (checked)."""
+    where = _where(source, line_no)
+    if len(set(names)) != len(names):
+        raise InputError(f"{where}: a column name repeats in the header {','.join(names)!r}")
+    has_mech = "mechanism" in names
+    has_sgm = [c in names for c in SGM_COLUMNS]
+    if has_mech and any(has_sgm):
+        raise InputError(f"{where}: give either a mechanism column or sample_rate,noise_multiplier, not both")
+    if has_mech:
+        return "mechanism"
+    if all(has_sgm):
+        return "sgm"
+    raise InputError(
+        f"{where}: expected a header row with a 'mechanism' column or the columns "
+        f"'sample_rate,noise_multiplier[,steps]', got {','.join(names)[:80]!r}"
+    )
+
+
+def iter_events(lines: Iterable[str], source: str = "EVENTS") -> Iterator[Event]:
+    """Parse EVENTS lines lazily: one :class:`Event` per data row, in order (errors name the line)."""
+    counter = _LineCounter(lines)
+    reader = csv.reader(counter, skipinitialspace=True, strict=True)
+    names: list[str] | None = None
+    mode = ""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise InputError(f"{_where(source, counter.count)}: malformed CSV ({exc})") from None
+        line_no = counter.first_of_record
+        if not row or all(not f.strip() for f in row) or row[0].lstrip().startswith("#"):
+            continue
+        if any("\x00" in f for f in row):
+            raise InputError(f"{_where(source, line_no)}: contains a NUL character")
+        if names is None:
+            names = [f.strip().lower() for f in row]
+            mode = header_mode(names, line_no, source)
+            continue
+        if names == ["mechanism"]:  # a one-column file: the spec's own commas need no quoting
+            row = [",".join(row)]
+        if len(row) != len(names):
+            raise InputError(
+                f"{_where(source, line_no)}: expected {len(names)} fields like the header, got {len(row)}"
+            )
+        yield parse_row(dict(zip(names, row)), mode, line_no, source)
+    if names is None:
+        raise InputError(
+            f"{source}: no header row (expected 'mechanism' or 'sample_rate,noise_multiplier[,steps]')"
+        )
+
+
+class _LineCounter:
+    """Feeds csv.reader and remembers which physical line a record started on."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._it = iter(lines)
+        self.count = 0
+        self.first_of_record = 1
+        self._in_record = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        line = next(self._it)
+        self.count += 1
+        if not self._in_record:
+            self.first_of_record = self.count
+        # a record continues while a quoted field is open (odd number of quotes so far)
+        self._in_record = (line.count('"') % 2 == 1) != self._in_record
+        return line
+
+
+# -- reading a stream as it grows ---------------------------------------------------------------
+def stream_lines(stream: IO[str]) -> Iterator[str]:
+    """Lines of ``stream`` as soon as each is complete (``readline``: no read-ahead on pipes)."""
+    while True:
+        line = stream.readline()
+        if not line:
+            return
+        yield line
+
+
+def follow_lines(path: str, *, poll: float = 0.2, stop=None) -> Iterator[str]:
+    """Like ``tail -f``: the lines of a growing file, waiting at its end for more (never returns
+    unless ``stop()`` becomes true at the end of the file; Ctrl-C ends it).  A partial last line is
+    held back until its newline arrives.  A file that shrinks is an error (it was truncated)."""
+    with open(path, encoding="utf-8", newline="") as fh:
+        pending = ""
+        position = 0
+        while True:
+            chunk = fh.readline()
+            if chunk:
+                position += len(chunk.encode("utf-8"))
+                pending += chunk
+                if pending.endswith("\n"):
+                    yield pending
+                    pending = ""
+                continue
+            if stop is not None and stop():
+                if pending:
+                    yield pending
+                return
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                size = position
+            if size < position:
+                raise InputError(f"{path}: the file was truncated while being followed")
+            time.sleep(poll)

@@ -1,0 +1,333 @@
+"""The privacy ledger: an append-only, human-readable file of spent budget shared by CI jobs.
+
+Pure Python (no numpy): reading, checking and appending lines.  What the entries cost is computed
+by the caller (``dpcalc odometer --ledger``), which passes an ``admit`` callback to :func:`append`.
+
+Format (UTF-8 text, one record per line, every line ends with ``\\n``)::
+
+    # dpcalc-ledger v1 delta=1e-06 alphas=1.25,1.5,...,32.0 gamma=paper
+    2026-11-21T20:00:00Z<TAB>subsampled-gaussian:q=0.01,sigma=1,count=98<TAB>sha256:3f2a...
+
+The header fixes δ, the orders Λ and the odometer's γ before any budget is spent (the odometer's
+ladder must not depend on the data).  Each entry carries a checksum chained to the previous line:
+the first 16 hex digits of ``sha256(previous_checksum_or_header + "\\n" + time + "\\t" + mechanism)``,
+so an edited, inserted, removed or reordered line is detected (only the removal of the *last*
+entries cannot be seen from the file alone).
+
+Concurrency: :func:`append` opens the file with ``O_APPEND``, takes an exclusive ``flock`` on it,
+reads and checks the whole file, asks ``admit``, writes the line with one ``write`` and ``fsync``s
+before unlocking, so concurrent writers never interleave or lose entries.  (``flock`` is advisory
+and may not work on some network file systems.)
+
+Damage: a last line without its newline is a *torn* append (a writer killed mid-write): readers
+ignore it and say so (:attr:`Ledger.torn`), writers refuse until it is removed with :func:`repair`
+(``dpcalc odometer --ledger FILE --repair``), which truncates exactly those bytes.  Any other
+damage raises :class:`LedgerDamaged` naming the line, and the file is never modified.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from dpcalc.errors import DpcalcError, InputError
+
+MAGIC = "dpcalc-ledger"
+VERSION = 1
+GAMMAS = ("paper", "code")
+MAX_MECHANISM_LENGTH = 4000
+_HEADER_RE = re.compile(r"^# dpcalc-ledger v(\d+)((?: [a-z_]+=[!-~]*)*)$")
+_TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+_SUM_RE = re.compile(r"^sha256:[0-9a-f]{16}$")
+
+
+class LedgerDamaged(DpcalcError):
+    """The ledger file is damaged (other than a torn last line); nothing was changed (exit 1)."""
+
+
+class LedgerTorn(DpcalcError):
+    """An append was refused because the last line is torn; :func:`repair` removes it (exit 1)."""
+
+
+@dataclass(frozen=True)
+class Header:
+    """What the ledger fixes before any budget is spent."""
+
+    delta: float
+    alphas: tuple[float, ...]
+    gamma: str = "paper"
+
+    def line(self) -> str:
+        alphas = ",".join(repr(float(a)) for a in self.alphas)
+        return f"# {MAGIC} v{VERSION} delta={float(self.delta)!r} alphas={alphas} gamma={self.gamma}"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One spent event: its line number in the file, UTC time, mechanism text and checksum."""
+
+    line_no: int
+    time: str
+    mechanism: str
+    checksum: str
+
+
+@dataclass(frozen=True)
+class Torn:
+    """An incomplete last line: where the intact part of the file ends, and the stray bytes."""
+
+    line_no: int
+    offset: int
+    length: int
+    preview: str
+
+    def message(self, path: str) -> str:
+        return (
+            f"{path}: line {self.line_no} is an incomplete append ({self.length} bytes without a newline, "
+            f"a writer was interrupted); it is not counted. Repair: dpcalc odometer --ledger {path} --repair "
+            f"(or: truncate -s {self.offset} {path})"
+        )
+
+
+@dataclass(frozen=True)
+class Ledger:
+    header: Header | None
+    entries: tuple[Entry, ...]
+    torn: Torn | None
+    size: int  # bytes of the intact part
+
+    @property
+    def mechanisms(self) -> list[str]:
+        return [e.mechanism for e in self.entries]
+
+
+# -- checksums and lines ------------------------------------------------------------------------
+def checksum(previous: str, time: str, mechanism: str) -> str:
+    """``sha256:`` + 16 hex digits of ``sha256(previous + "\\n" + time + "\\t" + mechanism)``."""
+    digest = hashlib.sha256(f"{previous}\n{time}\t{mechanism}".encode()).hexdigest()
+    return f"sha256:{digest[:16]}"
+
+
+def check_mechanism_text(text: str) -> str:
+    """A mechanism as stored: stripped, non-empty, printable, one line, no tabs."""
+    t = str(text).strip()
+    if not t:
+        raise InputError("--add: the mechanism is empty")
+    if len(t) > MAX_MECHANISM_LENGTH:
+        raise InputError(f"--add: the mechanism is longer than {MAX_MECHANISM_LENGTH} characters")
+    if any(not ch.isprintable() for ch in t):
+        raise InputError("--add: the mechanism must be one line of printable characters (no tabs)")
+    return t
+
+
+def now_utc() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_header(line: str, line_no: int = 1) -> Header:
+    m = _HEADER_RE.fullmatch(line)
+    if not m:
+        raise LedgerDamaged(
+            f"line {line_no}: not a dpcalc ledger header (expected '# {MAGIC} v{VERSION} ...')"
+        )
+    if int(m.group(1)) != VERSION:
+        raise LedgerDamaged(
+            f"line {line_no}: ledger format v{m.group(1)} is not supported (this dpcalc reads v1)"
+        )
+    fields = dict(part.split("=", 1) for part in m.group(2).split())
+    try:
+        delta = float(fields["delta"])
+        alphas = tuple(float(a) for a in fields["alphas"].split(","))
+        gamma = fields.get("gamma", "paper")
+    except (KeyError, ValueError) as exc:
+        raise LedgerDamaged(f"line {line_no}: the header's delta or alphas is missing or malformed") from exc
+    if not (0.0 < delta < 1.0) or not alphas or any(not (1.0 < a < float("inf")) for a in alphas):
+        raise LedgerDamaged(f"line {line_no}: the header's delta must lie in (0, 1) and its alphas be > 1")
+    if len(set(alphas)) != len(alphas) or gamma not in GAMMAS:
+        raise LedgerDamaged(f"line {line_no}: the header's alphas repeat or its gamma is unknown")
+    header = Header(delta, alphas, gamma)
+    if header.line() != line:
+        raise LedgerDamaged(f"line {line_no}: the header is not in canonical form (was it edited?)")
+    return header
+
+
+def parse(data: bytes) -> Ledger:
+    """Check a whole ledger file's bytes; raises :class:`LedgerDamaged` naming the first bad line."""
+    if not data:
+        return Ledger(None, (), None, 0)
+    end = data.rfind(b"\n") + 1  # bytes up to and including the last newline
+    torn = None
+    if end < len(data):
+        tail = data[end:]
+        preview = tail[:60].decode("utf-8", "replace")
+        torn = Torn(data.count(b"\n", 0, end) + 1, end, len(data) - end, preview)
+    body = data[:end]
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_no = body.count(b"\n", 0, exc.start) + 1
+        raise LedgerDamaged(f"line {line_no}: not valid UTF-8") from exc
+    lines = text.split("\n")[:-1] if text else []
+    if not lines:
+        return Ledger(None, (), torn, end)
+    header = parse_header(lines[0], 1)
+    previous = lines[0]
+    entries = []
+    for i, line in enumerate(lines[1:], start=2):
+        parts = line.split("\t")
+        if len(parts) != 3:
+            raise LedgerDamaged(f"line {i}: expected 3 tab-separated fields (time, mechanism, checksum)")
+        time, mech, summ = parts
+        if not _TIME_RE.match(time) or not _SUM_RE.match(summ):
+            raise LedgerDamaged(f"line {i}: malformed time or checksum field")
+        if mech != mech.strip() or not mech or any(not ch.isprintable() for ch in mech):
+            raise LedgerDamaged(f"line {i}: malformed mechanism field")
+        if checksum(previous, time, mech) != summ:
+            raise LedgerDamaged(f"line {i}: checksum mismatch (the line, or one before it, was changed)")
+        entries.append(Entry(i, time, mech, summ))
+        previous = summ
+    return Ledger(header, tuple(entries), torn, end)
+
+
+# -- file access --------------------------------------------------------------------------------
+def _read_fd(fd: int) -> bytes:
+    chunks = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, 1 << 20, offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
+def _write_all(fd: int, payload: bytes) -> None:
+    view = memoryview(payload)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+@contextlib.contextmanager
+def _locked(path: str, flags: int, lock: int) -> Iterator[int]:
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(errno.ENOENT, "no such ledger file", path) from exc
+    try:
+        fcntl.flock(fd, lock)
+        yield fd
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def read(path: str) -> Ledger:
+    """Read and check a ledger under a shared lock (the file must exist)."""
+    with _locked(path, os.O_RDONLY, fcntl.LOCK_SH) as fd:
+        return parse(_read_fd(fd))
+
+
+def check_header(found: Header, expect: dict | None) -> None:
+    """Refuse to account under another δ, Λ or γ than the ledger was started with (exit 2).
+
+    ``expect`` maps ``delta``/``alphas``/``gamma`` to what the caller asked for (None: whatever the
+    ledger says)."""
+    expect = expect or {}
+    if expect.get("delta") is not None and found.delta != float(expect["delta"]):
+        raise InputError(
+            f"--delta: this ledger was started with delta={found.delta!r}, got {expect['delta']!r}"
+        )
+    if expect.get("alphas") is not None and tuple(found.alphas) != tuple(float(a) for a in expect["alphas"]):
+        raise InputError("--alphas: this ledger was started with other orders (see its first line)")
+    if expect.get("gamma") is not None and found.gamma != expect["gamma"]:
+        raise InputError(f"--gamma: this ledger was started with gamma={found.gamma}, got {expect['gamma']}")
+
+
+def append(
+    path: str,
+    mechanism: str,
+    header: Header | None,
+    admit: Callable[[Header, list[str]], bool] | None = None,
+    *,
+    expect: dict | None = None,
+    time: str | None = None,
+    dry_run: bool = False,
+) -> tuple[Ledger, bool]:
+    """Append one event atomically; returns (the ledger as read under the lock, whether written).
+
+    Under an exclusive lock: read and check the file (:class:`LedgerDamaged`, :class:`LedgerTorn`),
+    check its header against ``expect`` and ``header`` (:func:`check_header`) or write ``header``, call ``admit(header, mechanisms + [mechanism])`` (False: nothing
+    is written), write the line with a single ``write`` and ``fsync``.  ``dry_run`` asks without
+    writing.  The file is created (with ``header``) if missing or empty.
+    """
+    mech = check_mechanism_text(mechanism)
+    stamp = time or now_utc()
+    flags = os.O_RDONLY if dry_run else os.O_RDWR | os.O_APPEND | os.O_CREAT
+    if dry_run and not os.path.exists(path):
+        if header is None:
+            raise InputError("--delta: needed to start a new ledger")
+        ledger = Ledger(None, (), None, 0)
+        return ledger, bool(admit is None or admit(header, [mech]))
+    with _locked(path, flags, fcntl.LOCK_SH if dry_run else fcntl.LOCK_EX) as fd:
+        ledger = parse(_read_fd(fd))
+        if ledger.torn is not None:
+            raise LedgerTorn(ledger.torn.message(path))
+        if ledger.header is not None:
+            check_header(ledger.header, expect)
+            if header is not None:
+                check_header(
+                    ledger.header, {"delta": header.delta, "alphas": header.alphas, "gamma": header.gamma}
+                )
+            header = ledger.header
+        elif header is None:
+            raise InputError("--delta: needed to start a new ledger")
+        mechanisms = ledger.mechanisms + [mech]
+        if admit is not None and not admit(header, mechanisms):
+            return ledger, False
+        if dry_run:
+            return ledger, True
+        payload = ""
+        previous = ledger.entries[-1].checksum if ledger.entries else header.line()
+        if ledger.header is None:
+            payload = header.line() + "\n"
+        payload += f"{stamp}\t{mech}\t{checksum(previous, stamp, mech)}\n"
+        created = ledger.size == 0
+        _write_all(fd, payload.encode("utf-8"))
+        os.fsync(fd)
+    if created:
+        _fsync_dir(path)
+    return ledger, True
+
+
+def repair(path: str) -> Torn | None:
+    """Remove a torn last line (and nothing else) under an exclusive lock; returns what was removed.
+
+    Refuses (:class:`LedgerDamaged`) if anything else is wrong with the file.
+    """
+    with _locked(path, os.O_RDWR, fcntl.LOCK_EX) as fd:
+        ledger = parse(_read_fd(fd))
+        if ledger.torn is None:
+            return None
+        os.ftruncate(fd, ledger.torn.offset)
+        os.fsync(fd)
+        return ledger.torn
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)

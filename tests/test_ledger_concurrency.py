@@ -1,0 +1,129 @@
+"""Concurrent CI jobs on one ledger, and a writer killed mid-append (real processes)."""
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from dpcalc import ledger as L
+
+WORKERS, APPENDS = 8, 50
+
+
+def _mech(worker: int, i: int) -> str:
+    return f"gaussian:sigma={100 + worker}.{i:02d}"
+
+
+def _worker(path: str, worker: int, barrier) -> None:
+    from click.testing import CliRunner
+
+    from dpcalc.cli import main
+
+    runner = CliRunner()
+    barrier.wait()
+    for i in range(APPENDS):
+        res = runner.invoke(
+            main, ["odometer", "--ledger", path, "--add", _mech(worker, i), "--delta", "1e-6", "-q"]
+        )
+        if res.exit_code != 0:
+            raise SystemExit(f"worker {worker} append {i}: exit {res.exit_code}: {res.stderr}")
+
+
+def _run(args, **kw):
+    return subprocess.run([sys.executable, "-m", "dpcalc", *args], capture_output=True, text=True, **kw)
+
+
+def test_8_processes_x_50_appends_lose_nothing_and_match_streaming(tmp_path):
+    path = str(tmp_path / "ci.ledger")
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(WORKERS)
+    procs = [ctx.Process(target=_worker, args=(path, w, barrier)) for w in range(WORKERS)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+    assert [p.exitcode for p in procs] == [0] * WORKERS
+
+    led = L.read(path)  # every checksum verified
+    assert led.torn is None and len(led.entries) == WORKERS * APPENDS
+    assert sorted(led.mechanisms) == sorted(_mech(w, i) for w in range(WORKERS) for i in range(APPENDS))
+    for w in range(WORKERS):  # each job's own appends are in its order
+        mine = [m for m in led.mechanisms if m.startswith(f"gaussian:sigma={100 + w}.")]
+        assert mine == [_mech(w, i) for i in range(APPENDS)]
+
+    events = tmp_path / "events.csv"
+    events.write_text("mechanism\n" + "".join(f'"{m}"\n' for m in led.mechanisms), encoding="utf-8")
+    streamed = _run(["odometer", str(events), "--delta", "1e-6", "-q", "--conversion", "mironov"])
+    reported = _run(["odometer", "--ledger", path, "-q"])
+    assert streamed.returncode == 0 and reported.returncode == 0, streamed.stderr + reported.stderr
+    s_lines, r_lines = streamed.stdout.split(), reported.stdout.split()
+    assert len(s_lines) == len(r_lines) == WORKERS * APPENDS
+    assert s_lines == r_lines  # the same 400 running values, to the last digit
+
+
+TEAR = textwrap.dedent(
+    """
+    import os, sys, time
+    from dpcalc import ledger as L
+
+    def half_then_hang(fd, payload):
+        os.write(fd, payload[: len(payload) // 2])
+        os.fsync(fd)
+        print("torn", flush=True)
+        time.sleep(120)
+
+    L._write_all = half_then_hang
+    L.append(sys.argv[1], "gaussian:sigma=7,count=3", None)
+    """
+)
+
+
+def test_writer_killed_mid_append_loses_only_its_entry(tmp_path):
+    path = str(tmp_path / "ci.ledger")
+    for i in range(3):
+        assert (
+            _run(
+                ["odometer", "--ledger", path, "--add", f"gaussian:sigma={5 + i}", "--delta", "1e-6"]
+            ).returncode
+            == 0
+        )
+    intact = open(path, "rb").read()
+    proc = subprocess.Popen([sys.executable, "-c", TEAR, path], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "torn"
+        # a concurrent writer waits on the lock held by the hung writer ...
+        waiting = subprocess.Popen(
+            [sys.executable, "-m", "dpcalc", "odometer", "--ledger", path, "--add", "gaussian:sigma=9"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        with pytest.raises(subprocess.TimeoutExpired):
+            waiting.wait(timeout=1.5)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+    # ... and, once the writer is dead, refuses to write on top of the torn line
+    _, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 1 and "incomplete append" in err and "--repair" in err
+
+    led = L.read(path)
+    assert led.mechanisms == ["gaussian:sigma=5", "gaussian:sigma=6", "gaussian:sigma=7"]
+    assert led.torn is not None and led.torn.offset == len(intact)
+
+    report = _run(["odometer", "--ledger", path, "-f", "csv"])
+    assert report.returncode == 0
+    assert report.stdout.count("\n") == 4  # header + the three intact entries
+    assert "line 5 is an incomplete append" in report.stderr and f"truncate -s {len(intact)}" in report.stderr
+    assert "Traceback" not in report.stderr
+
+    fixed = _run(["odometer", "--ledger", path, "--repair"])
+    assert fixed.returncode == 0 and "removed the incomplete line 5" in fixed.stderr
+    assert open(path, "rb").read() == intact
+    assert _run(["odometer", "--ledger", path, "--add", "gaussian:sigma=9"]).returncode == 0
+    assert L.read(path).mechanisms[-1] == "gaussian:sigma=9"
