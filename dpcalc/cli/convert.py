@@ -19,7 +19,7 @@ MAN_EXAMPLES = [
         "dpcalc convert --alpha 10 --rdp 0.5 --delta 1e-5",
     ),
     (
-        "The four conversions side by side (seed 000's comparison):",
+        "The four conversions side by side:",
         "dpcalc convert --alpha 10 --rdp 0.5 --delta 1e-5 --method all",
     ),
     ("δ at ε = 1.5 instead:", "dpcalc convert --alpha 10 --rdp 0.5 --epsilon 1.5"),
@@ -32,21 +32,39 @@ MAN_EXAMPLES = [
         "The RDP budget at α = 10 that certifies (1, 1e-5)-DP (the DP → RDP direction):",
         "dpcalc convert --from dp --alpha 10 --epsilon 1 --delta 1e-5",
     ),
+    (
+        "The four conversions by RDP level ζ at α = 10, drawn to a file (Asoodeh et al.'s comparison):",
+        "dpcalc convert --alpha 10 --rdp 0.01:4:x1.1 --delta 1e-5 --method all --plot conversions.png",
+    ),
     ("Fail a CI job when ε passes 2:", "dpcalc convert --curve curve.csv --delta 1e-5 -q --max-epsilon 2"),
 ]
 
 MAN_NOTES = """\
 optimal: the lossless conversion of Asoodeh, Liao, Calmon, Kosut and Sankar (arXiv 2008.06529,
-Thm 3): the smallest ε (resp. δ) certified by a single (α, ζ)-RDP guarantee, solved numerically
-through M(α, ε, δ) and rounded up, so the reported ε is never below the exact value.
+Thm 3): the smallest ε (resp. δ) certified by a single (α, ζ)-RDP guarantee D_α(P‖Q) <= ζ, solved
+numerically through M(α, ε, δ) with a certified lower bound on the minimum, and rounded up, so the
+reported ε is never below the exact value (where the numerics cannot certify a value, the
+closed form below is reported).  It is exact for the one-sided constraint; requiring D_α(Q‖P) <= ζ
+too can only lower the true value (for αδ above about 0.05), so the number stays sound.
 asoodeh: its closed-form upper bound (the minimum of two terms; the αδ >= 1 branch).
-balle: Balle, Barthe, Gaboardi, Hsu and Sato 2020, Thm 21 = Canonne, Kamath and Steinke 2020, Prop. 12.
+balle: Balle, Barthe, Gaboardi, Hsu and Sato 2020, Thm 21 = Canonne, Kamath and Steinke 2020, Prop. 12,
+with dp_accounting's rules (orders <= 1.01 give no bound; ε = 0 where the KL bound already gives δ).
 mironov: Mironov 2017, Prop. 3, as used by old Opacus and TF-Privacy.
-Always optimal <= asoodeh <= balle <= mironov.  Over a curve, each order gives a valid bound and the
-minimum is reported with its order; a warning on stderr says when the best order lies at the edge
-of the orders given (add orders beyond it).  --from dp gives the largest ζ such that every
-(α, ζ)-RDP mechanism is (ε, δ)-DP: exactly (optimal), or the lower bounds max(f, g) (asoodeh),
-g (balle) and ε − log(1/δ)/(α − 1) (mironov), each clipped at 0.  See formulas.md §1."""
+For orders above 1.01, optimal <= asoodeh <= balle <= mironov.  Over a curve, each order gives a
+valid bound and the minimum is reported with its order; a warning on stderr says when the best
+order lies at the edge of the orders given (add orders beyond it).  --from dp gives the largest ζ
+such that every (α, ζ)-RDP mechanism is (ε, δ)-DP: exactly (optimal), or the lower bounds
+max(f, g) (asoodeh), g (balle) and ε − log(1/δ)/(α − 1) (mironov), each clipped at 0.
+Formulas and test vectors: formulas.md §1."""
+
+_SYM = {"alpha": "α", "rdp": "ζ", "delta": "δ", "epsilon": "ε"}  # --plot subtitles
+_WORD = {"alpha": "Rényi order α", "rdp": "RDP level ζ", "delta": "δ", "epsilon": "ε"}
+_AXIS = {
+    "alpha": "Rényi order α",
+    "rdp": "Rényi DP level ζ (nats)",
+    "delta": "δ (probability)",
+    "epsilon": "ε (nats)",
+}
 
 HELP_METHOD = (
     "optimal (exact, Asoodeh et al.; rounded up), asoodeh (closed form), balle (Balle et al. 2020 / "
@@ -154,27 +172,28 @@ def _points(alpha, rdp, delta, epsilon, methods) -> Result:
         cols["delta"] += list(g["target"] if want_eps else value)
         cols["epsilon"] += list(value if want_eps else g["target"])
     headline = "epsilon" if want_eps else "delta"
+    # --plot: against the first swept of α, ζ, δ (or ε); the other swept ones split the lines; one
+    # point per method (nothing swept, --method all) is a dot chart
+    given = "delta" if want_eps else "epsilon"
+    axes = {"alpha": alpha, "rdp": rdp, given: target}
+    swept = [k for k, v in axes.items() if len(v) > 1]
+    x = swept[0] if swept else "alpha"
+    fixed = ", ".join(f"{_SYM[k]} = {v[0]:g}" for k, v in axes.items() if len(v) == 1)
     plot = None
-    if len(alpha) > 1:
+    if len(cols["method"]) > 1:
         plot = PlotSpec(
-            x="alpha",
+            x=x,
             y=headline,
-            series="method",
-            logx=True,
-            xlabel="Rényi order α",
-            ylabel="ε" if want_eps else "δ",
-            title="RDP → (ε, δ) by order",
-        )
-    elif len(target) > 1:
-        plot = PlotSpec(
-            x="delta" if want_eps else "epsilon",
-            y=headline,
-            series="method",
-            logx=want_eps,
+            series="method" if len(methods) > 1 else None,
+            group=tuple(swept[1:]),
+            logx=x == "delta",
             logy=not want_eps,
-            xlabel="δ" if want_eps else "ε",
-            ylabel="ε" if want_eps else "δ",
-            title=f"(α, ζ) = ({alpha[0]:g}, {rdp[0]:g})-RDP as (ε, δ)",
+            autolog=True,
+            title=f"RDP → (ε, δ): {'ε' if want_eps else 'δ'} "
+            + (f"by {_WORD[x]}" if swept else "by conversion method"),
+            subtitle=f"(α, ζ)-RDP at {fixed}" if fixed else "",
+            xlabel=_AXIS[x],
+            ylabel=_AXIS[headline],
         )
     return Result(cols, headline=headline, title="RDP → (ε, δ)", plot=plot)
 
@@ -216,14 +235,18 @@ def _from_curve(alphas, zetas, delta, epsilon, methods) -> Result:
             + ", ".join(f"{b:g}" for b in orders)
             + "): orders beyond it may give a smaller bound"
         )
-    if target.size > 1:
+    if len(cols["method"]) > 1:  # a curve over δ (or ε), or the methods side by side at one target
         result.plot = PlotSpec(
             x="delta" if want_eps else "epsilon",
             y="epsilon" if want_eps else "delta",
-            series="method",
+            series="method" if len(methods) > 1 else None,
             logx=want_eps,
             logy=not want_eps,
-            title="RDP curve as (ε, δ)",
+            autolog=True,
+            title="RDP curve as (ε, δ)" + ("" if target.size > 1 else ": by conversion method"),
+            subtitle=f"best of {len(a)} orders from {a.min():g} to {a.max():g}",
+            xlabel=_AXIS["delta" if want_eps else "epsilon"],
+            ylabel=_AXIS["epsilon" if want_eps else "delta"],
         )
     return result
 
@@ -252,16 +275,23 @@ def _from_dp(alpha, epsilon, delta, methods) -> Result:
         cols["epsilon"] += list(g["epsilon"])
         cols["delta"] += list(g["delta"])
         cols["rdp"] += list(value)
+    axes = {"alpha": alpha, "epsilon": epsilon, "delta": delta}
+    swept = [k for k, v in axes.items() if len(v) > 1]
+    x = swept[0] if swept else "alpha"
     plot = None
-    if len(alpha) > 1:
+    if len(cols["method"]) > 1:
         plot = PlotSpec(
-            x="alpha",
+            x=x,
             y="rdp",
-            series="method",
-            logx=True,
-            xlabel="Rényi order α",
-            ylabel="largest certifying ζ",
-            title="(ε, δ)-DP → RDP",
+            series="method" if len(methods) > 1 else None,
+            group=tuple(swept[1:]),
+            logx=x == "delta",
+            autolog=True,
+            xlabel=_AXIS[x],
+            ylabel="largest certifying Rényi DP ζ (nats)",
+            title="(ε, δ)-DP → RDP: " + (f"by {_WORD[x]}" if swept else "by conversion method"),
+            subtitle="every (α, ζ)-RDP mechanism is (ε, δ)-DP; "
+            + ", ".join(f"{_SYM[k]} = {v[0]:g}" for k, v in axes.items() if len(v) == 1),
         )
     # The rdp column here is a *lower* bound on what certifies (ε, δ): never rounded up in tables.
     cols["rdp_certifying"] = cols.pop("rdp")
