@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Columns whose value is an upper bound: the table rounds them up (never below the true bound).
-UPPER_COLUMNS = frozenset({"epsilon", "epsilon_upper", "epsilon_rdp", "delta", "delta_upper", "rdp", "rdp_upper"})
+UPPER_COLUMNS = frozenset(
+    {"epsilon", "epsilon_upper", "epsilon_rdp", "delta", "delta_upper", "rdp", "rdp_upper"}
+)
 #: Columns whose value is a lower bound: the table rounds them down.
 LOWER_COLUMNS = frozenset({"epsilon_lower", "delta_lower", "rdp_lower", "rdp_certifying"})
 
@@ -25,9 +27,10 @@ class PlotSpec:
     bracket, ``group`` columns (swept parameters) split each series into one line per value,
     ``xref`` is a column whose value(s) are drawn as vertical reference lines, ``hlines`` are
     horizontal reference lines ``(value, label)``, ``labels`` maps series values and column names to
-    display names, ``subtitle`` holds the fixed parameters, and ``autolog`` draws an axis on a log
-    scale when its positive values span a ratio above 50.  Where every line has one point (a
-    comparison at one setting), ``--plot`` draws a dot chart, one dot per line.
+    display names, ``subtitle`` holds the fixed parameters, and ``autolog`` draws axes whose values
+    span decades on a log scale (the rule is in :mod:`dpcalc.plot`); ``valid`` names a boolean
+    column: rows where it is false are drawn hollow and dotted, labelled as not a bound.  Where
+    every line has one point (a comparison at one setting), ``--plot`` draws a dot chart.
     """
 
     x: str
@@ -46,6 +49,7 @@ class PlotSpec:
     labels: dict[str, str] = field(default_factory=dict)
     subtitle: str = ""
     autolog: bool = False
+    valid: str | None = None
 
 
 @dataclass

@@ -35,24 +35,43 @@ MAN_EXAMPLES = [
         "Calibrate σ: the smallest σ that makes 10 Gaussian releases (1, 1e-5)-DP (leave sigma out):",
         "dpcalc compose gaussian:count=10 --epsilon 1 --delta 1e-5",
     ),
+    (
+        "ε by δ for every theorem that applies, drawn to a file:",
+        "dpcalc compose laplace:scale=10,count=100 --delta 1e-10:1e-2:x10 --method all --plot compose.png",
+    ),
 ]
 
 MAN_NOTES = """\
-Methods (formulas.md §2): exact — the exact privacy profile of the Gaussian mechanism (Balle and Wang
-2018, Thm 8); k Gaussians of σ are one Gaussian of σ/√k, so it applies to compositions of plain
-gaussian specs only. rdp — Rényi-DP curves (Mironov 2017) summed over 225 orders from 1.01 to 1e4 and
-converted by the optimal conversion of Asoodeh et al.; applies to every kind except dp specs with
-δ > 0. optimal — the exact homogeneous composition of Kairouz, Oh and Viswanath 2015, for identical
-(ε, δ) releases, counts up to 10^6. advanced — Dwork–Rothblum–Vadhan (heterogeneous form), reported as
-min(basic, advanced). basic — (Σε, Σδ). basic, advanced and optimal need a per-release (ε, δ): laplace
-(Δ/b, 0), randomized-response (ε, 0) and dp specs have one; gaussian, subsampled-gaussian and zcdp do
-not, and those rows say so rather than choosing a δ split for you. best (default) — one row per target
-with the smallest bound among the methods that apply, and the method that gave it. all — one row per
-method. Every bound is rounded to the safe side. Neighbouring relation: the sensitivities are yours;
-subsampled-gaussian with sampling=poisson assumes add/remove-one, sampling=fixed-size replace-one.
+Methods:
+
+exact — the exact privacy profile of the Gaussian mechanism (Balle and Wang 2018, Thm 8); k
+Gaussians of σ are one Gaussian of σ/√k, so it applies to compositions of plain gaussian specs only.
+
+rdp — Rényi-DP curves (Mironov 2017) summed over 225 orders from 1.01 to 1e4 and converted by the
+optimal conversion of Asoodeh et al.; applies to every kind except dp specs with δ > 0.
+
+optimal — the exact homogeneous composition of Kairouz, Oh and Viswanath 2015, for identical
+(ε, δ) releases, counts up to 10^6.
+
+advanced — Dwork–Rothblum–Vadhan (heterogeneous form), reported as min(basic, advanced).
+
+basic — (Σε, Σδ).
+
+basic, advanced and optimal need a per-release (ε, δ): laplace (Δ/b, 0), randomized-response
+(ε, 0) and dp specs have one; gaussian, subsampled-gaussian and zcdp do not, and those rows say so
+rather than choosing a δ split for you.  best (default) — one row per target with the smallest bound
+among the methods that apply, and the method that gave it.  all — one row per method.  Every bound
+is rounded to the safe side.
+
+Neighbouring relation: the sensitivities are yours; subsampled-gaussian with sampling=poisson
+assumes add/remove-one, sampling=fixed-size replace-one, and the two are not mixed.
+
 Calibration: with both --epsilon and --delta and gaussian specs without sigma, the smallest common σ
 that makes the composition (ε, δ)-DP, by the exact Gaussian profile (unlike sqrt(2 log(1.25/δ))Δ/ε,
-it holds for every ε; --method all adds that classical value, which needs ε < 1)."""
+it holds for every ε; --method all adds that classical value, which needs ε < 1).
+
+--plot FILE draws ε (or δ, or σ) against the swept target, one line per method; at a single target
+with --method all, one dot per method, and a method that does not apply is named with its reason."""
 
 
 # ------------------------------------------------------------------------------------------------ methods
@@ -267,16 +286,20 @@ def _compose(texts, delta, epsilon, method) -> Result:
         title="composition",
         caption="mechanisms: " + " + ".join(s.label() for s in specs) + _relation_caption(specs),
     )
-    if targets.size > 1:
+    if len(cols["method"]) > 1:  # a curve over the targets, or the methods side by side at one target
         result.plot = PlotSpec(
             x=given,
             y=headline,
             series="method",
             logx=want_eps,
             logy=not want_eps,
-            xlabel="δ" if want_eps else "ε",
-            ylabel="ε" if want_eps else "δ",
-            title="composition",
+            autolog=True,
+            xlabel="δ (probability)" if want_eps else "ε (nats)",
+            ylabel="ε (nats)" if want_eps else "δ (probability)",
+            title=f"Composition: {'ε' if want_eps else 'δ'} "
+            + (f"by {'δ' if want_eps else 'ε'}" if targets.size > 1 else "by method"),
+            subtitle=" + ".join(s.text for s in specs)
+            + (f"; {'δ' if want_eps else 'ε'} = {float(targets[0]):g}" if targets.size == 1 else ""),
         )
     return result
 
@@ -361,8 +384,24 @@ def _calibrate(texts, epsilon, delta, method) -> Result:
                 float(np.nextafter(math.sqrt(2 * math.log(1.25 / d)) * sens / e, np.inf)) if ok else None
             )
             cols["note"].append("Dwork-Roth Thm A.1" if ok else "does not apply: needs 0 < epsilon < 1")
+    plot = None
+    if len(cols["method"]) > 1:
+        plot = PlotSpec(
+            x="epsilon" if len(epsilon) > 1 or len(delta) == 1 else "delta",
+            y="sigma",
+            series="method",
+            group=("delta",) if len(epsilon) > 1 and len(delta) > 1 else (),
+            logx=len(epsilon) == 1 and len(delta) > 1,
+            autolog=True,
+            xlabel="target ε (nats)" if len(epsilon) > 1 or len(delta) == 1 else "target δ (probability)",
+            ylabel="noise σ (standard deviation of each release)",
+            title="Gaussian calibration: the smallest σ",
+            subtitle=" + ".join(s.text for s in specs)
+            + "".join(f"; {n} = {v[0]:g}" for n, v in (("ε", epsilon), ("δ", delta)) if len(v) == 1),
+        )
     return Result(
         cols,
+        plot=plot,
         headline="sigma",
         title="Gaussian calibration",
         caption="sigma: the noise of every gaussian spec, so that their composition is (epsilon, delta)-DP; "

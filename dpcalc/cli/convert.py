@@ -244,7 +244,8 @@ def _from_curve(alphas, zetas, delta, epsilon, methods) -> Result:
             logy=not want_eps,
             autolog=True,
             title="RDP curve as (ε, δ)" + ("" if target.size > 1 else ": by conversion method"),
-            subtitle=f"best of {len(a)} orders from {a.min():g} to {a.max():g}",
+            subtitle=f"best of {len(a)} orders from {a.min():g} to {a.max():g}"
+            + (f"; {'δ' if want_eps else 'ε'} = {float(target.flat[0]):g}" if target.size == 1 else ""),
             xlabel=_AXIS["delta" if want_eps else "epsilon"],
             ylabel=_AXIS["epsilon" if want_eps else "delta"],
         )

@@ -11,10 +11,19 @@ from dpcalc.result import PlotSpec, Result
 METHODS = ("feldman", "asoodeh", "composition")
 _SYMBOL = {"sigma": "σ", "lipschitz": "L", "lr": "η", "steps": "T", "diameter": "D", "initial_distance": "R"}
 CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
+# --plot: words for titles and subtitles, axis labels with units
+_WORD = {"delta": "δ", "epsilon": "ε", "alpha": "α", "rdp": "Rényi bound", **_SYMBOL}
+_AXIS = {
+    "steps": "steps T (= n, one pass)",
+    "delta": "δ (probability)",
+    "epsilon": "ε (nats)",
+    "alpha": "Rényi order α",
+    "rdp": "Rényi DP ε(α) (nats)",
+}
 
 MAN_EXAMPLES = [
     (
-        "ε at δ = 1e-5 of 100 steps of projected noisy SGD (seed 000's first setting), all three bounds:",
+        "ε at δ = 1e-5 of 100 steps of projected noisy SGD, all three bounds:",
         "dpcalc iterate --sigma 5 --lipschitz 1 --lr 0.05 --steps 100 --delta 1e-5",
     ),
     ("δ at ε = 1 instead:", "dpcalc iterate --sigma 5 --lipschitz 1 --lr 0.05 --steps 100 --epsilon 1"),
@@ -32,24 +41,32 @@ MAN_NOTES = """\
 Setting: projected noisy SGD W_{t+1} = Π_K(W_t − η(∇ℓ(W_t; x_{t+1}) + Z)), Z ~ N(0, σ²I), one pass
 over the data (record t is used at step t only, T = n), replace-one neighbours, ℓ(·, x) L-Lipschitz;
 the output is the iterate at a step τ drawn uniformly from {1..T}, the other iterates stay hidden.
+
 feldman: Feldman, Mironov, Talwar and Thakurta 2018 (convex, β-smooth loss, η <= 2/β; give
 --smoothness to have it checked): (α, 4αL² log T/(Tσ²))-RDP, valid only for α <= α* =
 (1 + √(1 + 2σ²/L²))/2; an order above α* gets no number and a note.  With --feldman-log seed
-(default) the seed's log T is used where our derivation certifies it (T >= 37); below that,
-2(e−1)αL²H_T/(Tσ²) (T = 1 would otherwise give 0).  --feldman-log harmonic uses 1 + ln T.
-For (ε, δ) the RDP bound is converted order by order (--conversion, default asoodeh: the seed's
+(default) this log T form, as usually quoted, is used where our derivation certifies it (T >= 37);
+below that, 2(e−1)αL²H_T/(Tσ²) (T = 1 would otherwise give 0).  --feldman-log harmonic uses
+1 + ln T.  For (ε, δ) the RDP bound is converted order by order (--conversion, default asoodeh, the
 closed form) and optimised over α in (1, α*]; the alpha column is the best order.
+
 asoodeh: Asoodeh, Diaz and Calmon (arXiv 2012.11035), E_γ contraction of the Gaussian kernel:
 δ(ε) = θ_ε(2L/σ) / (T (1 − θ_ε((D + 2ηL)/(ησ)))) with θ_ε(r) the Gaussian mechanism's exact δ and
 D = --diameter, the diameter of the compact convex set K (default 1).  It gives (ε, δ) only, no
 Rényi bound; a δ at or above 1 is reported as 1 with a note (vacuous); ε for a δ by bisection.
+
 composition: every iterate released: each record enters one Gaussian step, so the exact Gaussian
 mechanism with r = 2L/σ (Balle and Wang 2018); it does not improve with T.
+
 Every bound is valid for the randomly-stopped output (releasing all iterates only reveals more), so
 the smallest of them applies.
+
 cni (added with --initial-distance R): Feldman et al.'s contractive noisy iteration theorem for two
 runs on the same data started R apart, (α, αR²/(2(ησ)²T))-RDP at every order, converted to (ε, δ)
-like any Rényi curve; a swept R repeats the other methods' rows.  See formulas.md §4."""
+like any Rényi curve; a swept R repeats the other methods' rows.
+
+--plot FILE draws the bounds against T (or the swept target or parameter), one line per method;
+with nothing swept, one dot per method."""
 
 
 @click.command("iterate")
@@ -261,25 +278,24 @@ def _compute(params, query, target, methods, conversion, feldman_log, smoothness
     result = Result(
         cols, headline=answer, title="Privacy amplification by iteration", caption=caption, notes=notes
     )
-    nsteps = len(params["steps"])
-    if nsteps > 1:
+    # --plot: against T if swept, else the target, else another swept parameter; the other swept ones
+    # split the lines; nothing swept: the methods side by side (a dot chart)
+    axes = {"steps": params["steps"], query: target, **params}
+    swept = [k for k, v in axes.items() if len(v) > 1]
+    x = swept[0] if swept else query
+    if len(cols["method"]) > 1:
         result.plot = PlotSpec(
-            x="steps",
+            x=x,
             y=answer,
             series="method",
-            logx=True,
+            group=tuple(swept[1:]),
+            logx=x in ("steps", "delta"),
             logy=answer != "epsilon",
-            xlabel="steps T",
-            ylabel={"epsilon": "ε", "delta": "δ", "rdp": "Rényi bound"}[answer],
-            title="Hidden iterates: bound against the number of steps",
-        )
-    elif len(target) > 1:
-        result.plot = PlotSpec(
-            x=query,
-            y=answer,
-            series="method",
-            logx=query == "delta",
-            logy=query == "epsilon",
-            title="Hidden iterates",
+            autolog=True,
+            xlabel=_AXIS.get(x, ""),
+            ylabel=_AXIS["rdp" if answer == "rdp" else answer],
+            title=f"Hidden iterates: {_WORD[answer]} " + (f"by {_WORD[x]}" if swept else "by method"),
+            subtitle=", ".join(f"{_WORD[k]} = {v[0]:g}" for k, v in axes.items() if len(v) == 1)
+            + "; projected noisy SGD, one pass, replace-one",
         )
     return result

@@ -22,7 +22,7 @@ CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
 
 MAN_EXAMPLES = [
     (
-        "Seed 002's setting at α = 30: the dynamics bound, the lower bound and composition:",
+        "Chourasia et al.'s setting at α = 30: the dynamics bound, the lower bound and composition:",
         "dpcalc langevin --sigma 0.02 --sensitivity 4 --lr 0.02 --strong-convexity 1 --smoothness 1 "
         "--dataset-size 5000 --steps 1,10,100,159,500,1000 --alpha 30",
     ),
@@ -44,20 +44,28 @@ Setting (Chourasia, Ye and Shokri, NeurIPS 2021, arXiv 2102.05855): noisy gradie
 only θ_K released, replace-one neighbours (n public), a data-independent start.  S_g is the
 sensitivity of the gradient sum; --lipschitz L sets S_g = 2L (one of the n gradients is replaced,
 each of norm <= L).
+
 dynamics: their theorem, (α, α S_g²/(λσ²n²)(1 − e^{−ληK/2}))-RDP at every α > 1, for a λ-strongly
 convex, β-smooth loss on a closed convex set with η <= 1/β; the conditions η <= 1/β, 0 < λ <= β and
 n >= 1 are checked (exit 2 naming the violated one).
+
 lower: their exact lower bound α S_g²/(4σ²n²)(1 − e^{−ηK}) for ℓ(θ; x) = ‖θ − x‖²/2 (λ = β = 1): a
 LOWER bound on the true privacy loss, reported in the rdp_lower / epsilon_lower columns (bound =
 lower), never judged by --max-epsilon and never a guarantee.  It applies to your class of losses
 only if λ <= 1 <= β.
+
 composition: every iterate released, K Gaussian steps: (α, K α η S_g²/(4σ²n²))-RDP.
+
 With --delta: the dynamics bound holds at every order and is converted order by order
 (--conversion, default asoodeh) and optimised over α (best_alpha); composition is converted
 exactly (K Gaussian steps are one Gaussian mechanism, Balle and Wang 2018); the lower bound is
 converted the same exact way into a lower bound on ε.
+
 crossing_steps: the K* = 2u*/(λη), u* = 2 + W(−2e^{−2}) ≈ 1.5936, beyond which the dynamics bound is
-below composition (in Rényi terms, at every order).  See formulas.md §5."""
+below composition (in Rényi terms, at every order).
+
+--plot FILE draws the three bounds against K (the lower bound dashed, K* dotted), or against the
+swept α or δ; with nothing swept, one dot per method."""
 
 
 @click.command("langevin")
@@ -236,13 +244,38 @@ def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Resul
     if methods == ("lower",):
         headline += "_lower"
     result = Result(cols, headline=headline, title="Langevin privacy dynamics", caption=caption, notes=notes)
-    if len(params["steps"]) > 1:
+    # --plot (seed 002's figure): against K if swept, else α or δ, else another swept parameter (the
+    # other swept ones split the lines), the lower bound dashed, K* dotted; nothing swept: a dot chart
+    y = "epsilon" if delta is not None else "rdp"
+    axes = {"steps": params["steps"], "alpha": alpha or (), "delta": delta or (), **params}
+    swept = [k for k, v in axes.items() if len(v) > 1]
+    x = swept[0] if swept else "steps"
+    if len(s) * len(methods) > 1:
         result.plot = PlotSpec(
-            x="steps",
-            y=headline if headline in cols else f"{headline}_lower",
+            x=x,
+            y=y if y in cols else f"{y}_lower",
+            y_extra=(f"{y}_lower",),
             series="method",
-            xlabel="iterations K",
-            ylabel="ε" if delta is not None else "Rényi bound",
-            title="Privacy dynamics vs composition",
+            group=tuple(swept[1:]),
+            logx=x == "delta",
+            autolog=True,
+            xref="crossing_steps" if x == "steps" else None,
+            labels={
+                "dynamics": "dynamics (last model only)",
+                "lower": "lower bound, ℓ = ‖θ−x‖²/2",
+                "composition": "composition (every iterate)",
+                "crossing_steps": "crossing K*",
+            },
+            xlabel={"steps": "iterations K", "alpha": "Rényi order α", "delta": "δ (probability)"}.get(x, ""),
+            ylabel="ε (nats)" if delta is not None else "Rényi DP ε(α) (nats)",
+            title="Privacy dynamics vs composition: "
+            + ("ε" if delta is not None else "Rényi bound")
+            + (f" by {_SYMBOL.get(x, x) if x != 'delta' else 'δ'}" if swept else " by method"),
+            subtitle=", ".join(
+                f"{_SYMBOL.get(k, {'alpha': 'α', 'delta': 'δ'}.get(k, k))} = {v[0]:g}"
+                for k, v in axes.items()
+                if len(v) == 1
+            )
+            + "; noisy GD, last model released, replace-one",
         )
     return result
