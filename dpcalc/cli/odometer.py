@@ -38,22 +38,35 @@ MAN_EXAMPLES = [
         "dpcalc odometer --ledger privacy.ledger --add gaussian:sigma=20 --check --max-epsilon 8",
     ),
     ("Report the ledger:", "dpcalc odometer --ledger privacy.ledger"),
+    (
+        "Draw the spent budget of a ledger (odometer against plain RDP):",
+        "dpcalc odometer --ledger privacy.ledger --delta 1e-6 --plot budget.png",
+    ),
 ]
 
 MAN_NOTES = """\
 Lécuyer, "Practical Privacy Filters and Odometers with Rényi Differential Privacy" (2021).
-Neighbours: add/remove one (the subsampled Gaussian is Poisson-sampled).  The odometer (Thm 2, Eq. 5)
-tracks the running RDP sums r(α) over the orders Λ and reports, at any stopping time,
-min over α of 2^(f-1) γ(α) + log(2|Λ| f²/δ)/(α − 1), where f is the smallest level with
-r(α) <= 2^(f-1) γ(α); --gamma paper is γ(α) = log(2|Λ|/δ)/(α − 1) (§4.5), --gamma code is 6/(α − 1), what
-the paper's figures used.  epsilon_rdp is the plain RDP bound by --conversion: valid only for a schedule
-fixed in advance, shown for comparison.  --filter EPS: a step runs iff some order stays within its
-budget; --filter-rule union (default) gives each order δ/|Λ|, which makes the (EPS, δ) guarantee hold
-unconditionally and lets the exact DP → RDP conversion set the budgets; --filter-rule paper is the
-paper's Cor. 1 rule ε − log(1/δ)/(α − 1), whose proof applies a fixed-order theorem at a data-dependent
-order (formulas.md §6.1).  The ledger is append-only: a header fixing δ, Λ and γ, then one line per
-event (UTC time, mechanism, chained SHA-256 checksum); appends hold an exclusive flock and are fsync'd;
-a torn last line is reported and ignored (repair: --repair); other damage is refused with exit 1."""
+Neighbours: add/remove one (the subsampled Gaussian is Poisson-sampled).
+
+The odometer (Thm 2, Eq. 5) tracks the running RDP sums r(α) over the orders Λ and reports, at any
+stopping time, min over α of 2^(f-1) γ(α) + log(2|Λ| f²/δ)/(α − 1), where f is the smallest level
+with r(α) <= 2^(f-1) γ(α).  --gamma paper is γ(α) = log(2|Λ|/δ)/(α − 1) (§4.5 of the paper);
+--gamma code is 6/(α − 1), what the paper's figures used.
+
+epsilon_rdp is the plain RDP bound by --conversion: valid only for a schedule fixed in advance,
+shown for comparison.
+
+--filter EPS: a step runs iff some order stays within its budget.  --filter-rule union (the
+default) gives each order δ/|Λ|, which makes the (EPS, δ) guarantee hold unconditionally and lets
+the exact DP → RDP conversion set the budgets; --filter-rule paper is the paper's Cor. 1 rule
+ε − log(1/δ)/(α − 1), whose proof applies a fixed-order theorem at a data-dependent order.
+
+The ledger is append-only: a header fixing δ, Λ and γ, then one line per event (UTC time,
+mechanism, chained SHA-256 checksum).  Appends hold an exclusive flock and are fsync'd; a torn
+last line is reported and ignored (repair: --repair); other damage is refused with exit 1.
+
+--plot draws the running odometer ε against the plain RDP ε by step (from EVENTS or a ledger
+report), or with --filter the spent budget against the filter's; not with --follow."""
 
 ORDERS_HELP = (
     "Rényi orders Λ: 'paper' (1.25:10:0.25,16,32; default), 'code' (2.25:10:0.25,16,32), or a list/ranges."
@@ -189,8 +202,8 @@ def command(
         raise click.UsageError("--follow needs EVENTS to be a file (a pipe is followed anyway)")
     if delta is None:
         raise click.UsageError("missing option --delta")
-    if out.plot:
-        raise click.UsageError("--plot: not available for streamed output (use --ledger FILE for a report)")
+    if out.plot and follow:
+        raise click.UsageError("--plot cannot be used with --follow (the stream has no end to draw at)")
     _stream(events, inline, follow, delta, orders, gamma_kind, conversion, filter_eps, filter_rule, out)
 
 
@@ -324,6 +337,7 @@ def _stream(
         )
 
     worst = None
+    drawn: list[dict] | None = [] if out.plot else None  # rows kept for --plot, drawn at the end
     said: set[str] = set()
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -335,6 +349,8 @@ def _stream(
                 row["delta"] = delta
                 writer = writer or open_writer()
                 writer.write(row)
+                if drawn is not None:
+                    drawn.append({c: row[c] for c in _columns(filtering)})
                 if not filtering and row["odometer_at_edge"]:
                     warnings.warn(
                         "the odometer's best order is at the edge of --alphas (add orders beyond it)",
@@ -361,10 +377,34 @@ def _stream(
                 writer.close()
             except BrokenPipeError:
                 _broken_pipe()
+    if drawn:
+        _draw_stream(drawn, filtering, filter_eps, delta, orders, gamma_kind, out.plot)
     if worst is not None:
         raise BudgetExceeded(
             f"budget exceeded: epsilon = {worst[1]!r} > {out.max_epsilon!r} (step {worst[0]})"
         )
+
+
+def _draw_stream(rows, filtering, filter_eps, delta, orders, gamma_kind, path) -> None:
+    """--plot for EVENTS: the odometer (or, with --filter, the spent RDP ε) against plain RDP, by step."""
+    from dpcalc.plot import draw
+
+    columns = {c: [r[c] for r in rows] for c in rows[0]}
+    sub = f"δ = {delta:g}; {len(orders)} orders from {min(orders):g} to {max(orders):g}; γ: {gamma_kind}"
+    if filtering:
+        spec = PlotSpec(
+            x="step",
+            y="epsilon_rdp",
+            labels={"epsilon_rdp": "plain RDP ε of the steps that ran"},
+            hlines=((filter_eps, "filter budget"),),
+            xlabel="step",
+            ylabel="ε (nats)",
+            title="Privacy filter: spent budget by step",
+            subtitle=sub,
+        )
+    else:
+        spec = _report_plot_spec(sub)
+    draw(Result(columns, plot=spec), path)
 
 
 def _broken_pipe():
@@ -501,6 +541,32 @@ def _edge_notes(rows) -> list[str]:
     return notes
 
 
+def _report_plot(h) -> PlotSpec | None:
+    """Seed 004's figure for a ledger report."""
+    if h is None:
+        return None
+    return _report_plot_spec(
+        f"δ = {h.delta:g}; {len(h.alphas)} orders from {min(h.alphas):g} to {max(h.alphas):g}; γ: {h.gamma}"
+    )
+
+
+def _report_plot_spec(subtitle: str) -> PlotSpec:
+    """Seed 004's figure: the running odometer ε against the plain (non-adaptive) RDP ε."""
+    return PlotSpec(
+        x="step",
+        y="epsilon",
+        y_extra=("epsilon_rdp",),
+        labels={
+            "epsilon": "odometer: valid at any stopping time (Lécuyer 2021)",
+            "epsilon_rdp": "plain RDP: valid only for a schedule fixed in advance",
+        },
+        xlabel="event (ledger entry)",
+        ylabel="ε (nats)",
+        title="Privacy odometer vs plain RDP",
+        subtitle=subtitle,
+    )
+
+
 def _report(path, ledger, conversion) -> Result:
     names = ["step", "mechanism", "epsilon", "alpha", "level", "epsilon_rdp", "delta"]
     rows = []
@@ -510,7 +576,7 @@ def _report(path, ledger, conversion) -> Result:
         {n: [r[n] for r in rows] for n in names},
         title="odometer ledger",
         caption=path,
-        plot=PlotSpec(x="step", y="epsilon", title="privacy odometer", xlabel="event", ylabel="ε"),
+        plot=_report_plot(ledger.header),
     )
     result.notes.extend(_edge_notes(rows))
     if ledger.torn is not None:
