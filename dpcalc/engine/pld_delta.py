@@ -1,0 +1,144 @@
+"""δ(ε) brackets from discretised PLDs (the ε → δ direction of :mod:`dpcalc.engine.pld_accounting`).
+
+The construction, error terms and guarantee are those of :mod:`dpcalc.engine.pld_accounting`; here
+the bounds are read at a given ε instead of inverted: the upper end is ``Up`` at ε (interpolated
+linearly in e^ε between grid points, where the discrete profile is exactly linear), the lower end
+``Low(ε + r + K·b_max) − η − η_bad`` maximised over η (Hoeffding coupling).  Where δ is far below the
+double range, the Chernoff/RDP-type bound of the dominating discrete pair is reported instead
+(``[0, bound]``, no FFT); where ε lies far below the bulk of the composed loss, ``[Low(bottom), 1]``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcalc.engine import pld_compose as C
+from dpcalc.engine.pld_accounting import (
+    _ETAS,
+    DEFAULT_MEMORY_CAP,
+    DEFAULT_REL_ERROR,
+    _exp_up,
+    _guess,
+    _kc,
+    _log_inf_keep,
+    _prepare,
+    _refuse,
+    _TooBig,
+    _window,
+)
+from dpcalc.engine.pld_discretise import split_bias_max
+from dpcalc.errors import UncertifiedError
+
+
+def delta_bracket(components, epsilon: float, eps_error: float | None = None, memory_cap=DEFAULT_MEMORY_CAP):
+    """``(lower, estimate, upper)`` of δ(ε) for the composition of ``components`` (one direction).
+
+    Upper: ``Up`` at the grid point at or below ε (δ is non-increasing).  Lower:
+    ``Low(ε + r + K·b_max) − η − η_bad`` maximised over ``r`` (module docstring).  ``eps_error`` sets
+    the grid as for :func:`epsilon_bracket` (default 0.5 % of max(ε, 0.02, sd) with sd the spread of
+    the composed loss).
+    """
+    epsilon = float(epsilon)
+    log_keep = _log_inf_keep(components)
+    inf0 = -math.expm1(log_keep) if log_keep > -math.inf else 1.0
+    if inf0 >= 1.0:
+        return 1.0, 1.0, 1.0
+    lam, log_dbound, _, _ = _guess(components, 0.0, eps=epsilon)
+    log_dfin = min(log_dbound, 0.0)
+    log_dfin = max(log_dfin, -745.0)
+    counts = [c.count for c in components]
+    k_total = float(sum(counts))
+    if eps_error is not None:
+        width = eps_error
+    else:  # 0.5 % of ε, or of the spread of the composed loss where that is larger (δ near 1)
+        kc0 = _kc(components)
+        d = 1e-3 * max(lam, 1e-2)
+        kk = kc0(np.array([lam, lam + d, lam + 2 * d]))
+        spread = math.sqrt(max((kk[2] - 2 * kk[1] + kk[0]) / d**2, 0.0))
+        width = DEFAULT_REL_ERROR * max(epsilon, 0.02, spread)
+    try:
+        h, plds, lam = _prepare(components, width, log_dfin, lam, epsilon, memory_cap)
+        if log_dbound < -600.0:
+            # δ far below double range: the Chernoff/RDP-type bound of the dominating discrete
+            # pair (exact cumulants, no FFT) certifies an upper bound; 0 is the lower bound
+            tt = np.geomspace(1e-3, 1e4, 60)
+            kd = C.kappa_bound(plds, counts, tt)
+            log_b = float(np.min(kd - tt * epsilon + tt * np.log(tt) - (tt + 1.0) * np.log1p(tt)))
+            inf_d = -math.expm1(sum(c * math.log1p(-d.inf_mass) for d, c in zip(plds, counts)))
+            if log_b < -600.0:
+                up = min(1.0, _exp_up(log_b) + inf_d * (1.0 + 1e-12))
+                return 0.0, up, up
+        kc = _kc(components)
+        lo_idx, n_fft = _window(plds, counts, kc, lam, h, log_dfin, epsilon, memory_cap, width)
+    except _TooBig as err:
+        _refuse(err, memory_cap, width, eps_error is not None)
+    # the window must hold ε itself (mass below ε does not matter, but the grid point does)
+    # (extended down to ε when affordable; otherwise ε lies far below the bulk of the composed
+    # loss, δ(ε) >= δ(window bottom) ≈ 1, and the bracket is [Low(bottom), 1])
+    e_idx = int(math.floor((epsilon - 2.0 * h) / h)) - 2
+    below_window = False
+    if e_idx < lo_idx:
+        n_ext = C.fast_len(n_fft + lo_idx - e_idx)
+        if n_ext <= 4 * n_fft and n_ext * C.BYTES_PER_POINT <= memory_cap:
+            n_fft, lo_idx = n_ext, e_idx
+        else:
+            below_window = True
+    w, nu = C.compose_window(plds, counts, lam, lo_idx, n_fft)
+    gb = C.GridBounds(plds, counts, lam, lo_idx, n_fft, w, nu, h, kc)
+    del w
+    b_tot = k_total * split_bias_max(h)
+    slack = sum(c * d.loss_slack for d, c in zip(plds, counts))
+    eta_bad = sum(c * d.bad_mass for d, c in zip(plds, counts))
+    shift = sum(c * d.mean_shift for d, c in zip(plds, counts))
+
+    def at(fn, x):
+        """``v(x)`` interpolated linearly in e^x between the grid points around ``x``."""
+        u = x / h - lo_idx
+        k = int(math.floor(u))
+        if k < 0 or k >= n_fft - 1:
+            return None
+        g = math.expm1((u - k) * h) / math.expm1(h)  # position of e^x between e^{l_k} and e^{l_k+1}
+        v0, v1 = (float(v) for v in fn(np.array([k, k + 1])))
+        if not math.isfinite(v1):
+            return v0 + math.log1p(-g) if g < 1 else -math.inf
+        return float(np.logaddexp(v0 + math.log1p(-g), v1 + math.log(g))) if g > 0 else v0
+
+    bottom = lo_idx * h
+
+    def low_at(x):
+        """A lower bound on log δ_ω'(x): below the window, δ_ω'(x) >= δ_ω'(bottom) >= Low_0."""
+        return float(gb.log_low(np.array([0]))[0]) if x <= bottom else at(gb.log_low, x)
+
+    def lower_bound(upper):
+        lower = 0.0
+        for eta_rel in _ETAS:
+            eta = eta_rel * upper
+            if not eta > 1e-300:
+                continue
+            r = h * math.sqrt(k_total * math.log(1.0 / eta) / 2.0)
+            vl = low_at(epsilon + r + b_tot + slack)
+            if vl is None:
+                continue
+            lower = max(lower, math.exp(vl) * (1.0 - 1e-9) - eta - eta_bad)
+        return lower
+
+    if below_window or epsilon - slack < bottom:
+        lower = lower_bound(1.0)
+        return lower, min(max(math.exp(float(gb.log_s(np.array([0]))[0])), lower), 1.0), 1.0
+    top = (lo_idx + n_fft - 1) * h
+    if epsilon - slack >= top:
+        # above the window: Up is non-increasing, and δ >= δ(∞) = ω(∞)
+        v = float(gb.log_up(np.array([n_fft - 1]))[0])
+        upper = _exp_up(v)
+        lower = math.exp(gb.log_inf_lo) if gb.log_inf_lo > -math.inf else 0.0
+        return lower, min(max(math.exp(float(gb.log_s(np.array([n_fft - 1]))[0])), lower), upper), upper
+    v = at(gb.log_up, epsilon - slack)
+    if v is None:
+        raise UncertifiedError(f"PLD accounting: ε={epsilon:g} fell outside the FFT window; try --method rdp")
+    upper = _exp_up(v)
+    lower = lower_bound(upper)
+    ve = at(gb.log_s, epsilon + shift)
+    est = min(max(math.exp(ve) if ve is not None else upper, lower), upper)
+    return lower, est, upper
