@@ -8,7 +8,10 @@ import pytest
 from dpcalc import devtools
 
 
-@pytest.mark.parametrize("rel,text", sorted(devtools.expected_files().items()))
+EXPECTED = sorted(devtools.expected_files().items())
+
+
+@pytest.mark.parametrize("rel,text", EXPECTED, ids=[rel for rel, _ in EXPECTED])
 def test_generated_file_in_sync(rel, text):
     path = devtools.ROOT / rel
     assert path.exists(), f"{rel} missing: run python -m dpcalc.devtools regen"
