@@ -195,9 +195,45 @@ def _basic(specs, want_eps, targets):
     return values, notes, {}
 
 
+class _PldOptions:
+    """Settings of the pld method for one invocation (set by the command before the methods run)."""
+
+    eps_error: float | None = None
+    strict = False  # --method pld alone: a refusal (memory cap, unsupported kind) is an error, not a row
+
+
+def _pld(specs, want_eps, targets):
+    """Tight numerical composition of privacy loss distributions, with a certified bracket
+    (``dpcalc.engine.pld``: pessimistic / optimistic discretisation, FFT composition)."""
+    import numpy as np
+
+    from dpcalc.engine.pld import compose_pld
+
+    try:
+        b = compose_pld(
+            specs,
+            **({"delta": targets} if want_eps else {"epsilon": targets}),
+            eps_error=_PldOptions.eps_error,
+        )
+    except InputError as exc:
+        if _PldOptions.strict:
+            raise
+        return None, str(exc), {}
+    lower, est, upper = (np.atleast_1d(np.asarray(x, float)) for x in b)
+    return est, "privacy loss distributions: certified [lower, upper]", {"lower": lower, "upper": upper}
+
+
 #: Name -> method, in the order ``--method all`` shows them; ``best`` picks among them.  Adding a method
-#: (e.g. ``pld``) is one entry here: a function ``(specs, want_eps, targets) -> (values, notes, extra)``.
-METHODS = {"exact": _exact, "rdp": _rdp, "optimal": _optimal, "advanced": _advanced, "basic": _basic}
+#: is one entry here: a function ``(specs, want_eps, targets) -> (values, notes, extra)``; ``extra`` may
+#: hold ``alpha`` (the best order) and ``lower``/``upper`` (a bracket around an estimate).
+METHODS = {
+    "exact": _exact,
+    "pld": _pld,
+    "rdp": _rdp,
+    "optimal": _optimal,
+    "advanced": _advanced,
+    "basic": _basic,
+}
 METHOD_ORDER = tuple(METHODS)
 
 
@@ -213,11 +249,19 @@ METHOD_ORDER = tuple(METHODS)
     type=click.Choice([*METHOD_ORDER, "best", "all"]),
     default="best",
     show_default=True,
-    help="exact (Gaussian compositions), rdp, optimal (Kairouz et al.), advanced, basic; "
-    "best: the smallest bound that applies, with its method; all: one row per method.",
+    help="exact (Gaussian compositions), pld (privacy loss distributions, bracketed), rdp, optimal "
+    "(Kairouz et al.), advanced, basic; best: the smallest upper bound that applies, with its method; "
+    "all: one row per method.",
+)
+@click.option(
+    "--eps-error",
+    type=Grid(lo=0),
+    default=None,
+    metavar="X",
+    help="pld: the largest width of the bracket [lower, upper] [default: 0.5% of ε].",
 )
 @common_options
-def command(mechanisms, delta, epsilon, method, out):
+def command(mechanisms, delta, epsilon, method, eps_error, out):
     """Compose mechanisms: one (ε, δ) guarantee for all of them.
 
     A MECHANISM is KIND:key=value,... with an optional count=K: gaussian:sigma=S[,sensitivity=D],
@@ -226,6 +270,12 @@ def command(mechanisms, delta, epsilon, method, out):
     Give --delta to get ε, or --epsilon to get δ (both take sweeps).  Give both, with gaussian specs
     that leave sigma out, to calibrate σ.
     """
+    from dpcalc.cli.common import single
+
+    _PldOptions.eps_error = single(eps_error, "--eps-error")
+    _PldOptions.strict = method == "pld"
+    if eps_error is not None and method not in ("pld", "best", "all"):
+        raise click.UsageError("--eps-error applies to --method pld (or best, all)")
     if delta is not None and epsilon is not None:
         run(out, lambda: _calibrate(mechanisms, epsilon, delta, method))
         return
@@ -246,6 +296,7 @@ def _compose(texts, delta, epsilon, method) -> Result:
     names = METHOD_ORDER if method in ("all", "best") else (method,)
     headline, given = ("epsilon", "delta") if want_eps else ("delta", "epsilon")
     cols: dict[str, list] = {"method": [], given: [], headline: [], "alpha": [], "note": []}
+    lower_name, upper_name = f"{headline}_lower", f"{headline}_upper"
     per_method = {}
     for name in names:
         values, notes, extra = METHODS[name](specs, want_eps, targets)
@@ -255,34 +306,43 @@ def _compose(texts, delta, epsilon, method) -> Result:
         if isinstance(notes, str):
             notes = [notes] * n
         values = [None if v is None or np.isnan(v) else float(v) for v in values]
-        per_method[name] = (values, notes, extra.get("alpha", [None] * n))
+        # every other method's value is itself an upper bound; a bracket has its own ends
+        lower = [None if v is None else float(v) for v in extra["lower"]] if "lower" in extra else [None] * n
+        upper = [None if v is None else float(v) for v in extra["upper"]] if "upper" in extra else values
+        per_method[name] = (values, notes, extra.get("alpha", [None] * n), lower, upper)
+    bracketed = any(v is not None for m in per_method.values() for v in m[3])
+    if bracketed:
+        cols[lower_name], cols[upper_name] = [], []
+    picks = []
     if method == "best":
-        for i, t in enumerate(targets):
+        for i in range(targets.size):
             cands = [
-                (per_method[m][0][i], k, m) for k, m in enumerate(names) if per_method[m][0][i] is not None
+                (per_method[m][4][i], k, m) for k, m in enumerate(names) if per_method[m][4][i] is not None
             ]
             if not cands:
                 raise InputError("MECHANISM: no method applies to these mechanisms at this target")
-            value, _, m = min(cands)
-            cols["method"].append(m)
-            cols[given].append(float(t))
-            cols[headline].append(value)
-            cols["alpha"].append(per_method[m][2][i])
-            cols["note"].append(per_method[m][1][i])
+            picks.append((i, min(cands)[2]))  # judged by the upper end: the tightest *guarantee*
     else:
-        for m in names:
-            values, notes, alphas = per_method[m]
-            cols["method"] += [m] * targets.size
-            cols[given] += [float(t) for t in targets]
-            cols[headline] += values
-            cols["alpha"] += alphas
-            cols["note"] += notes
+        picks = [(i, m) for m in names for i in range(targets.size)]
+    for i, m in picks:
+        values, notes, alphas, lower, upper = per_method[m]
+        cols["method"].append(m)
+        cols[given].append(float(targets[i]))
+        cols[headline].append(values[i])
+        cols["alpha"].append(alphas[i])
+        cols["note"].append(notes[i])
+        if bracketed:
+            cols[lower_name].append(lower[i])
+            cols[upper_name].append(upper[i])
+    if bracketed:  # the bracket beside the estimate, then alpha and note
+        order = ["method", given, lower_name, headline, upper_name, "alpha", "note"]
+        cols = {k: cols[k] for k in order}
     _warn_edge(cols, headline)
     if all(a is None for a in cols["alpha"]):
         del cols["alpha"]
     result = Result(
         cols,
-        headline=headline,
+        headline=upper_name if bracketed else headline,  # -q prints a guarantee, never an estimate
         title="composition",
         caption="mechanisms: " + " + ".join(s.label() for s in specs) + _relation_caption(specs),
     )
