@@ -1,0 +1,539 @@
+"""DP-SGD accounting: (q, σ, steps, δ) → ε, and the inverse questions (formulas.md §3, §1.6).
+
+Accountants (one entry each in :data:`ACCOUNTANTS`, all with the signature of :func:`epsilon_rdp`):
+
+* ``rdp``: the exact per-step RDP curve of the subsampled Gaussian (:mod:`dpcalc.engine.sgm`; MTZ 2019 for
+  Poisson sampling, WBK 2019 for sampling without replacement), times the number of steps (RDP composition,
+  Mironov 2017 Prop. 1), converted to (ε, δ) and minimised over the orders (formulas.md §1.6).
+* ``abadi``: the moments-accountant closed form ε = ρT + √(4ρT·log(1/δ)), ρ = q²/((1−q)σ²) (Abadi et al.
+  2016 Lemma 3's leading term, as in seed 000; formulas.md §3.1) — **asymptotic**, with its validity
+  conditions reported in ``valid``.
+* ``bassily``: the noise formula of Bassily–Smith–Thakurta 2014 as in Bellet's slides (seed 001;
+  formulas.md §3.4), solved for ε — a reference row, valid only where it yields ε <= 1.
+
+Neighbouring relations and sampling (formulas.md §0): ``noise_multiplier`` is the noise standard deviation
+divided by the clipping norm C.  Poisson sampling is analysed under add/remove-one (sensitivity C);
+fixed-size batches (sampling without replacement) under replace-one (sensitivity 2C, so the theorem sees
+σ/2).  The other two combinations have no theorem here and raise :class:`InputError`.
+
+Inverse questions: :func:`calibrate_noise` (smallest σ whose ε <= target, to a relative tolerance) and
+:func:`max_steps` (largest step count whose ε <= target); both are conservative by construction: every
+answer is one at which ε was computed and found within the target.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+
+from dpcalc.engine import conversions, sgm
+from dpcalc.engine.orders import DEFAULT_ORDERS
+from dpcalc.errors import DpcalcWarning, InputError
+
+SAMPLINGS = ("poisson", "fixed-size")
+NEIGHBORS = ("add-remove", "replace-one")
+CONVERSIONS = ("optimal", "balle", "mironov")
+#: The exact per-order conversion is evaluated on this many orders either side of the closed form's best order.
+OPTIMAL_STRIDE = 8
+
+
+class Epsilon(NamedTuple):
+    """ε with the order that attains it (nan where not applicable), whether that order is at the edge of the
+    grid, and whether the bound's conditions hold (always True for ``rdp``)."""
+
+    epsilon: np.ndarray
+    alpha: np.ndarray
+    at_edge: np.ndarray
+    valid: np.ndarray
+
+
+# ------------------------------------------------------------------------------------------------------
+# settings
+
+
+def check_setting(sampling: str, neighbors: str) -> None:
+    """Refuse a (sampling, neighbouring relation) pair that no implemented theorem covers."""
+    if sampling not in SAMPLINGS:
+        raise InputError(f"--sampling: must be one of {', '.join(SAMPLINGS)}, got {sampling!r}")
+    if neighbors not in NEIGHBORS:
+        raise InputError(f"--neighbors: must be one of {', '.join(NEIGHBORS)}, got {neighbors!r}")
+    if sampling == "poisson" and neighbors == "replace-one":
+        raise InputError(
+            "--neighbors replace-one with --sampling poisson: no theorem covers it here (the exact analysis, "
+            "Mironov-Talwar-Zhang 2019, is for add/remove-one; dp_accounting refuses it too); "
+            "use --sampling fixed-size for replace-one, or --neighbors add-remove"
+        )
+    if sampling == "fixed-size" and neighbors == "add-remove":
+        raise InputError(
+            "--sampling fixed-size with --neighbors add-remove: no theorem covers it here (the "
+            "Wang-Balle-Kasiviswanathan 2019 bound for sampling without replacement is for replace-one with "
+            "the dataset size public); use --neighbors replace-one, or --sampling poisson"
+        )
+
+
+def sensitivity_factor(neighbors: str) -> float:
+    """ℓ₂ sensitivity of the clipped-gradient sum in units of the clipping norm (formulas.md §0)."""
+    return 2.0 if neighbors == "replace-one" else 1.0
+
+
+def rdp_per_step(q, sigma, alphas=DEFAULT_ORDERS, *, sampling="poisson", neighbors="add-remove"):
+    """Per-step RDP curve of DP-SGD, shape ``broadcast(q, sigma).shape + (len(alphas),)``.
+
+    Poisson/add-remove: :func:`sgm.rdp_poisson` (exact, MTZ 2019; formulas.md §3.2) at σ.
+    Fixed-size/replace-one: :func:`sgm.rdp_without_replacement` (WBK 2019 bound; formulas.md §3.3) at σ/2
+    (the replace-one sensitivity of the clipped sum is 2C).
+    """
+    check_setting(sampling, neighbors)
+    sigma_eff = np.asarray(sigma, dtype=float) / sensitivity_factor(neighbors)
+    fn = sgm.rdp_poisson if sampling == "poisson" else sgm.rdp_without_replacement
+    return fn(q, sigma_eff, alphas)
+
+
+# ------------------------------------------------------------------------------------------------------
+# accountants
+
+
+def _bcast(*xs):
+    return np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in xs))
+
+
+def eps_of_curve(alphas, total_rdp, delta, conversion="optimal"):
+    """min over orders of the per-order conversion of a total RDP curve (formulas.md §1.6).
+
+    ``balle`` and ``mironov`` use every order.  ``optimal`` (the exact per-order conversion of Asoodeh et al.,
+    §1.3, costly per order) is evaluated on the 2·OPTIMAL_STRIDE+1 orders around the best order of its
+    closed-form bound (``asoodeh``, evaluated on every order), and again around the best exact order where
+    that lies at the window's edge; the result is the smaller of that and the closed form: a valid bound,
+    never above Balle's; adding orders can only lower it.
+    Returns a :class:`conversions.CurveBound`.
+    """
+    if conversion not in CONVERSIONS:
+        raise InputError(f"--conversion: must be one of {', '.join(CONVERSIONS)}, got {conversion!r}")
+    alphas = np.asarray(alphas, dtype=float)
+    if conversion != "optimal":
+        return conversions.eps_from_curve(alphas, total_rdp, delta, conversion)
+    base = conversions.eps_from_curve(alphas, total_rdp, delta, "asoodeh")
+    m = alphas.size
+    shape = base.value.shape
+    rdp_b = np.broadcast_to(total_rdp, shape + (m,)).reshape(-1, m)
+    d_b = np.broadcast_to(np.asarray(delta, dtype=float), shape).reshape(-1)
+    n = d_b.size
+    best = base.value.reshape(-1).copy()
+    index = base.index.reshape(-1).copy()
+
+    def try_orders(rows, idx):
+        """Evaluate the exact conversion at orders ``idx`` (len(rows), k) of the given rows; keep improvements."""
+        z = rdp_b[rows[:, None], idx]
+        vals = np.full(z.shape, np.inf)
+        fin = np.isfinite(z)
+        if np.any(fin):
+            d = np.broadcast_to(d_b[rows, None], z.shape)
+            vals[fin] = conversions.eps_optimal(alphas[idx][fin], z[fin], d[fin])
+        j = np.argmin(vals, axis=1)
+        v = vals[np.arange(rows.size), j]
+        better = v < best[rows]
+        best[rows] = np.where(better, v, best[rows])
+        index[rows] = np.where(better, idx[np.arange(rows.size), j], index[rows])
+
+    # the exact conversion on the orders around the best order of its closed-form bound (Asoodeh et al.,
+    # which follows the exact one closely); a second window where the best lies at the first one's edge
+    w = min(2 * OPTIMAL_STRIDE + 1, m)
+    start = np.clip(np.maximum(index, 0) - OPTIMAL_STRIDE, 0, m - w)
+    rows = np.arange(n)
+    try_orders(rows, start[:, None] + np.arange(w))
+    edge = ((index == start) & (start > 0)) | ((index == start + w - 1) & (start < m - w))
+    if np.any(edge):
+        rows = np.nonzero(edge)[0]
+        start2 = np.clip(index[rows] - OPTIMAL_STRIDE, 0, m - w)
+        try_orders(rows, start2[:, None] + np.arange(w))
+    value = best.reshape(shape)
+    index = index.reshape(shape)
+    alpha = np.where(index >= 0, alphas[np.maximum(index, 0)], np.nan)
+    at_edge = (index >= 0) & ((index == 0) | (index == m - 1))
+    return conversions.CurveBound(value, alpha, index, at_edge)
+
+
+def epsilon_rdp(
+    q,
+    sigma,
+    steps,
+    delta,
+    *,
+    sampling="poisson",
+    neighbors="add-remove",
+    conversion="optimal",
+    dataset_size=None,
+    orders=DEFAULT_ORDERS,
+    warn=True,
+) -> Epsilon:
+    """ε of ``steps`` DP-SGD steps by RDP accounting (formulas.md §3.2/§3.3, §2.4 composition, §1 conversion).
+
+    All of q, sigma, steps, delta broadcast; the RDP curve is computed once per distinct (q, σ).
+    Warns (DpcalcWarning) where the best order is the first or last of ``orders``.
+    """
+    q, sigma, steps, delta = _bcast(q, sigma, steps, delta)
+    orders = np.asarray(orders, dtype=float)
+    per_step = rdp_per_step(q, sigma, orders, sampling=sampling, neighbors=neighbors)
+    with np.errstate(invalid="ignore", over="ignore"):
+        total = np.where(per_step == 0, 0.0, steps[..., None] * per_step)
+    b = eps_of_curve(orders, total, delta, conversion)
+    b = b._replace(at_edge=b.at_edge & (b.value > 0))  # ε = 0 cannot improve
+    if warn and np.any(b.at_edge):
+        lo = np.any(b.at_edge & (b.index == 0))
+        where = "lowest" if lo else "highest"
+        warnings.warn(
+            f"the best Rényi order is the {where} of the grid ({orders.min():g}..{orders.max():g}): "
+            "a wider grid of orders could give a smaller ε",
+            DpcalcWarning,
+            stacklevel=2,
+        )
+    return Epsilon(b.value, b.alpha, b.at_edge, np.ones(b.value.shape, dtype=bool))
+
+
+def abadi_rho(q, sigma):
+    """ρ = q²/((1−q)σ²): the per-step RDP slope of Abadi et al. 2016 Lemma 3's leading term (§3.1)."""
+    q, sigma = _bcast(q, sigma)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        return np.where(q >= 1, np.inf, q * q / ((1.0 - q) * sigma * sigma))
+
+
+def epsilon_abadi(q, sigma, steps, delta, *, sampling="poisson", neighbors="add-remove", **_) -> Epsilon:
+    """Abadi et al. 2016 moments accountant in closed form, as in seed 000 (formulas.md §3.1):
+    ``ε = ρT + √(4ρT·log(1/δ))`` at ``α* = 1 + √(log(1/δ)/(ρT))`` — the classic conversion of the linear
+    curve (α, αρT).  **Asymptotic**: ``valid`` is σ >= 1, q < 1/(16σ) and α* − 1 <= σ²·log(1/(qσ))
+    (Lemma 3's conditions on λ = α − 1); outside them it is not a bound.  Poisson sampling, add/remove only.
+    """
+    if (sampling, neighbors) != ("poisson", "add-remove"):
+        raise InputError(
+            "--accountant abadi: the moments accountant (Abadi et al. 2016) is for Poisson sampling with "
+            "add/remove-one neighbours only"
+        )
+    q, sigma, steps, delta = _bcast(q, sigma, steps, delta)
+    rho_t = abadi_rho(q, sigma) * steps
+    ld = -np.log(delta)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        eps = rho_t + np.sqrt(4.0 * rho_t * ld)
+        alpha = 1.0 + np.sqrt(ld / rho_t)
+        lam_max = sigma * sigma * np.log(1.0 / (q * sigma))
+        valid = (sigma >= 1.0) & (q < 1.0 / (16.0 * sigma)) & (alpha - 1.0 <= lam_max)
+    eps = np.nextafter(eps, np.inf)
+    return Epsilon(eps, alpha, np.zeros(eps.shape, dtype=bool), valid)
+
+
+def epsilon_bassily(
+    q, sigma, steps, delta, *, sampling="fixed-size", neighbors="replace-one", dataset_size=None, **_
+) -> Epsilon:
+    """The Bassily–Smith–Thakurta 2014 noise formula as in Bellet's 2022 slides (seed 001; formulas.md §3.4),
+    solved for ε: the slide adds N(0, s²) to the averaged gradient of a batch of m = qn with
+    ``s = 16L·√(T·ln(2/δ)·ln(1.25T/(δn)))/(nε)``; with the clipping norm C = L the noise multiplier is
+    σ = m·s/L, so ``ε = 16q·√(T·ln(2/δ)·ln(1.25T/(δn)))/σ``.  Its theorem needs ε <= 1 (and 1.25T > δn):
+    ``valid`` says where.  A reference row; the constant is as on the slide, unverified (§3.4).
+    Fixed-size batches, replace-one neighbours (the slide's Δ = 2L/m).
+    """
+    if (sampling, neighbors) != ("fixed-size", "replace-one"):
+        raise InputError(
+            "--accountant bassily: the Bassily-Smith-Thakurta analysis is for fixed-size batches with "
+            "replace-one neighbours (use --sampling fixed-size --neighbors replace-one)"
+        )
+    if dataset_size is None:
+        raise InputError("--dataset-size: needed by the bassily reference (its formula involves n)")
+    q, sigma, steps, delta, n = _bcast(q, sigma, steps, delta, dataset_size)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        inner = 1.25 * steps / (delta * n)
+        root = np.sqrt(steps * np.log(2.0 / delta) * np.log(inner))
+        eps = 16.0 * q * root / sigma
+        valid = (inner > 1.0) & (eps <= 1.0)
+    eps = np.where(inner > 1.0, np.nextafter(eps, np.inf), np.nan)
+    return Epsilon(eps, np.full(eps.shape, np.nan), np.zeros(eps.shape, dtype=bool), valid)
+
+
+#: name → function(q, sigma, steps, delta, *, sampling, neighbors, conversion, dataset_size, ...) -> Epsilon.
+#: Adding an accountant is one entry here.
+ACCOUNTANTS = {"rdp": epsilon_rdp, "abadi": epsilon_abadi, "bassily": epsilon_bassily}
+#: Which accountants use ``--conversion`` (the others have their own fixed conversion).
+USES_CONVERSION = {"rdp"}
+
+
+def applies(accountant: str, sampling: str, neighbors: str) -> bool:
+    """Whether an accountant covers a (sampling, neighbours) setting (used by ``--accountant all``)."""
+    if accountant == "abadi":
+        return (sampling, neighbors) == ("poisson", "add-remove")
+    if accountant == "bassily":
+        return (sampling, neighbors) == ("fixed-size", "replace-one")
+    return True
+
+
+def epsilon(accountant, q, sigma, steps, delta, **kw) -> Epsilon:
+    """Dispatch to :data:`ACCOUNTANTS`."""
+    if accountant not in ACCOUNTANTS:
+        raise InputError(f"--accountant: must be one of {', '.join(ACCOUNTANTS)}, got {accountant!r}")
+    return ACCOUNTANTS[accountant](q, sigma, steps, delta, **kw)
+
+
+# ------------------------------------------------------------------------------------------------------
+# inverse questions
+
+
+def _multisect(f, lo, hi, done, *, points, rounds, integer=False, log=True):
+    """Vectorised search for the boundary of a monotone predicate ``f(x) -> bool`` (True = within target,
+    True for large x): keeps ``f(lo) False, f(hi) True`` and shrinks ``[lo, hi]`` by evaluating ``points``
+    interior values per round (one vectorised call of shape (N, points)).  ``done(lo, hi)`` says where to stop.
+    """
+    lo = lo.astype(float).copy()
+    hi = hi.astype(float).copy()
+    for _ in range(rounds):
+        active = ~done(lo, hi)
+        if not np.any(active):
+            break
+        t = np.arange(1, points + 1) / (points + 1.0)
+        if log:
+            x = np.exp(np.log(lo)[:, None] + t * (np.log(hi) - np.log(lo))[:, None])
+        else:
+            x = lo[:, None] + t * (hi - lo)[:, None]
+        if integer:
+            x = np.floor(x)
+        x = np.clip(x, lo[:, None], hi[:, None])
+        ok = f(x, active)  # (N, points) bool; rows not active may be anything
+        # first True (ok is monotone in x): hi = that point, lo = the point before (or lo)
+        first = np.argmax(ok, axis=1)
+        anyok = np.any(ok, axis=1)
+        new_hi = np.where(anyok, x[np.arange(x.shape[0]), first], hi)
+        before = np.where(first > 0, x[np.arange(x.shape[0]), np.maximum(first - 1, 0)], lo)
+        new_lo = np.where(anyok, before, x[:, -1])
+        lo = np.where(active, new_lo, lo)
+        hi = np.where(active, new_hi, hi)
+    return lo, hi
+
+
+#: Integer orders used by the first, coarse phase of the rdp calibration (those present in the grid).
+#: Orders either side of the best coarse order searched in the second phase of the rdp calibration.
+_LOCAL_ORDERS = 3
+_COARSE_ORDERS = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256, 512, 1024)
+
+
+def _sigma_search(eps_fn, ef, lo, hi, rtol, *, points=15, ends=None):
+    """Smallest σ in [lo, hi] with eps_fn(σ) <= ef, per row, to a factor 1 + rtol: returns (σ, low_ok) where
+    σ = lo where lo already meets the target and σ = inf where hi does not.  ``eps_fn(s, rows)`` takes a
+    (len(rows), K) array of σ values.  ``ends``: the known (lo meets target, hi meets target) flags."""
+    n = ef.size
+    if ends is None:
+        e = eps_fn(np.stack([lo, hi], axis=1), np.arange(n))
+        ends = (e[:, 0] <= ef, e[:, 1] <= ef)
+    low_ok, high_ok = ends
+
+    def f(x, active):
+        out = np.zeros(x.shape, dtype=bool)
+        rows = np.nonzero(active)[0]
+        out[rows] = eps_fn(x[rows], rows) <= ef[rows, None]
+        return out
+
+    search = ~low_ok & high_ok
+    _, hi_s = _multisect(f, lo, hi, lambda a, b: ~search | (b <= a * (1.0 + rtol)), points=points, rounds=40)
+    return np.where(low_ok, lo, np.where(high_ok, hi_s, np.inf)), low_ok
+
+
+def calibrate_noise(
+    q,
+    steps,
+    delta,
+    target,
+    *,
+    accountant="rdp",
+    rtol=1e-4,
+    sigma_range=(1e-3, 1e6),
+    **kw,
+):
+    """Smallest noise multiplier σ (within a factor 1 + rtol) with ε(q, σ, steps, δ) <= target, vectorised.
+
+    Conservative by construction: the σ returned is one at which ε was computed and found <= target, and at
+    σ/(1 + rtol) it was found above the target (or σ is the low end of ``sigma_range``).  Where even the
+    high end of ``sigma_range`` misses the target, σ = inf and ε = nan (with a warning).  Returns
+    ``(sigma, Epsilon at sigma)``.
+
+    For ``rdp`` the search runs in phases: on a coarse grid of integer orders with Balle's conversion (ε can
+    only be larger there, so its σ is an upper end), then on the orders of the full grid near the best coarse order, then a check on the
+    full grid at σ/(1 + rtol), falling back to a search on the full grid where that check fails.
+    """
+    q, steps, delta, target = _bcast(q, steps, delta, target)
+    shape = q.shape
+    qf, tf, df, ef = (x.reshape(-1) for x in (q, steps, delta, target))
+    n = qf.size
+    lo0 = np.full(n, float(sigma_range[0]))
+    hi0 = np.full(n, float(sigma_range[1]))
+    orders = np.asarray(kw.pop("orders", DEFAULT_ORDERS), dtype=float)
+
+    def eps_with(order_grid, **over):
+        extra = {"orders": order_grid} if accountant == "rdp" else {}
+        args = {**kw, **over}
+
+        def fn(s, rows):
+            return epsilon(
+                accountant, qf[rows, None], s, tf[rows, None], df[rows, None], warn=False, **extra, **args
+            ).epsilon
+
+        return fn
+
+    # the coarse phase uses Balle's conversion: never below the exact one, so its σ is an upper end for both
+    kw_b = {**kw, "conversion": "balle"} if accountant == "rdp" else kw
+
+    full = eps_with(orders)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DpcalcWarning)
+        coarse = orders[np.isin(orders, _COARSE_ORDERS)]
+        if accountant != "rdp" or coarse.size < 6:
+            sigma, _ = _sigma_search(full, ef, lo0, hi0, rtol)
+        else:
+            sig_c, low_c = _sigma_search(eps_with(coarse, **kw_b), ef, lo0, hi0, 1e-2, points=63)
+            sigma = np.where(low_c, lo0, np.inf)
+            mid = np.isfinite(sig_c) & ~low_c
+            if np.any(mid):
+                rows = np.nonzero(mid)[0]
+                a_c = epsilon(
+                    "rdp", qf[rows], sig_c[rows], tf[rows], df[rows], warn=False, orders=coarse, **kw_b
+                ).alpha
+                # the best full-grid order near σ_c lies between the coarse orders either side of the coarse best
+                around = np.zeros(orders.size, dtype=bool)
+                for a in np.unique(a_c[np.isfinite(a_c)]):
+                    i = int(np.searchsorted(coarse, a))
+                    lo_a = coarse[i - 1] if i > 0 else orders[0]
+                    hi_a = coarse[i + 1] if i + 1 < coarse.size else orders[-1]
+                    around |= (orders >= lo_a) & (orders <= hi_a)
+                cand = orders[around]
+                a_f = epsilon(
+                    "rdp", qf[rows], sig_c[rows], tf[rows], df[rows], warn=False, orders=cand, **kw_b
+                ).alpha
+                near = np.zeros(orders.size, dtype=bool)
+                for a in np.unique(a_f[np.isfinite(a_f)]):
+                    pos = int(np.argmin(np.abs(orders - a)))
+                    near[max(pos - _LOCAL_ORDERS, 0) : pos + _LOCAL_ORDERS + 1] = True
+                local = orders[near] if np.any(near) else orders
+                sub = eps_with(local)
+                lo2 = sig_c[rows] / 1.25
+                lo_bad = sub(lo2[:, None], rows)[:, 0] <= ef[rows]
+                lo2 = np.where(lo_bad, lo0[rows], lo2)
+                # ε on a sub-grid of orders is at least the full grid's: σ_c meets the target there too
+                known = (np.zeros(rows.size, dtype=bool), np.ones(rows.size, dtype=bool))
+                s2, _ = _sigma_search(
+                    lambda s, r: sub(s, rows[r]), ef[rows], lo2, sig_c[rows], rtol, points=47, ends=known
+                )
+                sigma[rows] = s2
+    # ε on the full grid at the answer, and one step below it (the full grid can only lower ε: where the step
+    # below also meets the target, search again on the full grid)
+    s_fin = np.where(np.isfinite(sigma), sigma, hi0)
+    both = np.stack([s_fin, np.maximum(s_fin / (1.0 + rtol), lo0)], axis=1)
+    grid_kw = {"orders": orders} if accountant == "rdp" else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DpcalcWarning)
+        final = epsilon(accountant, qf[:, None], both, tf[:, None], df[:, None], warn=False, **grid_kw, **kw)
+        redo = np.isfinite(sigma) & (sigma > lo0) & (final.epsilon[:, 1] <= ef)
+        if accountant == "rdp" and coarse.size >= 6:
+            redo |= ~np.isfinite(sigma)  # the coarse grid missed the target: the full grid may still reach it
+        if np.any(redo):
+            rows = np.nonzero(redo)[0]
+            hi_r = np.where(np.isfinite(sigma[rows]), sigma[rows], hi0[rows])
+            s3, _ = _sigma_search(lambda s, r: full(s, rows[r]), ef[rows], lo0[rows], hi_r, rtol)
+            sigma[rows] = s3
+            s_fin = np.where(np.isfinite(sigma), sigma, hi0)
+            final = epsilon(
+                accountant, qf[:, None], s_fin[:, None], tf[:, None], df[:, None], warn=False, **grid_kw, **kw
+            )
+    final = Epsilon(*(np.asarray(v)[:, 0] for v in final))
+    if np.any(final.at_edge & np.isfinite(sigma)):
+        warnings.warn(
+            "the best Rényi order is at the edge of the grid of orders: a wider grid could allow less noise",
+            DpcalcWarning,
+            stacklevel=2,
+        )
+    eps = final.epsilon
+    if np.any(~np.isfinite(sigma)):
+        warnings.warn(
+            f"--target-epsilon: no noise multiplier up to {sigma_range[1]:g} reaches the target for "
+            f"{int(np.sum(~np.isfinite(sigma)))} row(s) (noise_multiplier inf, no epsilon): with orders up to "
+            f"{orders.max():g}, ε stays above about log(1/δ)/{orders.max():g}",
+            DpcalcWarning,
+            stacklevel=2,
+        )
+    if np.any(np.isfinite(sigma) & (eps > ef)):  # cannot happen: every candidate was checked
+        raise AssertionError("calibration returned a σ above the target")
+    feasible = np.isfinite(sigma)
+    eps = np.where(feasible, eps, np.nan)
+    alpha = np.where(feasible, final.alpha, np.nan)
+    res = Epsilon(
+        *(np.asarray(v).reshape(shape) for v in (eps, alpha, final.at_edge & feasible, final.valid))
+    )
+    return sigma.reshape(shape), res
+
+
+def max_steps(q, sigma, delta, target, *, accountant="rdp", steps_max=1e12, **kw):
+    """Largest number of steps T with ε(q, σ, T, δ) <= target, vectorised (0 where even one step exceeds it;
+    ``steps_max`` where that many still fit).  Conservative by construction: ε(T) was computed and found
+    <= target, and ε(T + 1) above it.  Returns ``(steps, Epsilon at steps)`` (ε nan where steps = 0).
+    """
+    q, sigma, delta, target = _bcast(q, sigma, delta, target)
+    shape = q.shape
+    qf, sf, df, ef = (x.reshape(-1) for x in (q, sigma, delta, target))
+    n = qf.size
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DpcalcWarning)
+        if accountant == "rdp":
+            orders = np.asarray(kw.pop("orders", DEFAULT_ORDERS), dtype=float)
+            conv = kw.get("conversion", "optimal")
+            per_step = rdp_per_step(
+                qf,
+                sf,
+                orders,
+                sampling=kw.get("sampling", "poisson"),
+                neighbors=kw.get("neighbors", "add-remove"),
+            )
+
+            def eps_steps(t, rows):
+                with np.errstate(invalid="ignore", over="ignore"):
+                    tot = np.where(per_step[rows, None] == 0, 0.0, t[..., None] * per_step[rows, None])
+                return eps_of_curve(orders, tot, df[rows, None], conv).value
+        else:
+
+            def eps_steps(t, rows):
+                return epsilon(accountant, qf[rows, None], sf[rows, None], t, df[rows, None], **kw).epsilon
+
+        all_rows = np.arange(n)
+        ends = eps_steps(np.stack([np.ones(n), np.full(n, float(steps_max))], axis=1), all_rows)
+        one_ok = ends[:, 0] <= ef
+        all_ok = ends[:, 1] <= ef
+
+        def f(x, active):
+            out = np.zeros(x.shape, dtype=bool)
+            rows = np.nonzero(active)[0]
+            out[rows] = eps_steps(x[rows], rows) > ef[rows, None]  # "too many" is the True side
+            return out
+
+        search = one_ok & ~all_ok
+        lo, hi = _multisect(
+            f,
+            np.ones(n),
+            np.full(n, float(steps_max)),
+            lambda a, b: ~search | (b - a <= 1.0),
+            points=15,
+            rounds=40,
+            integer=True,
+        )
+        steps = np.where(all_ok, float(steps_max), np.where(one_ok, lo, 0.0))
+        e_final = np.where(steps >= 1, eps_steps(np.maximum(steps, 1.0)[:, None], all_rows)[:, 0], np.nan)
+    if np.any((steps >= 1) & (e_final > ef)):
+        raise AssertionError("max_steps returned a count above the target")
+    if np.any(steps == 0):
+        warnings.warn(
+            "--target-epsilon: even one step exceeds the target for "
+            f"{int(np.sum(steps == 0))} row(s) (steps 0, no epsilon)",
+            DpcalcWarning,
+            stacklevel=2,
+        )
+    if np.any(steps >= steps_max):
+        warnings.warn(
+            f"--target-epsilon: at least {steps_max:g} steps fit the target for {int(np.sum(steps >= steps_max))} "
+            "row(s); the search stops there",
+            DpcalcWarning,
+            stacklevel=2,
+        )
+    return steps.reshape(shape), e_final.reshape(shape)
