@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import click
 
-from dpcalc.cli.common import common_options, run
+from dpcalc.cli.common import common_options, run, single
 from dpcalc.cli.types import Grid
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result
 
 #: The accountants offered (static so that --help needs no numpy); each is an entry of
 #: ``dpcalc.engine.sgd.ACCOUNTANTS``.
-ACCOUNTANTS = ("rdp", "abadi", "bassily")
+ACCOUNTANTS = ("rdp", "pld", "abadi", "bassily")
 CONVERSIONS = ("optimal", "balle", "mironov")
-METHOD_LABEL = {"rdp": "rdp", "abadi": "abadi-asymptotic", "bassily": "bassily-reference"}
+METHOD_LABEL = {"rdp": "rdp", "pld": "pld", "abadi": "abadi-asymptotic", "bassily": "bassily-reference"}
 #: Relative tolerance of the noise calibration (the σ reported is within this factor of the smallest).
 SIGMA_RTOL = 1e-4
 
@@ -43,28 +43,51 @@ MAN_EXAMPLES = [
         "dpcalc sgd-epsilon --sigma 2 --batch-size 512 --dataset-size 50000 --steps 4900 --delta 1e-5 "
         "--sampling fixed-size --neighbors replace-one",
     ),
+    (
+        "Tight accounting with a certified bracket, beside RDP:",
+        "dpcalc sgd-epsilon --sigma 1.1 --sample-rate 0.004267 --steps 14063 --delta 1e-5 --accountant all",
+    ),
+    (
+        "ε by steps for every accountant, drawn to a file:",
+        "dpcalc sgd-epsilon --sigma 1.1 --sample-rate 0.004267 --steps 1000:14000:1000 --delta 1e-5 "
+        "--accountant all --plot sgd.png",
+    ),
 ]
 
 MAN_NOTES = """\
 rdp: the exact Rényi DP of the Poisson-subsampled Gaussian (Mironov, Talwar and Zhang 2019), at
 integer orders by the binomial expansion and at fractional orders by the signed two-sided series or,
-where that loses digits, a quadrature with a positive integrand (dp_accounting's absolute-value series
-over-reports by up to 27%), times the steps, converted to
-(ε, δ) by --conversion and minimised over 225 orders from 1.01 to 10^4 (the best order is the alpha
-column).  optimal: the exact per-order conversion of Asoodeh et al. (on the orders around the best
-order of its closed form); balle: Balle et al. 2020 / Canonne et al. 2020; mironov: Mironov 2017.
---sampling fixed-size uses the Wang, Balle and Kasiviswanathan 2019 bound for sampling without
-replacement, an upper bound, under replace-one neighbours.  The noise multiplier is the noise
-standard deviation over the clipping norm C: the sensitivity of the clipped sum is C under
-add/remove and 2C under replace-one, so replace-one analyses σ/2.  Poisson sampling with
-replace-one, and fixed-size batches with add/remove, are refused: no theorem here covers them.
+where that loses digits, a quadrature with a positive integrand (dp_accounting's absolute-value
+series over-reports by up to 27%), times the steps, converted to (ε, δ) by --conversion and
+minimised over 225 orders from 1.01 to 10^4 (the best order is the alpha column).  optimal: the
+exact per-order conversion of Asoodeh et al. (on the orders around the best order of its closed
+form); balle: Balle et al. 2020 / Canonne et al. 2020; mironov: Mironov 2017.
+
+pld: privacy loss distributions of the Poisson-subsampled Gaussian (both directions of the
+add/remove pair, the worse reported), composed by FFT: epsilon is the estimate and
+[epsilon_lower, epsilon_upper] a certified bracket (pessimistic and optimistic discretisation,
+truncation and aliasing counted in); budget checks and -q use the upper end.  --eps-error sets the
+bracket width (default 0.5% of ε).  It answers the forward question only.
+
+Sampling and neighbours: --sampling fixed-size uses the Wang, Balle and Kasiviswanathan 2019 bound
+for sampling without replacement, an upper bound, under replace-one neighbours.  The noise
+multiplier is the noise standard deviation over the clipping norm C: the sensitivity of the clipped
+sum is C under add/remove and 2C under replace-one, so replace-one analyses σ/2.  Poisson sampling
+with replace-one, and fixed-size batches with add/remove, are refused: no theorem here covers them.
+
 abadi: the moments-accountant closed form ε = ρT + sqrt(4ρT log(1/δ)), ρ = q²/((1−q)σ²) (Abadi et
-al. 2016, as in the seed transcript); asymptotic, and a bound only under σ >= 1, q < 1/(16σ) and
-α* − 1 <= σ² log(1/(qσ)): the valid column says whether they hold.  bassily: the noise formula of
-Bassily, Smith and Thakurta 2014 as in Bellet's slides, solved for ε; a reference, valid for ε <= 1.
+al. 2016, Lemma 3's leading term); asymptotic, and a bound only under σ >= 1, q < 1/(16σ) and
+α* − 1 <= σ² log(1/(qσ)): the valid column says whether they hold.
+
+bassily: the noise formula of Bassily, Smith and Thakurta 2014 as in Bellet's 2022 slides, solved
+for ε; a reference, valid for ε <= 1.
+
 --epochs E means steps = ceil(E / sample rate).  --target-epsilon solves for the option left out:
 the smallest noise multiplier (within a factor 1.0001), or the largest number of steps; every
-answer is one at which ε was computed and found within the target."""
+answer is one at which ε was computed and found within the target.
+
+--plot FILE draws the headline against the first swept option, one line per accountant (the PLD
+bracket shaded; bounds whose conditions fail hollow and dotted)."""
 
 
 @click.command("sgd-epsilon")
@@ -96,7 +119,15 @@ answer is one at which ε was computed and found within the target."""
     type=click.Choice([*ACCOUNTANTS, "all"]),
     default="rdp",
     show_default=True,
-    help="rdp (exact RDP), abadi (closed form, asymptotic), bassily (reference), or all that apply.",
+    help="rdp (exact RDP), pld (privacy loss distributions: a certified [lower, upper] bracket), "
+    "abadi (closed form, asymptotic), bassily (reference), or all that apply.",
+)
+@click.option(
+    "--eps-error",
+    type=Grid(lo=0),
+    default=None,
+    metavar="X",
+    help="pld: the largest width of the bracket [lower, upper] [default: 0.5% of ε].",
 )
 @click.option(
     "--conversion",
@@ -138,6 +169,7 @@ def command(
     sampling,
     neighbors,
     target_epsilon,
+    eps_error,
     out,
 ):
     """DP-SGD accounting: ε of a training run, or the noise / steps for a target ε.
@@ -180,9 +212,20 @@ def command(
                 f"{bad[0][1]} is smaller than the batch size {bad[0][0]}", param_hint="'--dataset-size'"
             )
     if accountant == "all":
-        names = [a for a in ACCOUNTANTS if _applies(a, sampling, neighbors, dataset_size)]
+        names = [a for a in ACCOUNTANTS if _applies(a, sampling, neighbors, dataset_size, solve)]
     else:
         names = [accountant]
+    if accountant == "pld" and solve is not None:
+        raise click.UsageError(
+            "--accountant pld answers ε for given noise and steps; for --target-epsilon use rdp (the default)"
+        )
+    if accountant == "pld" and (sampling, neighbors) != ("poisson", "add-remove"):
+        raise click.UsageError(
+            "--accountant pld: the privacy loss distribution here is for Poisson sampling with add/remove "
+            "neighbours; use --accountant rdp for fixed-size batches"
+        )
+    if eps_error is not None and "pld" not in names:
+        raise click.UsageError("--eps-error applies to --accountant pld (or all)")
     setting = dict(
         sampling=sampling,
         neighbors=neighbors,
@@ -195,6 +238,7 @@ def command(
         epochs=epochs,
         delta=delta,
         target=target_epsilon,
+        eps_error=None if eps_error is None else single(eps_error, "--eps-error"),
     )
     run(out, lambda: _compute_light(names, solve, setting))
 
@@ -206,7 +250,9 @@ def _compute_light(names, solve, setting) -> Result:
         return _compute(names, solve, setting)
 
 
-def _applies(name, sampling, neighbors, dataset_size) -> bool:
+def _applies(name, sampling, neighbors, dataset_size, solve=None) -> bool:
+    if name == "pld":
+        return (sampling, neighbors) == ("poisson", "add-remove") and solve is None
     if name == "abadi":
         return (sampling, neighbors) == ("poisson", "add-remove")
     if name == "bassily":
@@ -272,7 +318,15 @@ def _compute(names, solve, s) -> Result:
     rows = []
     for name in names:
         cols = {}
-        if solve is None:
+        if name == "pld":
+            from dpcalc.engine.pld import sgd_epsilon_pld
+
+            b = sgd_epsilon_pld(g["q"], g["sigma"], g["steps"], g["delta"], eps_error=s["eps_error"])
+            lower, est, upper = (np.asarray(x, float).reshape(-1) for x in b)
+            nan = np.full(est.shape, np.nan)
+            e = sgd.Epsilon(est, nan, np.zeros(est.shape, bool), np.ones(est.shape, bool))
+            cols.update(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, lower=lower, upper=upper)
+        elif solve is None:
             e = sgd.epsilon(name, g["q"], g["sigma"], g["steps"], g["delta"], **kw)
             cols.update(noise_multiplier=g["sigma"], steps=g["steps"], eps=e)
         elif solve == "sigma":
@@ -312,11 +366,14 @@ def _result(names, solve, s, g, rows) -> Result:
             "epochs",
             "delta",
             "target_epsilon",
+            "epsilon_lower",
             "epsilon",
+            "epsilon_upper",
             "alpha",
             "valid",
         )
     }
+    bracketed = any("lower" in cols for _, cols in rows)
     for name, cols in rows:
         e = cols["eps"]
         steps = np.asarray(cols["steps"], float).reshape(-1)
@@ -340,36 +397,94 @@ def _result(names, solve, s, g, rows) -> Result:
         if solve is not None:
             out["target_epsilon"] += g["target"].tolist()
         out["epsilon"] += np.asarray(e.epsilon, float).reshape(-1).tolist()
+        if bracketed:  # other accountants' ε is itself the upper end (no lower end)
+            out["epsilon_lower"] += cols["lower"].tolist() if "lower" in cols else [None] * n
+            out["epsilon_upper"] += (
+                (cols["upper"] if "upper" in cols else np.asarray(e.epsilon, float)).reshape(-1).tolist()
+            )
         alpha = np.asarray(e.alpha, float).reshape(-1)
         out["alpha"] += [None if np.isnan(a) else float(a) for a in alpha]
         out["valid"] += [bool(v) for v in np.asarray(e.valid).reshape(-1)]
-    for k in ("batch_size", "dataset_size", "epochs", "target_epsilon"):
+    for k in ("batch_size", "dataset_size", "epochs", "target_epsilon", "epsilon_lower", "epsilon_upper"):
         if not out[k] or all(v is None for v in out[k]):
             del out[k]
-    if names == ["rdp"]:
+    if set(names) <= {"rdp", "pld"}:
         del out["valid"]
     headline = {"sigma": "noise_multiplier", "steps": "steps"}.get(solve, "epsilon")
+    if bracketed:
+        headline = "epsilon_upper"  # -q prints a guarantee, never the PLD estimate
     relation = "sensitivity C" if s["neighbors"] == "add-remove" else "sensitivity 2C: the theorem sees σ/2"
     caption = f"sampling: {s['sampling']}; neighbours: {s['neighbors']} ({relation})"
     if "rdp" in names:
         caption += f"; conversion: {s['conversion']}"
+    if bracketed:
+        caption += "; pld: epsilon is the estimate, [epsilon_lower, epsilon_upper] the certified bracket"
     if "epochs" in g:
         caption += "; steps = ceil(epochs / sample_rate)"
     if solve == "sigma":
         caption += f"; noise_multiplier: the smallest (within a factor {1 + SIGMA_RTOL:g}) with ε <= target"
     elif solve == "steps":
         caption += "; steps: the largest with ε <= target (epochs: the whole epochs within them)"
-    plot = None
-    xcol = (
-        "epochs"
-        if "epochs" in g and len(s["epochs"]) > 1
-        else ("steps" if s["steps"] and len(s["steps"]) > 1 else None)
-    )
-    if xcol and solve is None:
-        plot = PlotSpec(
-            x=xcol, y="epsilon", series="method", xlabel=xcol, ylabel="ε", title="DP-SGD: ε by length"
-        )
+    plot = _plot_spec(s, out, "epsilon" if headline == "epsilon_upper" else headline)
     return Result(out, headline=headline, title="DP-SGD accounting", caption=caption, plot=plot)
+
+
+_PLOT_SYMBOL = {
+    "epochs": "epochs",
+    "steps": "T",
+    "target_epsilon": "target ε",
+    "noise_multiplier": "σ",
+    "sample_rate": "q",
+    "batch_size": "B",
+    "dataset_size": "N",
+    "delta": "δ",
+}
+
+
+def _plot_spec(s, out, headline):
+    """--plot: the headline by the first swept input, one line per accountant (a dot per accountant
+    when nothing is swept); rows whose ``valid`` is false are drawn as "not a bound"."""
+    inputs = {
+        "epochs": s["epochs"],
+        "steps": s["steps"],
+        "target_epsilon": s["target"],
+        "noise_multiplier": s["sigma"],
+        "sample_rate": s["sample_rate"],
+        "batch_size": s["batch_size"],
+        "dataset_size": s["dataset_size"],
+        "delta": s["delta"],
+    }
+    inputs = {k: v for k, v in inputs.items() if v is not None and k != headline}
+    swept = [k for k, v in inputs.items() if len(v) > 1 and k in out]
+    if len(out["method"]) < 2:
+        return None
+    x = swept[0] if swept else "delta"
+    fixed = ", ".join(f"{_PLOT_SYMBOL[k]} = {v[0]:g}" for k, v in inputs.items() if len(v) == 1)
+    what = {
+        "epsilon": "ε",
+        "noise_multiplier": "smallest noise multiplier",
+        "steps": "largest number of steps",
+    }
+    return PlotSpec(
+        x=x,
+        y=headline,
+        series="method",
+        group=tuple(swept[1:]),
+        valid="valid",
+        band=("epsilon_lower", "epsilon_upper") if "epsilon_lower" in out else None,
+        logx=x == "delta",
+        autolog=True,
+        xlabel={"steps": "steps T", "epochs": "epochs", "target_epsilon": "target ε (nats)"}.get(x, ""),
+        ylabel={
+            "epsilon": "ε (nats)",
+            "noise_multiplier": "noise multiplier σ (noise std / clipping norm)",
+            "steps": "largest number of steps T",
+        }[headline],
+        title=f"DP-SGD: {what[headline]} " + (f"by {_PLOT_SYMBOL[x]}" if swept else "by accountant"),
+        subtitle=(f"{fixed}; " if fixed else "")
+        + f"sampling: {s['sampling']}, neighbours: {s['neighbors']}"
+        + (f", conversion: {s['conversion']}" if "rdp" in out["accountant"] else ""),
+    )
 
 
 def _whole_epochs(steps, g):
