@@ -2,10 +2,10 @@
 
     python docs/make_images.py            # rewrite docs/img/*.png
     python docs/make_images.py OUTDIR     # write them to OUTDIR instead (the test does this)
-    python docs/make_images.py --tour     # rewrite docs/tour/plots.md (the README section)
+    python docs/make_images.py --tour     # rewrite the pictures section of README.md
 
 Each picture is one ``dpcalc ... --plot OUTDIR/NAME.png`` command line, run in-process (the same
-click entry point as the installed ``dpcalc``); ``docs/tour/plots.md`` shows the same command lines,
+click entry point as the installed ``dpcalc``); README.md's pictures section shows the same command lines,
 and ``tests/test_plot_images.py`` checks that the two agree and that every command draws its picture.
 A picture may need setup commands first (the odometer's ledger is filled event by event); they run in
 a scratch directory, which is also the working directory of the plotting command.
@@ -30,7 +30,7 @@ FINETUNE_EPOCH = "subsampled-gaussian:q=0.01024,sigma=1,count=98"  # seed 004: o
 class Image:
     name: str  # file name under docs/img
     command: str  # the dpcalc command line, without --plot
-    about: str  # one line for docs/tour/plots.md
+    about: str  # one line for the README's pictures section
     setup: tuple[str, ...] = ()  # command lines run before it, in the same scratch directory
 
     def plot_command(self, outdir: str = "docs/img") -> str:
@@ -53,9 +53,10 @@ IMAGES = (
     ),
     Image(
         "sgd-epsilon.png",
-        "dpcalc sgd-epsilon --sigma 4 --sample-rate 0.04 --steps 1000:100000:1000 --delta 1e-5 --accountant all",
-        "DP-SGD with q = 0.04 and σ = 4: ε by steps, the exact RDP accountant against the Abadi et al."
-        " closed form, which is outside its own conditions here (q ≥ 1/(16σ)) and well above.",
+        "dpcalc sgd-epsilon --sigma 4 --sample-rate 0.04 --steps 100:100000:x1.5 --delta 1e-5 --accountant all",
+        "DP-SGD with q = 0.04 and σ = 4: ε by steps: the exact RDP accountant, the tight PLD accountant"
+        " just below it, and the Abadi et al. closed form, which is outside its own conditions here"
+        " (q ≥ 1/(16σ)) and well above.",
     ),
     Image(
         "iterate-steps.png",
@@ -135,7 +136,7 @@ The pictures below are made by `python docs/make_images.py` from exactly these c
 
 
 def tour_markdown() -> str:
-    """docs/tour/plots.md: each picture with the command lines that make it."""
+    """README.md's pictures section: each picture with the command lines that make it."""
     parts = [INTRO]
     for image in IMAGES:
         lines = [image.about, "", "```sh"]
@@ -152,9 +153,20 @@ def tour_markdown() -> str:
     return "\n".join(parts)
 
 
+BEGIN, END = "<!-- plots:begin -->\n", "\n<!-- plots:end -->"
+
+
+def splice_readme(text: str) -> str:
+    """The README with its pictures section (between the plots markers) replaced by :func:`tour_markdown`."""
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return head + BEGIN + tour_markdown().rstrip("\n") + END + tail
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--tour"]:
-        (ROOT / "docs" / "tour" / "plots.md").write_text(tour_markdown(), encoding="utf-8")
+        readme = ROOT / "README.md"
+        readme.write_text(splice_readme(readme.read_text(encoding="utf-8")), encoding="utf-8")
         return 0
     outdir = Path(argv[0]) if argv else DEFAULT_OUT
     for path in make(outdir, set(argv[1:]) or None):

@@ -68,3 +68,14 @@ def test_grid_domain(grid, text, fragment):
 
 def test_grid_integer_returns_ints():
     assert Grid(lo=1, lo_open=False, integer=True).convert("1:3:1", None, None) == (1, 2, 3)
+
+
+def test_integer_geometric_range_is_rounded():
+    got = Grid(lo=1, lo_open=False, integer=True).convert("1:20:x1.5", None, None)
+    assert got == (1, 2, 3, 5, 8, 11, 17)
+    assert all(isinstance(v, int) for v in got)
+
+
+def test_integer_arithmetic_range_must_be_whole():
+    with pytest.raises(click.BadParameter, match="whole number"):
+        Grid(lo=1, lo_open=False, integer=True).convert("1:3:0.5", None, None)

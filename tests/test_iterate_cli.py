@@ -133,21 +133,6 @@ def test_help_loads_no_numpy():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_tour_examples_replay_exactly():
-    """docs/tour/iterate.md shows real commands with their exact CSV output (merged into the README)."""
-    from pathlib import Path
-
-    from dpcalc import readme
-
-    tour = Path(__file__).resolve().parents[1] / "docs" / "tour" / "iterate.md"
-    examples = readme.examples(tour.read_text())
-    assert len(examples) >= 2
-    for command, shown in examples:
-        stdout, code = readme.run_example(command)
-        assert code == 0, command
-        assert stdout.rstrip("\n") == shown, command
-
-
 def test_cni_row_is_the_contractive_iteration_bound():
     rows, _ = _rows([*BASE, "--alpha", "2", "--initial-distance", "1"])
     cni = [r for r in rows if r["method"] == "cni"]

@@ -119,21 +119,6 @@ def test_help_states_the_convention_and_loads_no_numpy():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_tour_examples_replay_exactly():
-    """docs/tour/langevin.md shows real commands with their exact CSV output (merged into the README)."""
-    from pathlib import Path
-
-    from dpcalc import readme
-
-    tour = Path(__file__).resolve().parents[1] / "docs" / "tour" / "langevin.md"
-    examples = readme.examples(tour.read_text())
-    assert len(examples) >= 2
-    for command, shown in examples:
-        stdout, code = readme.run_example(command)
-        assert code == 0, command
-        assert stdout.rstrip("\n") == shown, command
-
-
 def test_sweeps_of_every_condition_parameter():
     args = ["langevin", "--sigma", "0.02", "--sensitivity", "4", "--lr", "0.01,0.02,0.03"]
     args += ["--strong-convexity", "0.5,1", "--smoothness", "1,2,3,4", "--dataset-size", "100,5000"]

@@ -1,5 +1,5 @@
 """docs/make_images.py draws every README picture from real dpcalc commands, and the README section
-(docs/tour/plots.md) shows exactly those commands and pictures."""
+(README.md's pictures section) shows exactly those commands and pictures."""
 
 from __future__ import annotations
 
@@ -48,13 +48,14 @@ def test_one_picture_per_command():
     assert commands == {"convert", "compose", "sgd-epsilon", "iterate", "langevin", "odometer"}
 
 
-def test_tour_section_is_current():
-    """docs/tour/plots.md is what the script generates (python docs/make_images.py --tour)."""
-    assert (ROOT / "docs" / "tour" / "plots.md").read_text(encoding="utf-8") == _script().tour_markdown()
+def test_readme_pictures_section_is_current():
+    """README.md's pictures section is what the script generates (python docs/make_images.py --tour)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert _script().splice_readme(text) == text
 
 
-def test_tour_shows_every_committed_picture():
-    text = (ROOT / "docs" / "tour" / "plots.md").read_text(encoding="utf-8")
+def test_readme_shows_every_committed_picture():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
     shown = re.findall(r"!\[[^\]]*\]\((docs/img/[^)]+)\)", text)
     committed = sorted(f"docs/img/{p.name}" for p in (ROOT / "docs" / "img").glob("*.png"))
     assert sorted(shown) == committed

@@ -54,7 +54,7 @@ class Grid(click.ParamType):
             value = repr(value)
         text = str(value).strip()
         try:
-            values = parse_values(text, max_values=self.max_values)
+            values = parse_values(text, max_values=self.max_values, integer=self.integer)
             return tuple(self._check(v) for v in values)
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
@@ -104,8 +104,11 @@ def _number(tok: str, what: str) -> float:
         raise ValueError(f"{tok!r} is not a number") from None
 
 
-def parse_values(text: str, *, max_values: int = MAX_VALUES) -> list[float]:
+def parse_values(text: str, *, max_values: int = MAX_VALUES, integer: bool = False) -> list[float]:
     """Expand ``V``, ``V1,V2,...``, ``START:STOP:STEP`` or ``START:STOP:xFACTOR`` into floats.
+
+    With ``integer=True`` a geometric range is rounded to whole numbers (duplicates dropped), so
+    ``--steps 100:100000:x1.5`` works; everything else must already be whole.
 
     >>> parse_values("1:2:0.5")
     [1.0, 1.5, 2.0]
@@ -120,7 +123,7 @@ def parse_values(text: str, *, max_values: int = MAX_VALUES) -> list[float]:
         if not part:
             raise ValueError(f"empty item in list {text!r}")
         if ":" in part:
-            out.extend(_parse_range(part, max_values))
+            out.extend(_parse_range(part, max_values, integer))
         else:
             out.append(_number(part, "value"))
         if len(out) > max_values:
@@ -128,7 +131,7 @@ def parse_values(text: str, *, max_values: int = MAX_VALUES) -> list[float]:
     return out
 
 
-def _parse_range(part: str, max_values: int) -> list[float]:
+def _parse_range(part: str, max_values: int, integer: bool = False) -> list[float]:
     pieces = part.split(":")
     if len(pieces) != 3:
         raise ValueError(f"range {part!r} must be START:STOP:STEP or START:STOP:xFACTOR")
@@ -153,6 +156,9 @@ def _parse_range(part: str, max_values: int) -> list[float]:
         # land exactly on STOP when it lies on the grid (avoid 1e-4 printing as 0.00010000000000000002)
         if math.isclose(values[-1], stop, rel_tol=1e-9):
             values[-1] = stop
+        if integer:
+            rounded = [float(round(v)) for v in values]
+            values = [v for i, v in enumerate(rounded) if i == 0 or v != rounded[i - 1]]
         return values
     step = _number(step_text, "range step")
     if not step > 0 or not math.isfinite(step):
