@@ -113,19 +113,51 @@ def render(result: Result, fmt: str, stream: IO[str] | None = None, *, quiet: bo
 
 
 def _render_table(result: Result, stream: IO[str]) -> None:
+    """A rich table for people.  One row: a vertical ``quantity | value`` table.  Several rows: the
+    columns that hold the same value on every row move into the caption, so the table stays narrow.
+    Text is never read as rich markup; off a terminal the table is as wide as it needs to be."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=result.title or None, caption=result.caption or None, caption_justify="left")
-    numeric = {}
     rows = result.rows()
-    for name in result.names:
-        values = [r[name] for r in rows]
-        numeric[name] = all(isinstance(v, (int, float)) or v is None for v in values)
-        table.add_column(name, justify="right" if numeric[name] else "left", overflow="fold")
-    for r in rows:
-        table.add_row(*(table_cell(n, r[n]) for n in result.names))
-    console = Console(file=stream, soft_wrap=False, highlight=False)
+    if len(rows) == 1:
+        header = ["quantity", "value"]
+        body = [[name, table_cell(name, rows[0][name])] for name in result.names]
+        right = [False, True]
+        caption = result.caption
+    else:
+        keep, fixed = [], []
+        for name in result.names:
+            values = [r[name] for r in rows]
+            constant = all(v == values[0] for v in values)
+            if constant and name not in ("method", result.headline):
+                if values[0] is not None:
+                    fixed.append(f"{name} = {table_cell(name, values[0])}")
+            else:
+                keep.append(name)
+        header = keep
+        body = [[table_cell(n, r[n]) for n in keep] for r in rows]
+        right = [all(isinstance(r[n], (int, float)) or r[n] is None for r in rows) for n in keep]
+        caption = "; ".join(x for x in (", ".join(fixed), result.caption) if x)
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
+    needed = sum(w + 3 for w in widths) + 1
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    console = Console(
+        file=stream, soft_wrap=False, highlight=False, width=None if terminal else max(needed, 60)
+    )
+    table = Table(
+        title=Text(result.title) if result.title else None,
+        caption=Text(caption) if caption else None,
+        caption_justify="left",
+    )
+    for name, r in zip(header, right):
+        table.add_column(Text(name), justify="right" if r else "left", overflow="fold")
+    for cells in body:
+        table.add_row(*(Text(str(c)) for c in cells))
     console.print(table)
 
 

@@ -68,3 +68,16 @@ def test_row_writer_streams_csv_and_json():
     w = RowWriter(["step", "epsilon"], "json", buf)
     w.close()
     assert json.loads(buf.getvalue()) == []
+
+
+def test_table_single_row_is_vertical_and_text_is_not_markup():
+    r = Result({"method": "pld", "epsilon": 1.5, "note": "[lower, upper] bracket"}, caption="see [x, y]")
+    text = to_string(r, "table")
+    assert "quantity" in text and "[lower, upper] bracket" in text and "see [x, y]" in text
+
+
+def test_table_moves_constant_columns_to_the_caption():
+    r = Result({"method": ["a", "b"], "delta": [1e-5, 1e-5], "epsilon": [1.0, 2.0]})
+    text = to_string(r, "table")
+    header = [ln for ln in text.splitlines() if "method" in ln][0]
+    assert "delta" not in header and "delta = 1e-05" in text
