@@ -26,14 +26,25 @@ Every decision uses a certified **lower** bound L <= log min ψ instead:
    S = (α+1) × the sum of the magnitudes of the log-space terms feeding the summand, since a log-space
    error is multiplied by α); the derivatives and positions of the tangent lines carry their own allowances
    (the gap x − (α−1)δ, computed from x, gets the relative error amplified by x/gap).
-3. ε for a given (ζ, δ): Newton iterations (on the *approximate* ζ, for speed) locate the root; then the
-   reported ε is a candidate at or above it for which the certified ζ_lower(α, ε, δ) > ζ has been checked
-   (:func:`_certify` moves up until it holds).  Because the true ζ_α^ε(δ) >= ζ_lower > ζ, the (α, ζ)-RDP
-   guarantee implies (ε, δ)-DP.  If no candidate can be certified the caller keeps the closed form of
-   Asoodeh et al. (a valid bound).  Measured on 40,000 random points of α ∈ (1, 1e5], ζ ∈ [1e-12, 1e4]:
-   this happens only where (α−1)ζ < ~1e-7, i.e. min ψ = e^{(α−1)ζ} is within the round-off allowance of 1
-   (28 points for ε, all with (α−1)ζ <= 1.5e-10; about 8% of points for δ, all with (α−1)ζ <= 1.3e-7).  δ for a given (ζ, ε): the same on log δ, and exp is rounded up afterwards.
+3. ε for a given (ζ, δ): Newton iterations (on the *approximate* ζ, for speed) locate the root; then
+   :func:`_certify` brackets the crossing of the *certified* bound (moving up from the estimate until
+   ζ_lower(α, ε, δ) > ζ holds, or down until it fails if it held at once) and bisects to 1e-14 relative.  The
+   reported ε is always a candidate at which ζ_lower > ζ was checked; because the true ζ_α^ε(δ) >= ζ_lower > ζ,
+   the (α, ζ)-RDP guarantee implies (ε, δ)-DP.  Reporting the crossing itself (not the first candidate found
+   by jumps of varying size) makes the slack a smooth function of the inputs, so the results are monotone
+   in ζ, δ and ε.  If no candidate can be certified the caller keeps the closed form of Asoodeh et al. (a
+   valid bound).  δ for a given (ζ, ε): the same on log δ, and exp is rounded up afterwards.
 4. αδ >= 1: min ψ = (1−δ)^{1−α} e^{(α−1)ε} exactly (§1.3 item 3); only the round-off allowance applies.
+5. Small (α−1)ζ (< SMALL = 1): then min ψ = e^{(α−1)ζ} ≈ 1 and log ψ carries an absolute round-off of at
+   least ~1e-16 (and the allowance of item 2 is ~(α+1)·1e-14), i.e. a relative error in ζ that grows without
+   bound as (α−1)ζ → 0 (this used to cost up to ~40% in δ and made the results non-monotone).  There the
+   same tangent-line argument (item 1) is also run on ψ − 1 computed without cancellation
+   (:func:`_eval_v`): with y := 1 − p, ψ − 1 = p·expm1(a1) + y·expm1(a2), and the slope ψ' = s0 + E1 c1 +
+   E2 c2 whose E-free part s0 is a sum of negative terms; the allowances are relative to each term, not to
+   ψ.  The minimiser is re-located on the sign of that accurate slope (:func:`_refine_t_small`; only the
+   position of the tangent pair depends on it).  The larger of the two certified bounds is kept, so this
+   never loosens anything.  The mode is chosen from the input (α−1)ζ, so along ε and δ it does not switch.
+   Checked against the M formula in 50-digit mpmath (tests/test_conversions_small.py).
 
 Net effect (tests/test_conversions_*.py): within ~1e-11 relative of the exact value at the formulas.md
 vectors, never below an independent mpmath/brute-force value; stated tolerance 1e-10 relative.
@@ -64,6 +75,9 @@ def _quiet(fn):
 
     return wrapper
 
+
+#: (α−1)ζ below this: also certify with ψ − 1 computed without cancellation (module docstring, item 5)
+SMALL = 1.0
 
 #: relative size of the round-off margin per unit of the magnitude sum S (see the module docstring, item 2)
 ROUNDOFF = 1e-14
@@ -195,6 +209,127 @@ def _solve_t(c: _C, t0, maxiter=100):
     return tL + np.exp(v)
 
 
+def _eval_v(ev, c: _C, slope=False):
+    """ψ − 1 at the points of ``ev`` without the cancellation of log ψ ≈ 0, and its absolute round-off allowance.
+
+    With y := 1 − p, ψ = p e^{a1} + y e^{a2} (a1 = (α−1)(log(p/x) + ε), a2 = (α−1) log((1−p)/(1 − x e^{−ε}))),
+    so ψ − 1 = p·expm1(a1) + y·expm1(a2) (p + y = 1 exactly).  1 − p = (1 − x e^{−ε})(1 − w) with
+    w = x(δ/x + 1 − e^{−ε})/(1 − x e^{−ε}), all terms positive, so a2 = (α−1) log1p(−w) is accurate in relative
+    terms (for w >= 1/2, where 1 − w cancels, a2 is taken from log y − log(1 − x e^{−ε}) instead).  The two
+    terms have opposite signs; the allowance is ROUNDOFF × (each term's magnitude × (1 + |its argument|) ×
+    the magnitudes of the logs feeding it), plus the sum's rounding: relative to each term, not to ψ.  Errors
+    in δ/x (i.e. evaluating at a slightly different δ) and in the independently computed y are included.
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        u = c.am1
+        lx, ly, t = ev["lx"], ev["ly"], ev["t"]
+        x = np.exp(lx)
+        rho = np.exp(c.ld - lx)  # δ/x
+        a1 = u * (np.log1p(rho) + c.eps)
+        p = x + x * rho
+        em = -np.expm1(-c.eps)
+        xe = x * np.exp(-c.eps)
+        lq = np.log1p(-np.exp(lx - c.eps))  # log(1 − x e^{−ε})
+        den = np.where(xe < 0.5, 1.0 - xe, -np.expm1(lx - c.eps))
+        w = x * (rho + em) / den
+        a2 = u * np.where(w < 0.5, np.log1p(-w), ly - lq)
+        y = np.exp(ly)
+        A = p * np.expm1(a1)
+        B = y * np.expm1(a2)
+        mag = 1.0 + np.abs(lx) + np.abs(c.ld) + c.eps
+        mag2 = (
+            mag
+            + np.abs(ly) * (1.0 + np.abs(t))
+            + np.abs(c.l1d)
+            + np.abs(lq) * (1.0 + np.abs(lx) + c.eps + np.abs(t))
+        )
+        err = ROUNDOFF * (A * (2.0 + np.abs(a1)) * mag + np.abs(B) * (2.0 + np.abs(a2)) * mag2)
+        if not slope:
+            return A + B, err
+        # dψ/dp = ψ1 (x − (α−1)δ)/(p x) + ψ2 (e^{−ε}(x − (α−1)δ) − 1 − (α−1)(1 − e^{−ε}))/(y (1 − x e^{−ε}));
+        # with ψ1 = p(1 + E1), ψ2 = y(1 + E2) the E-free parts add up to s0 < 0 without cancellation:
+        #   dψ/dp = s0 + E1 (1 − (α−1)δ/x) + E2 c2,  s0 = −(α−1)(δ/x + (e^{−ε}δ + 1 − e^{−ε})/(1 − x e^{−ε}))
+        E1 = np.expm1(a1)
+        E2 = np.expm1(a2)
+        s0 = -u * (rho + (np.exp(-c.eps) * np.exp(c.ld) + em) / den)
+        c1 = 1.0 - u * rho
+        c2 = (np.exp(-c.eps) * (x - u * np.exp(c.ld)) - 1.0 - u * em) / den
+        dv = s0 + E1 * c1 + E2 * c2
+        derr = ROUNDOFF * (
+            np.abs(s0) * mag
+            + np.abs(E1) * (1.0 + u * rho) * (2.0 + np.abs(a1)) * mag
+            + np.abs(E2)
+            * (np.abs(c2) + (1.0 + x + u * (np.exp(c.ld) + em)) / den)
+            * (2.0 + np.abs(a2))
+            * mag2
+        )
+        return A + B, err, dv, derr
+
+
+def _slope_v(t, c: _C):
+    """dψ/dp at t from :func:`_eval_v` (accurate where log ψ ≈ 0, unlike the log-space h)."""
+    return _eval_v(_eval(t, c, derivative=False), c, slope=True)[2]
+
+
+def _refine_t_small(c: _C, t0, maxiter=200):
+    """The minimiser of ψ located on the sign of the accurate slope of :func:`_eval_v` (small mode).
+
+    Where log ψ ≈ 0 the log-space sign h of :func:`_solve_t` is swamped by round-off, so its t can be far from
+    the minimiser and the tangent pairs would not straddle it.  A bracket with dψ/dp < 0 < dψ/dp is grown
+    around t0, then safeguarded Newton (finite-difference slope) with bisection fallback.  Only the *position*
+    of the tangent pairs depends on this (the bound is valid wherever they are).  t0 is kept where no bracket
+    is found.
+    """
+    t = np.where(np.isfinite(t0), t0, 0.0)
+    s = 1e-3 * (1.0 + np.abs(t))
+    tl, tr = t - s, t + s
+    fl, fr = _slope_v(tl, c), _slope_v(tr, c)
+    pend = np.flatnonzero(~((fl < 0) & (fr > 0)))
+    for k in range(40):
+        if pend.size == 0:
+            break
+        cc = c.sub(pend)
+        grow_l = ~(fl[pend] < 0)
+        grow_r = ~(fr[pend] > 0)
+        step = s[pend] * 2.0 ** (k + 1)
+        tl[pend] = np.where(grow_l, tl[pend] - step, tl[pend])
+        tr[pend] = np.where(grow_r, tr[pend] + step, tr[pend])
+        fl[pend] = np.where(grow_l, _slope_v(tl[pend], cc), fl[pend])
+        fr[pend] = np.where(grow_r, _slope_v(tr[pend], cc), fr[pend])
+        pend = pend[~((fl[pend] < 0) & (fr[pend] > 0))]
+    ok = (fl < 0) & (fr > 0)
+    out = t0.copy()
+    act = np.flatnonzero(ok)
+    t = np.where(ok & (t > tl) & (t < tr), t, 0.5 * (tl + tr))
+    w3 = tr - tl  # bracket width three steps ago
+    for it in range(maxiter):
+        if act.size == 0:
+            break
+        cc = c.sub(act)
+        ta = t[act]
+        h = 1e-7 * (1.0 + np.abs(ta))
+        f = _slope_v(ta, cc)
+        fh = _slope_v(ta + h, cc)
+        neg = f < 0
+        tla = np.where(neg, ta, tl[act])
+        tra = np.where(neg, tr[act], ta)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tn = ta - f * h / (fh - f)
+        bad = ~np.isfinite(tn) | (tn <= tla) | (tn >= tra)
+        # a bisection where the bracket has not halved in three steps (Newton crawls on exponential tails)
+        width = tra - tla
+        slow = (it >= 3) & (width > 0.5 * w3[act]) & (width > 1e-6 * (1.0 + np.abs(ta)))
+        bad |= slow
+        w3[act] = np.where(it % 3 == 2, width, w3[act])
+        tn = np.where(bad, 0.5 * (tla + tra), tn)
+        tol = 1e-13 * (1.0 + np.abs(ta))
+        done = (np.abs(tn - ta) <= tol) | (tra - tla <= tol) | (f == 0)
+        tl[act], tr[act], t[act] = tla, tra, np.where(f == 0, ta, tn)
+        act = act[~done]
+    out[ok] = t[ok]
+    return out
+
+
 def _rel_err(ev):
     """Relative round-off allowance of ψ at a point: ROUNDOFF·(S1 ψ1 + S2 ψ2)/ψ."""
     with np.errstate(over="ignore", invalid="ignore"):
@@ -207,7 +342,7 @@ _UNDERFLOW = 5e-308  # > any positive double that exp() flushes towards 0 or rep
 _ETAS = np.array([1e-11, 1e-9, 1e-7, 1e-5, 1e-3])
 
 
-def _lower_log_m(c: _C, tc):
+def _lower_log_m(c: _C, tc, small=False):
     """Certified lower bound on log min ψ (αδ < 1), from tangent lines at pairs around t = tc.
 
     See the module docstring; every error allowance below is added to the side that lowers the bound.
@@ -221,11 +356,26 @@ def _lower_log_m(c: _C, tc):
         evb = _eval(tb, c)
         lphic = evc["lphi"]
         ec = _rel_err(evc)
+        if small:
+            # lines in absolute units of ψ − 1 (values from _eval_v): no normalisation by ψ(tc)
+            lphic = np.zeros_like(lphic)
+            ec = np.zeros_like(ec)
+            va_all = _eval_v(eva, c, slope=True)
+            vb_all = _eval_v(evb, c, slope=True)
         # w = (1−δ) σ(tc) σ(−tc): the p-length of one unit of t at tc; positions z = (p − p_c)/w
         lw = c.l1d + evc["lsp"] + evc["lsm"]
         ez = ROUNDOFF * (1.0 + np.abs(tc) + np.abs(c.l1d))  # relative error of positions and of w
 
-        def line(ev, tt):
+        def line(ev, tt, vs=None):
+            z = np.exp(ev["lsp"] - evc["lsp"]) * -np.expm1(tc - tt)
+            if vs is not None:
+                # small mode: value ψ − 1 and slope dψ/dz = w dψ/dp from _eval_v, absolute allowances
+                r, er, dv, derr = vs
+                wv = np.exp(lw)
+                kappa = dv * wv
+                ek = derr * wv + np.abs(kappa) * ez + _UNDERFLOW
+                sgn = np.where(np.abs(kappa) > ek, np.sign(kappa), 0.0)
+                return r, er, kappa, ek, z, sgn
             r = np.exp(ev["lphi"] - lphic)
             er = r * (_rel_err(ev) + ec)
             pa = ev["sA"] * np.exp(ev["lA"] + lw - lphic)
@@ -234,13 +384,16 @@ def _lower_log_m(c: _C, tc):
             # + _UNDERFLOW: pa, pb may underflow to 0 (ψ flat in t, e.g. p* within e^{−700} of 1); the
             # true slope is then below that, and this allowance covers it times any finite position
             ek = np.abs(pa) * (ev["errA"] + ec + ez) + pb * (ev["errB"] + ec + ez) + _UNDERFLOW
-            z = np.exp(ev["lsp"] - evc["lsp"]) * -np.expm1(tc - tt)
             # the sign of the slope is the sign of h = log|ψ1'| − log|ψ2'|, certain when |h| exceeds its error
             sgn = np.where(np.abs(ev["h"]) > ev["errA"] + ev["errB"], np.sign(ev["h"]), 0.0)
             return r, er, kappa, ek, z, sgn
 
-        ra, era, ka, eka, za, sa = line(eva, ta)
-        rb, erb, kb, ekb, zb, sb = line(evb, tb)
+        if small:
+            ra, era, ka, eka, za, sa = line(eva, ta, va_all)
+            rb, erb, kb, ekb, zb, sb = line(evb, tb, vb_all)
+        else:
+            ra, era, ka, eka, za, sa = line(eva, ta)
+            rb, erb, kb, ekb, zb, sb = line(evb, tb)
         z_lo = -np.exp(np.logaddexp(0.0, tc))  # p = δ
         z_hi = np.exp(np.logaddexp(0.0, -tc))  # p = 1
         zx = (rb - ra + ka * za - kb * zb) / (ka - kb)
@@ -260,8 +413,13 @@ def _lower_log_m(c: _C, tc):
             return np.maximum(line_at(z, ra, era, ka, eka, za, sa), line_at(z, rb, erb, kb, ekb, zb, sb))
 
         lb_rel = np.minimum(np.minimum(g(z_lo), g(z_hi)), g(zx))
-        lb = np.where(lb_rel > 0, lphic + np.log(lb_rel) - ec, -np.inf)
-        return np.max(lb, axis=0)
+        if small:
+            # lb_rel bounds min ψ − 1 from below; log1p is correctly rounded to within 1 ulp
+            lv = np.log1p(lb_rel)
+            lb = np.where(lb_rel > -1.0, lv - 4.0 * np.spacing(np.abs(lv)), -np.inf)
+        else:
+            lb = np.where(lb_rel > 0, lphic + np.log(lb_rel) - ec, -np.inf)
+        return np.max(np.where(np.isnan(lb), -np.inf, lb), axis=0)
 
 
 def _big_branch_log_m(c: _C):
@@ -271,11 +429,14 @@ def _big_branch_log_m(c: _C):
 
 
 @_quiet
-def zeta_lower(alpha, eps, ld, t0=None, certify=True):
+def zeta_lower(alpha, eps, ld, t0=None, certify=True, small=None):
     """Certified lower bound on ζ_α^ε(δ) = ε + log M/(α−1) (1-D arrays; log δ given; 0 < δ < 1, ε finite).
 
     Returns ``(zeta_lower, zeta_approx, t)``: the certified value, the uncertified estimate at the numerical
     minimiser (never below the true value up to round-off), and the minimiser (for warm starts).
+    ``small`` (bool array, or None: where the estimate of (α−1)ζ is below ~SMALL) marks elements where (α−1)ζ
+    is small: there the bound and the estimate also use ψ − 1 computed without cancellation
+    (:func:`_eval_v`), and the larger of the two certified bounds is kept.
     """
     c = _C(alpha, eps, ld)
     n = alpha.shape[0]
@@ -293,8 +454,22 @@ def zeta_lower(alpha, eps, ld, t0=None, certify=True):
         cs = c.sub(si)
         ts = _solve_t(cs, t[si])
         t[si] = ts
-        approx[si] = _eval(ts, cs, derivative=False)["lphi"]
+        evs = _eval(ts, cs, derivative=False)
+        approx[si] = evs["lphi"]
         low[si] = _lower_log_m(cs, ts) if certify else np.nan
+        # auto (small=None): by the estimate, a little generously, so that zeta_opt at an ε from eps_optimal
+        # (which chose by (α−1)ζ < SMALL) uses at least the bounds that certified that ε
+        sm = evs["lphi"] < 1.01 * SMALL if small is None else np.asarray(small, dtype=bool)[si]
+        k = np.flatnonzero(sm)
+        if k.size:
+            # tiny (α−1)ζ: log ψ ≈ 0 loses its relative accuracy; use ψ − 1 directly (module docstring, item 5)
+            ck = cs.sub(k)
+            tk = _refine_t_small(ck, ts[k])
+            t[si[k]] = tk
+            vk, _ = _eval_v(_eval(tk, ck, derivative=False), ck)
+            approx[si[k]] = np.where(vk > -1.0, np.log1p(vk), approx[si[k]])
+            if certify:
+                low[si[k]] = np.maximum(low[si[k]], _lower_log_m(ck, tk, small=True))
     am1 = alpha - 1.0
     return low / am1, approx / am1, t
 
@@ -312,13 +487,22 @@ def _dzeta(alpha, eps, ld, t):
     return de, dd
 
 
-def _certify(zl_of, rdp, x0, tries=10):
-    """Move each x0 (an estimate of the root of ζ(x) = ζ, with ζ increasing in x) up until the *certified*
-    ζ_lower(x) > ζ holds; nan where that fails after ``tries`` steps.  Each step is a secant-free Newton
-    jump on ζ_lower with a slope measured on the spot, doubled after every failure (so it always moves up).
+def _certify(zl_of, rdp, x0, tries=10, rtol=1e-14, atol=1e-300, x_min=None):
+    """The smallest x (to within ``rtol``·|x| + ``atol``) at or above the estimate x0 of the root of ζ(x) = ζ
+    (ζ increasing in x) at which the *certified* ζ_lower(x) > ζ has been checked; nan where none is found.
+
+    Search: from x0 move up until ζ_lower(x) > ζ holds (a Newton jump on ζ_lower with a slope measured on the
+    spot, doubled after every failure, so it always moves up), or, if x0 is certified at once, down (steps
+    growing by 4, not below ``x_min``) until it fails; then shrink the bracket [last failing, certified] by
+    secant-guided probes.  The returned x is always one at which the check passed (soundness), and it is
+    the crossing of the certified bound itself (to ``rtol``), not a point that depends on the sizes of the
+    jumps (so the result is monotone wherever ζ_lower is, e.g. in ζ).
     """
     n = x0.shape[0]
     out = np.full(n, np.nan)
+    fail = np.full(n, np.nan)  # last x at which the check failed
+    z_out = np.full(n, np.nan)  # ζ_lower there (for secant steps)
+    z_fail = np.full(n, np.nan)
     todo = np.arange(n)
     x = x0.copy()
     step = np.zeros(n)
@@ -328,7 +512,8 @@ def _certify(zl_of, rdp, x0, tries=10):
         xt = x[todo]
         zl = zl_of(todo, xt)
         ok = zl > rdp[todo]
-        out[todo[ok]] = xt[ok]
+        out[todo[ok]], z_out[todo[ok]] = xt[ok], zl[ok]
+        fail[todo[~ok]], z_fail[todo[~ok]] = xt[~ok], zl[~ok]
         todo, xt, zl = todo[~ok], xt[~ok], zl[~ok]
         if todo.size == 0:
             break
@@ -342,6 +527,56 @@ def _certify(zl_of, rdp, x0, tries=10):
         jump = np.maximum(jump, floor)
         step[todo] = jump
         x[todo] = xt + jump
+    # certified at once (the estimate x0 may be above the crossing, e.g. where the Newton slope was poor): step
+    # down, by factors of 4, to a failing point so that the refinement below finds the crossing itself
+    down = np.flatnonzero(np.isfinite(out) & np.isnan(fail))
+    step = np.maximum(1e-12 * np.abs(out), atol)
+    for _ in range(30):
+        if down.size == 0:
+            break
+        xd = out[down] - step[down]
+        if x_min is not None:
+            xd = np.maximum(xd, x_min)
+        moved = xd < out[down]
+        down, xd = down[moved], xd[moved]
+        if down.size == 0:
+            break
+        zd = zl_of(down, xd)
+        ok = zd > rdp[down]
+        fail[down[~ok]], z_fail[down[~ok]] = xd[~ok], zd[~ok]
+        out[down[ok]], z_out[down[ok]] = xd[ok], zd[ok]
+        down = down[ok]
+        step[down] *= 4.0
+    # refine the bracket [last failure, certified] around the crossing: two probes per round, just below and
+    # just above the secant estimate (ζ_lower is smooth), falling back to the midpoint
+    act = np.flatnonzero(np.isfinite(out) & np.isfinite(fail) & (fail < out))
+    for _ in range(60):
+        if act.size == 0:
+            break
+        la, ha = fail[act], out[act]
+        tol = rtol * np.abs(ha) + atol
+        wide = ha - la > tol
+        act, la, ha, tol = act[wide], la[wide], ha[wide], tol[wide]
+        if act.size == 0:
+            break
+        w = ha - la
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = (rdp[act] - z_fail[act]) / (z_out[act] - z_fail[act])
+        frac = np.where(np.isfinite(frac), np.clip(frac, 0.0, 1.0), 0.5)
+        tiny = np.maximum(0.5 * tol, 1e-3 * w)
+        m1 = np.clip(la + frac * w - tiny, la + 0.25 * tiny, ha - 0.25 * tiny)
+        m2 = np.clip(la + frac * w + tiny, la + 0.25 * tiny, ha - 0.25 * tiny)
+        m2 = np.maximum(m2, m1)
+        both = zl_of(np.concatenate([act, act]), np.concatenate([m1, m2]))
+        z1, z2 = both[: act.size], both[act.size :]
+        ok1 = z1 > rdp[act]
+        ok2 = z2 > rdp[act]
+        # new bracket: [la, m1] if m1 passes; [m1, m2] if only m2 passes; [m2, ha] if neither
+        new_hi = np.where(ok1, m1, np.where(ok2, m2, ha))
+        new_zhi = np.where(ok1, z1, np.where(ok2, z2, z_out[act]))
+        new_lo = np.where(ok1, la, np.where(ok2, m1, m2))
+        new_zlo = np.where(ok1, z_fail[act], np.where(ok2, z1, z2))
+        out[act], z_out[act], fail[act], z_fail[act] = new_hi, new_zhi, new_lo, new_zlo
     return out
 
 
@@ -354,6 +589,7 @@ def eps_certified(alpha, rdp, delta, hi, maxiter=60):
     """
     n = alpha.shape[0]
     ld = np.log(delta)
+    small = (alpha - 1.0) * rdp < SMALL
     lo = np.zeros(n)
     hi = hi.copy()
     e = hi.copy()
@@ -363,7 +599,7 @@ def eps_certified(alpha, rdp, delta, hi, maxiter=60):
         if act.size == 0:
             break
         a, z, d, ea = alpha[act], rdp[act], ld[act], e[act]
-        _, zap, ta = zeta_lower(a, ea, d, t[act], certify=False)
+        _, zap, ta = zeta_lower(a, ea, d, t[act], certify=False, small=small[act])
         t[act] = ta
         f = zap - z
         de, _ = _dzeta(a, ea, d, ta)
@@ -380,7 +616,8 @@ def eps_certified(alpha, rdp, delta, hi, maxiter=60):
         act = act[~done]
     # a root this close to 0 means ζ_α^0(δ) is (nearly) >= ζ: try ε = 0 itself first
     e = np.where(e <= 1e-12 * (1.0 + rdp), 0.0, e)
-    return _certify(lambda idx, x: zeta_lower(alpha[idx], x, ld[idx], t[idx])[0], rdp, e)
+    zl_of = lambda idx, x: zeta_lower(alpha[idx], x, ld[idx], t[idx], small=small[idx])[0]  # noqa: E731
+    return _certify(zl_of, rdp, e, x_min=0.0)
 
 
 @_quiet
@@ -391,12 +628,13 @@ def log_delta_certified(alpha, rdp, eps, hi, maxiter=60):
     could be certified.
     """
     n = alpha.shape[0]
+    small = (alpha - 1.0) * rdp < SMALL
     hi = hi.copy()
     lo = np.minimum(hi, -800.0)
     # push lo down until ζ(lo) < ζ (ζ_α^ε(δ) → 0 as δ → 0, formulas.md §1.3 item 2)
     pend = np.arange(n)
     for _ in range(12):
-        _, zap, _ = zeta_lower(alpha[pend], eps[pend], lo[pend], certify=False)
+        _, zap, _ = zeta_lower(alpha[pend], eps[pend], lo[pend], certify=False, small=small[pend])
         bad = zap >= rdp[pend]
         pend = pend[bad]
         if pend.size == 0:
@@ -409,7 +647,7 @@ def log_delta_certified(alpha, rdp, eps, hi, maxiter=60):
         if act.size == 0:
             break
         a, z, ep, ua = alpha[act], rdp[act], eps[act], u[act]
-        _, zap, ta = zeta_lower(a, ep, ua, t[act], certify=False)
+        _, zap, ta = zeta_lower(a, ep, ua, t[act], certify=False, small=small[act])
         t[act] = ta
         f = zap - z
         _, dd = _dzeta(a, ep, ua, ta)
@@ -424,4 +662,5 @@ def log_delta_certified(alpha, rdp, eps, hi, maxiter=60):
         done = (np.abs(un - ua) <= tol) | (hia - loa <= tol)
         lo[act], hi[act], u[act] = loa, hia, un
         act = act[~done]
-    return _certify(lambda idx, x: zeta_lower(alpha[idx], eps[idx], x, t[idx])[0], rdp, u)
+    zl_of = lambda idx, x: zeta_lower(alpha[idx], eps[idx], x, t[idx], small=small[idx])[0]  # noqa: E731
+    return _certify(zl_of, rdp, u, rtol=1e-14, atol=1e-14)
