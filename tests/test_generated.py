@@ -7,7 +7,6 @@ import pytest
 
 from dpcalc import devtools
 
-
 EXPECTED = sorted(devtools.expected_files().items())
 
 

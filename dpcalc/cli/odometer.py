@@ -6,10 +6,10 @@ import sys
 
 import click
 
+from dpcalc import odometer_run as session
 from dpcalc.cli.common import BudgetExceeded, common_options, run, single
 from dpcalc.cli.types import Grid
 from dpcalc.errors import InputError
-from dpcalc.result import PlotSpec, Result
 
 CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
 
@@ -225,62 +225,13 @@ def _orders(text: str) -> tuple[float, ...]:
     return tuple(values)
 
 
-# -- curves -----------------------------------------------------------------------------------
-class _Curves:
-    """RDP curves of events over the orders, computed once per distinct event."""
-
-    def __init__(self, orders) -> None:
-        import numpy as np
-
-        self.orders = np.asarray(orders, dtype=float)
-        self._cache: dict = {}
-
-    def of_spec(self, spec):
-        key = ("mechanism", spec.text)
-        if key not in self._cache:
-            from dpcalc.engine.mechanisms import rdp_curve
-
-            self._cache[key] = rdp_curve(spec, self.orders)
-        return self._cache[key]
-
-    def of_event(self, ev):
-        if ev.spec is not None:
-            try:
-                return self.of_spec(ev.spec)
-            except InputError as exc:
-                where = (
-                    f"--event #{ev.line_no}" if ev.source == "--event" else f"{ev.source} line {ev.line_no}"
-                )
-                raise InputError(f"{where}: {exc}") from None
-        if ev.key not in self._cache:
-            from dpcalc.engine.odometer import sgm_curve
-
-            self._cache[ev.key] = sgm_curve(ev.sample_rate, ev.noise_multiplier, ev.steps, self.orders)
-        return self._cache[ev.key]
-
-
-def _parse_spec(text: str, option: str):
-    from dpcalc.spec import parse_mechanism
-
-    try:
-        return parse_mechanism(text.strip())
-    except InputError as exc:
-        raise InputError(f"{option}: {exc}") from None
-
-
 # -- streaming --------------------------------------------------------------------------------
-def _columns(filtering: bool) -> list[str]:
-    if filtering:
-        return ["step", "run", "epsilon", "epsilon_rdp", "delta"]
-    return ["step", "epsilon", "alpha", "level", "epsilon_rdp", "delta"]
-
-
 def _event_source(events, inline, follow):
     """Yield Event objects: --event options first, then EVENTS rows as they arrive."""
     from dpcalc.events import Event, follow_lines, iter_events, stream_lines
 
     given = [
-        Event(i, mechanism=text, spec=_parse_spec(text, f"--event #{i}"), source="--event")
+        Event(i, mechanism=text, spec=session.parse_spec(text, f"--event #{i}"), source="--event")
         for i, text in enumerate(inline, start=1)
     ]  # all checked before any output
     yield from given
@@ -310,25 +261,18 @@ def _stream(
 ) -> None:
     import warnings
 
-    from dpcalc.engine.odometer import Accountant
     from dpcalc.errors import DpcalcWarning
     from dpcalc.render import RowWriter
 
-    acct = Accountant(
-        orders,
-        delta,
-        gamma_kind=gamma_kind,
-        conversion=conversion,
-        filter_epsilon=filter_eps,
-        filter_rule=filter_rule,
+    stream = session.Stream(
+        orders, delta, gamma_kind, conversion, filter_eps, filter_rule, keep_rows=bool(out.plot)
     )
-    curves = _Curves(orders)
-    filtering = filter_eps is not None
+    filtering = stream.filtering
     writer = None  # created at the first good row: an input error before it leaves stdout empty
 
     def open_writer():
         return RowWriter(
-            _columns(filtering),
+            stream.columns,
             out.resolved_format(),
             sys.stdout,
             quiet=out.quiet,
@@ -337,26 +281,15 @@ def _stream(
         )
 
     worst = None
-    drawn: list[dict] | None = [] if out.plot else None  # rows kept for --plot, drawn at the end
     said: set[str] = set()
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", DpcalcWarning)
             for ev in _event_source(events, inline, follow):
-                row = acct.add(curves.of_event(ev))
-                if filtering:
-                    row["epsilon"] = filter_eps
-                row["delta"] = delta
+                row = stream.add(ev)
                 writer = writer or open_writer()
                 writer.write(row)
-                if drawn is not None:
-                    drawn.append({c: row[c] for c in _columns(filtering)})
-                if not filtering and row["odometer_at_edge"]:
-                    warnings.warn(
-                        "the odometer's best order is at the edge of --alphas (add orders beyond it)",
-                        DpcalcWarning,
-                        stacklevel=1,
-                    )
+                stream.keep(row)
                 for w in caught:
                     msg = " ".join(str(w.message).split())
                     if issubclass(w.category, DpcalcWarning) and msg not in said:
@@ -377,34 +310,12 @@ def _stream(
                 writer.close()
             except BrokenPipeError:
                 _broken_pipe()
-    if drawn:
-        _draw_stream(drawn, filtering, filter_eps, delta, orders, gamma_kind, out.plot)
+    if stream.rows:
+        stream.draw(out.plot)
     if worst is not None:
         raise BudgetExceeded(
             f"budget exceeded: epsilon = {worst[1]!r} > {out.max_epsilon!r} (step {worst[0]})"
         )
-
-
-def _draw_stream(rows, filtering, filter_eps, delta, orders, gamma_kind, path) -> None:
-    """--plot for EVENTS: the odometer (or, with --filter, the spent RDP ε) against plain RDP, by step."""
-    from dpcalc.plot import draw
-
-    columns = {c: [r[c] for r in rows] for c in rows[0]}
-    sub = f"δ = {delta:g}; {len(orders)} orders from {min(orders):g} to {max(orders):g}; γ: {gamma_kind}"
-    if filtering:
-        spec = PlotSpec(
-            x="step",
-            y="epsilon_rdp",
-            labels={"epsilon_rdp": "plain RDP ε of the steps that ran"},
-            hlines=((filter_eps, "filter budget"),),
-            xlabel="step",
-            ylabel="ε (nats)",
-            title="Privacy filter: spent budget by step",
-            subtitle=sub,
-        )
-    else:
-        spec = _report_plot_spec(sub)
-    draw(Result(columns, plot=spec), path)
 
 
 def _broken_pipe():
@@ -439,18 +350,18 @@ def _ledger(path, add, check, repair, delta, orders, gamma_kind, conversion, exp
             ledger = L.read(path)
             if ledger.header is not None:
                 L.check_header(ledger.header, expect)
-            run(out, lambda: _report(path, ledger, conversion))
+            run(out, lambda: session.report(path, ledger, conversion))
             return
-        spec = _parse_spec(add, "--add")
+        spec = session.parse_spec(add, "--add")
         if delta is None and not os.path.exists(path):
             raise click.UsageError("missing option --delta (needed to start a new ledger)")
         header = L.Header(delta, tuple(orders), gamma_kind) if delta is not None else None
-        curves = _Curves(orders)
+        curves = session.Curves(orders)
         curves.of_spec(spec)  # a mechanism with no RDP curve is refused before the lock (exit 2)
         verdict: dict = {}
 
         def admit(h, mechanisms):
-            rows = _account(h, mechanisms, conversion, curves, last_only=True)
+            rows = session.account(h, mechanisms, conversion, curves, last_only=True)
             verdict["row"] = rows[-1]
             verdict["ok"] = out.max_epsilon is None or rows[-1]["epsilon"] <= out.max_epsilon
             return verdict["ok"] or check  # --check: judged below, never written
@@ -464,15 +375,7 @@ def _ledger(path, add, check, repair, delta, orders, gamma_kind, conversion, exp
         raise click.ClickException(f"ledger {path}: {exc.strerror or exc}") from None
     row = verdict["row"]
     row["recorded"] = bool(written and not check)
-    result = Result(
-        {
-            k: [row[k]]
-            for k in ("step", "mechanism", "recorded", "epsilon", "alpha", "level", "epsilon_rdp", "delta")
-        },
-        title="odometer ledger",
-        caption=f"{path}",
-        notes=_edge_notes([row]),
-    )
+    result = session.added_result(path, row)
     if not verdict["ok"]:
         from dpcalc.cli.common import emit
 
@@ -488,99 +391,3 @@ def _no_budget(out):
     import dataclasses
 
     return dataclasses.replace(out, max_epsilon=None, max_delta=None, plot=None)
-
-
-def _account(header, mechanisms, conversion, curves=None, last_only=False) -> list[dict]:
-    """Rows of the running odometer over a ledger's mechanisms (under its header's δ, Λ, γ)."""
-    import math
-
-    import numpy as np
-
-    from dpcalc.engine.odometer import running_bounds
-
-    if not mechanisms:
-        return []
-    if curves is None or tuple(curves.orders) != tuple(header.alphas):
-        curves = _Curves(header.alphas)
-    stack = []
-    for i, text in enumerate(mechanisms, start=1):
-        try:
-            stack.append(curves.of_spec(_parse_spec(text, f"entry {i}")))
-        except InputError as exc:
-            from dpcalc.ledger import LedgerDamaged
-
-            raise LedgerDamaged(f"entry {i} cannot be accounted ({exc})") from None
-    b = running_bounds(
-        header.alphas, np.array(stack), header.delta, header.gamma, conversion, last_only=last_only
-    )
-    rows = []
-    for k, step in enumerate(b["step"]):
-        level = float(b["level"][k])
-        rows.append(
-            {
-                "step": int(step),
-                "mechanism": mechanisms[int(step) - 1],
-                "epsilon": float(b["epsilon"][k]),
-                "alpha": float(b["alpha"][k]),
-                "level": int(level) if math.isfinite(level) else None,
-                "epsilon_rdp": float(b["epsilon_rdp"][k]),
-                "delta": header.delta,
-                "odometer_at_edge": bool(b["odometer_at_edge"][k]),
-                "rdp_at_edge": bool(b["rdp_at_edge"][k]),
-            }
-        )
-    return rows
-
-
-def _edge_notes(rows) -> list[str]:
-    notes = []
-    if any(r["odometer_at_edge"] for r in rows):
-        notes.append("the odometer's best order is at the edge of the orders (add orders beyond it)")
-    if any(r["rdp_at_edge"] for r in rows):
-        notes.append("the plain RDP bound's best order is at the edge of the orders (add orders beyond it)")
-    return notes
-
-
-def _report_plot(h) -> PlotSpec | None:
-    """Seed 004's figure for a ledger report."""
-    if h is None:
-        return None
-    return _report_plot_spec(
-        f"δ = {h.delta:g}; {len(h.alphas)} orders from {min(h.alphas):g} to {max(h.alphas):g}; γ: {h.gamma}"
-    )
-
-
-def _report_plot_spec(subtitle: str) -> PlotSpec:
-    """Seed 004's figure: the running odometer ε against the plain (non-adaptive) RDP ε."""
-    return PlotSpec(
-        x="step",
-        y="epsilon",
-        y_extra=("epsilon_rdp",),
-        labels={
-            "epsilon": "odometer: valid at any stopping time (Lécuyer 2021)",
-            "epsilon_rdp": "plain RDP: valid only for a schedule fixed in advance",
-        },
-        xlabel="event (ledger entry)",
-        ylabel="ε (nats)",
-        title="Privacy odometer vs plain RDP",
-        subtitle=subtitle,
-    )
-
-
-def _report(path, ledger, conversion) -> Result:
-    names = ["step", "mechanism", "epsilon", "alpha", "level", "epsilon_rdp", "delta"]
-    rows = []
-    if ledger.header is not None:
-        rows = _account(ledger.header, ledger.mechanisms, conversion)
-    result = Result(
-        {n: [r[n] for r in rows] for n in names},
-        title="odometer ledger",
-        caption=path,
-        plot=_report_plot(ledger.header),
-    )
-    result.notes.extend(_edge_notes(rows))
-    if ledger.torn is not None:
-        result.notes.append(ledger.torn.message(path))
-    if ledger.header is None:
-        result.notes.append(f"{path}: the ledger has no entries yet")
-    return result

@@ -1,0 +1,94 @@
+"""The (pairs × orders) plumbing shared by :mod:`dpcalc.engine.sgm_poisson` and :mod:`dpcalc.engine.sgm_wor`.
+
+Input checks and de-duplication of (q, σ) pairs, the special cases q = 0, q = 1, σ = 0, the table of log A
+at the integer orders with the log-convex chord bound between them (Hölder; WBK 2019 Cor. 10), rounding
+up by one ulp and the suffix minimum over orders (RDP is non-decreasing in α).  formulas.md §3.2–§3.3.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _prepare(q, sigma, alphas):
+    q = np.asarray(q, dtype=float)
+    sigma = np.asarray(sigma, dtype=float)
+    alphas = np.asarray(alphas, dtype=float).reshape(-1)
+    if np.any(~(alphas > 1.0)):
+        raise ValueError("orders must be > 1")
+    if np.any(~((q >= 0) & (q <= 1))):
+        raise ValueError("q must lie in [0, 1]")
+    if np.any(~(sigma >= 0)):
+        raise ValueError("sigma must be >= 0")
+    shape = np.broadcast_shapes(q.shape, sigma.shape)
+    qf = np.broadcast_to(q, shape).reshape(-1)
+    sf = np.broadcast_to(sigma, shape).reshape(-1)
+    pairs, inverse = np.unique(np.stack([qf, sf], axis=1), axis=0, return_inverse=True)
+    return shape, pairs[:, 0], pairs[:, 1], np.asarray(inverse).reshape(-1), alphas
+
+
+def _per_order(shape, qu, su, inverse, alphas, generic, q_one):
+    """Fill the (unique pairs × orders) table: special cases, then ``generic(q, σ, alphas)`` → (pairs, m)
+    log A table for the pairs with 0 < q < 1, σ > 0; RDP = log A/(α − 1)."""
+    m = alphas.size
+    P = qu.size
+    Qm = np.repeat(qu, m).reshape(P, m)
+    Sm = np.repeat(su, m).reshape(P, m)
+    Am = np.broadcast_to(alphas, (P, m))
+    out = np.zeros((P, m))
+    with np.errstate(divide="ignore", over="ignore"):
+        out = np.where(Sm == 0, np.inf, out)
+        out = np.where((Qm == 1) & (Sm > 0), q_one(Am, Sm), out)
+    out = np.where(np.isposinf(Am) & (Qm > 0), np.inf, out)
+    out = np.where(Qm == 0, 0.0, out)
+    main = (qu > 0) & (qu < 1) & (su > 0)
+    fin = np.isfinite(alphas)
+    if np.any(main) and np.any(fin):
+        af = alphas[fin]
+        with np.errstate(over="ignore"):
+            sub = generic(qu[main], su[main], af) / (af - 1.0)
+        rows = out[main]
+        rows[:, fin] = sub
+        out[main] = rows
+    return out[inverse].reshape(shape + (m,))
+
+
+def _int_table(q, sigma, alphas, log_a_int):
+    """log A at the integer orders needed (the integer α's and ⌊α⌋, ⌊α⌋+1 of the others): returns
+    ``lookup(k_array (m',)) -> (pairs, m')`` (log A_1 = 0)."""
+    fl = np.floor(alphas)
+    frac = fl != alphas
+    ks = np.unique(np.concatenate([fl, fl[frac] + 1.0]))
+    ks = ks[ks >= 2]
+    P, n = q.size, ks.size
+    table = log_a_int(np.repeat(q, n), np.repeat(sigma, n), np.tile(ks, P)).reshape(P, n)
+
+    def lookup(k):
+        idx = np.searchsorted(ks, np.maximum(k, 2.0))
+        return np.where(k >= 2, table[:, idx], 0.0)
+
+    return lookup
+
+
+def _interp_table(alphas, lookup):
+    """Chord bound on log A_α between ⌊α⌋ and ⌈α⌉ (convexity of α ↦ log A_α; Hölder; WBK 2019 Cor. 10)."""
+    lo = np.floor(alphas)
+    t = alphas - lo
+    la_lo, la_hi = lookup(lo), lookup(lo + 1.0)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isposinf(la_lo) | np.isposinf(la_hi), np.inf, (1.0 - t) * la_lo + t * la_hi)
+
+
+def _round_up(x):
+    """One ulp up (safe side), keeping exact zeros."""
+    return np.where(x == 0, 0.0, np.nextafter(x, np.inf))
+
+
+def _monotone(rdp, alphas):
+    """RDP is non-decreasing in α, so a bound at a higher order bounds every lower one: suffix minimum."""
+    order = np.argsort(alphas)
+    r = rdp[..., order]
+    r = np.minimum.accumulate(r[..., ::-1], axis=-1)[..., ::-1]
+    out = np.empty_like(rdp)
+    out[..., order] = r
+    return out

@@ -1,0 +1,252 @@
+"""The part of ``dpcalc odometer`` that needs no click: event curves, streaming rows, ledger accounting.
+
+Lécuyer, "Practical Privacy Filters and Odometers with Rényi Differential Privacy" (2021); formulas.md §6.
+The numerics live in :mod:`dpcalc.engine.odometer`; this module turns events (``dpcalc.events``) and
+ledger entries (``dpcalc.ledger``) into the rows, tables and figures the command prints.  Only light
+modules are imported at top level (numpy and the engine inside the functions), so that the command
+line's ``--help`` and TAB completion stay fast.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from dpcalc.errors import DpcalcWarning, InputError
+from dpcalc.result import PlotSpec, Result
+
+
+def parse_spec(text: str, option: str):
+    """A MECHANISM (as in ``dpcalc compose``); errors are InputError prefixed with ``option``."""
+    from dpcalc.spec import parse_mechanism
+
+    try:
+        return parse_mechanism(text.strip())
+    except InputError as exc:
+        raise InputError(f"{option}: {exc}") from None
+
+
+# -- curves -----------------------------------------------------------------------------------
+class Curves:
+    """RDP curves of events over the orders, computed once per distinct event."""
+
+    def __init__(self, orders) -> None:
+        import numpy as np
+
+        self.orders = np.asarray(orders, dtype=float)
+        self._cache: dict = {}
+
+    def of_spec(self, spec):
+        key = ("mechanism", spec.text)
+        if key not in self._cache:
+            from dpcalc.engine.mechanisms import rdp_curve
+
+            self._cache[key] = rdp_curve(spec, self.orders)
+        return self._cache[key]
+
+    def of_event(self, ev):
+        if ev.spec is not None:
+            try:
+                return self.of_spec(ev.spec)
+            except InputError as exc:
+                where = (
+                    f"--event #{ev.line_no}" if ev.source == "--event" else f"{ev.source} line {ev.line_no}"
+                )
+                raise InputError(f"{where}: {exc}") from None
+        if ev.key not in self._cache:
+            from dpcalc.engine.odometer import sgm_curve
+
+            self._cache[ev.key] = sgm_curve(ev.sample_rate, ev.noise_multiplier, ev.steps, self.orders)
+        return self._cache[ev.key]
+
+
+# -- streaming --------------------------------------------------------------------------------
+def stream_columns(filtering: bool) -> list[str]:
+    """The columns of the streamed rows: with a filter, whether each step runs; else the odometer."""
+    if filtering:
+        return ["step", "run", "epsilon", "epsilon_rdp", "delta"]
+    return ["step", "epsilon", "alpha", "level", "epsilon_rdp", "delta"]
+
+
+class Stream:
+    """One adaptive interaction read event by event: the running odometer (or the filter's verdicts).
+
+    :meth:`add` turns an event into its output row (warning, as a DpcalcWarning, where the odometer's
+    best order is at the edge of the orders); :meth:`keep` remembers a printed row for :meth:`draw`.
+    """
+
+    def __init__(
+        self, orders, delta, gamma_kind, conversion, filter_eps, filter_rule, keep_rows=False
+    ) -> None:
+        from dpcalc.engine.odometer import Accountant
+
+        self.acct = Accountant(
+            orders,
+            delta,
+            gamma_kind=gamma_kind,
+            conversion=conversion,
+            filter_epsilon=filter_eps,
+            filter_rule=filter_rule,
+        )
+        self.curves = Curves(orders)
+        self.orders = orders
+        self.delta = delta
+        self.gamma_kind = gamma_kind
+        self.filter_eps = filter_eps
+        self.filtering = filter_eps is not None
+        self.columns = stream_columns(self.filtering)
+        self.rows: list[dict] | None = [] if keep_rows else None  # rows kept for --plot, drawn at the end
+
+    def add(self, ev) -> dict:
+        row = self.acct.add(self.curves.of_event(ev))
+        if self.filtering:
+            row["epsilon"] = self.filter_eps
+        row["delta"] = self.delta
+        if not self.filtering and row["odometer_at_edge"]:
+            warnings.warn(
+                "the odometer's best order is at the edge of --alphas (add orders beyond it)",
+                DpcalcWarning,
+                stacklevel=1,
+            )
+        return row
+
+    def keep(self, row) -> None:
+        if self.rows is not None:
+            self.rows.append({c: row[c] for c in self.columns})
+
+    def draw(self, path) -> None:
+        draw_stream(
+            self.rows, self.filtering, self.filter_eps, self.delta, self.orders, self.gamma_kind, path
+        )
+
+
+def draw_stream(rows, filtering, filter_eps, delta, orders, gamma_kind, path) -> None:
+    """--plot for EVENTS: the odometer (or, with --filter, the spent RDP ε) against plain RDP, by step."""
+    from dpcalc.plot import draw
+
+    columns = {c: [r[c] for r in rows] for c in rows[0]}
+    sub = f"δ = {delta:g}; {len(orders)} orders from {min(orders):g} to {max(orders):g}; γ: {gamma_kind}"
+    if filtering:
+        spec = PlotSpec(
+            x="step",
+            y="epsilon_rdp",
+            labels={"epsilon_rdp": "plain RDP ε of the steps that ran"},
+            hlines=((filter_eps, "filter budget"),),
+            xlabel="step",
+            ylabel="ε (nats)",
+            title="Privacy filter: spent budget by step",
+            subtitle=sub,
+        )
+    else:
+        spec = report_plot_spec(sub)
+    draw(Result(columns, plot=spec), path)
+
+
+# -- the ledger -------------------------------------------------------------------------------
+def account(header, mechanisms, conversion, curves=None, last_only=False) -> list[dict]:
+    """Rows of the running odometer over a ledger's mechanisms (under its header's δ, Λ, γ)."""
+    import math
+
+    import numpy as np
+
+    from dpcalc.engine.odometer import running_bounds
+
+    if not mechanisms:
+        return []
+    if curves is None or tuple(curves.orders) != tuple(header.alphas):
+        curves = Curves(header.alphas)
+    stack = []
+    for i, text in enumerate(mechanisms, start=1):
+        try:
+            stack.append(curves.of_spec(parse_spec(text, f"entry {i}")))
+        except InputError as exc:
+            from dpcalc.ledger import LedgerDamaged
+
+            raise LedgerDamaged(f"entry {i} cannot be accounted ({exc})") from None
+    b = running_bounds(
+        header.alphas, np.array(stack), header.delta, header.gamma, conversion, last_only=last_only
+    )
+    rows = []
+    for k, step in enumerate(b["step"]):
+        level = float(b["level"][k])
+        rows.append(
+            {
+                "step": int(step),
+                "mechanism": mechanisms[int(step) - 1],
+                "epsilon": float(b["epsilon"][k]),
+                "alpha": float(b["alpha"][k]),
+                "level": int(level) if math.isfinite(level) else None,
+                "epsilon_rdp": float(b["epsilon_rdp"][k]),
+                "delta": header.delta,
+                "odometer_at_edge": bool(b["odometer_at_edge"][k]),
+                "rdp_at_edge": bool(b["rdp_at_edge"][k]),
+            }
+        )
+    return rows
+
+
+def edge_notes(rows) -> list[str]:
+    notes = []
+    if any(r["odometer_at_edge"] for r in rows):
+        notes.append("the odometer's best order is at the edge of the orders (add orders beyond it)")
+    if any(r["rdp_at_edge"] for r in rows):
+        notes.append("the plain RDP bound's best order is at the edge of the orders (add orders beyond it)")
+    return notes
+
+
+def added_result(path, row) -> Result:
+    """The one-row table of ``--ledger --add`` (or ``--check``)."""
+    return Result(
+        {
+            k: [row[k]]
+            for k in ("step", "mechanism", "recorded", "epsilon", "alpha", "level", "epsilon_rdp", "delta")
+        },
+        title="odometer ledger",
+        caption=f"{path}",
+        notes=edge_notes([row]),
+    )
+
+
+def report_plot(h) -> PlotSpec | None:
+    """Seed 004's figure for a ledger report."""
+    if h is None:
+        return None
+    return report_plot_spec(
+        f"δ = {h.delta:g}; {len(h.alphas)} orders from {min(h.alphas):g} to {max(h.alphas):g}; γ: {h.gamma}"
+    )
+
+
+def report_plot_spec(subtitle: str) -> PlotSpec:
+    """Seed 004's figure: the running odometer ε against the plain (non-adaptive) RDP ε."""
+    return PlotSpec(
+        x="step",
+        y="epsilon",
+        y_extra=("epsilon_rdp",),
+        labels={
+            "epsilon": "odometer: valid at any stopping time (Lécuyer 2021)",
+            "epsilon_rdp": "plain RDP: valid only for a schedule fixed in advance",
+        },
+        xlabel="event (ledger entry)",
+        ylabel="ε (nats)",
+        title="Privacy odometer vs plain RDP",
+        subtitle=subtitle,
+    )
+
+
+def report(path, ledger, conversion) -> Result:
+    """The report of a ledger (``--ledger FILE`` alone): one row per entry, with its notes."""
+    names = ["step", "mechanism", "epsilon", "alpha", "level", "epsilon_rdp", "delta"]
+    rows = []
+    if ledger.header is not None:
+        rows = account(ledger.header, ledger.mechanisms, conversion)
+    result = Result(
+        {n: [r[n] for r in rows] for n in names},
+        title="odometer ledger",
+        caption=path,
+        plot=report_plot(ledger.header),
+    )
+    result.notes.extend(edge_notes(rows))
+    if ledger.torn is not None:
+        result.notes.append(ledger.torn.message(path))
+    if ledger.header is None:
+        result.notes.append(f"{path}: the ledger has no entries yet")
+    return result
