@@ -147,18 +147,16 @@ def _render_table(result: Result, stream: IO[str]) -> None:
     except (AttributeError, ValueError):
         terminal = False
     console = Console(
-        file=stream, soft_wrap=False, highlight=False, width=None if terminal else max(needed, 60)
+        file=stream, soft_wrap=False, highlight=False, width=None if terminal else max(needed, 100)
     )
-    table = Table(
-        title=Text(result.title) if result.title else None,
-        caption=Text(caption) if caption else None,
-        caption_justify="left",
-    )
+    table = Table(title=Text(result.title) if result.title else None, title_justify="left")
     for name, r in zip(header, right):
         table.add_column(Text(name), justify="right" if r else "left", overflow="fold")
     for cells in body:
         table.add_row(*(Text(str(c)) for c in cells))
     console.print(table)
+    if caption:  # below the table, wrapped to the console rather than to the table's width
+        console.print(Text(caption, style="dim"))
 
 
 class RowWriter:
