@@ -109,6 +109,17 @@ def common_options(func):
     return wrapper
 
 
+def eps_error_option(func):
+    """``--eps-error X``: the width of the PLD bracket (shared by ``compose`` and ``sgd-epsilon``)."""
+    return click.option(
+        "--eps-error",
+        type=Grid(lo=0),
+        default=None,
+        metavar="X",
+        help="pld: the largest width of the bracket [lower, upper] [default: 0.5% of ε].",
+    )(func)
+
+
 def _single(values, option: str):
     if values is None:
         return None

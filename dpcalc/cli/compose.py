@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import click
 
-from dpcalc.cli.common import common_options, run
+from dpcalc.cli.common import common_options, eps_error_option, run
 from dpcalc.cli.types import Grid
 from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.result import PlotSpec, Result
@@ -265,13 +265,7 @@ METHOD_ORDER = tuple(METHODS)
     "(Kairouz et al.), advanced, basic; best: the smallest upper bound that applies, with its method; "
     "all: one row per method.",
 )
-@click.option(
-    "--eps-error",
-    type=Grid(lo=0),
-    default=None,
-    metavar="X",
-    help="pld: the largest width of the bracket [lower, upper] [default: 0.5% of ε].",
-)
+@eps_error_option
 @common_options
 def command(mechanisms, delta, epsilon, method, eps_error, out):
     """Compose mechanisms: one (ε, δ) guarantee for all of them.

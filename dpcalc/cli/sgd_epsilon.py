@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from dpcalc.cli.common import common_options, run, single
+from dpcalc.cli.common import common_options, eps_error_option, run, single
 from dpcalc.cli.types import Grid
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result
@@ -122,13 +122,7 @@ bracket shaded; bounds whose conditions fail hollow and dotted)."""
     help="rdp (exact RDP), pld (privacy loss distributions: a certified [lower, upper] bracket), "
     "abadi (closed form, asymptotic), bassily (reference), or all that apply.",
 )
-@click.option(
-    "--eps-error",
-    type=Grid(lo=0),
-    default=None,
-    metavar="X",
-    help="pld: the largest width of the bracket [lower, upper] [default: 0.5% of ε].",
-)
+@eps_error_option
 @click.option(
     "--conversion",
     type=click.Choice(CONVERSIONS),

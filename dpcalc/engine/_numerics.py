@@ -59,3 +59,13 @@ def next_up(x, ulps: int = 1):
     for _ in range(ulps):
         x = np.nextafter(x, np.inf)
     return x
+
+
+def check_alpha(alpha, option: str = "--alpha"):
+    """Rényi orders as a float array; an :class:`~dpcalc.errors.InputError` naming ``option`` unless finite > 1."""
+    from dpcalc.errors import InputError
+
+    a = np.asarray(alpha, dtype=float)
+    if np.any(~(a > 1)) or np.any(np.isinf(a)):
+        raise InputError(f"{option}: the Rényi order must be a finite number > 1")
+    return a

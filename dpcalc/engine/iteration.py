@@ -25,7 +25,7 @@ import numpy as np
 from scipy import special
 
 from dpcalc.engine import gaussian
-from dpcalc.engine._numerics import next_up
+from dpcalc.engine._numerics import check_alpha, next_up
 from dpcalc.engine._roots import bisect, golden_min
 from dpcalc.errors import DpcalcWarning, InputError
 
@@ -54,10 +54,7 @@ def _steps(steps):
 
 
 def _alpha(alpha):
-    a = np.asarray(alpha, dtype=float)
-    if np.any(~(a > 1)) or np.any(np.isinf(a)):
-        raise InputError("--alpha: the Rényi order must be a finite number > 1")
-    return a
+    return check_alpha(alpha)
 
 
 def _delta(delta):

@@ -18,7 +18,7 @@ import numpy as np
 from scipy import special
 
 from dpcalc.engine import gaussian
-from dpcalc.engine._numerics import next_up
+from dpcalc.engine._numerics import check_alpha, next_up
 from dpcalc.engine._roots import bisect
 from dpcalc.engine.iteration import CONVERSIONS, _conversion, min_over_orders
 from dpcalc.errors import InputError
@@ -84,10 +84,7 @@ def _steps(steps):
 
 
 def _alpha(alpha):
-    a = np.asarray(alpha, dtype=float)
-    if np.any(~(a > 1)) or np.any(np.isinf(a)):
-        raise InputError("--alpha: the Rényi order must be a finite number > 1")
-    return a
+    return check_alpha(alpha)
 
 
 def coef_dynamics(sigma, sensitivity, lr, strong_convexity, dataset_size, steps):
