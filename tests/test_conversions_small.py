@@ -1,7 +1,7 @@
 """The exact conversion where (α−1)ζ is tiny (formulas.md §1.3): monotone and sound there too.
 
 There log ψ ≈ 0 and the log-space evaluation loses its relative accuracy; the engine then also certifies with
-ψ − 1 computed without cancellation (``optimal_conversion._eval_v``).  These tests sweep densely around a
+ψ − 1 computed without cancellation (``_optimal_phi._eval_v``).  These tests sweep densely around a
 point that used to break monotonicity (δ rose by 7% when ε doubled) and check soundness against the M formula
 evaluated in mpmath (golden-section minimisation at 50 digits; independent of the engine's numerics).
 """
