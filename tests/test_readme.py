@@ -24,3 +24,17 @@ def test_quick_start_commands_match_ci():
     ci = (readme.ROOT / ".ci" / "run").read_text()
     test_cmd = "pip install -e '.[test,plot]' && pytest -q -p no:cacheprovider"
     assert test_cmd in text and test_cmd in ci
+
+
+def test_readme_python_blocks_run():
+    """The README's library examples run as written."""
+    import contextlib
+    import io
+    import re
+
+    blocks = re.findall(r"```python\n(.*?)```", readme.README.read_text(), flags=re.S)
+    assert blocks
+    for block in blocks:
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            exec(compile(block, "README.md", "exec"), {})
+        assert out.getvalue().strip()
