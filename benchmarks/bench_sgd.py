@@ -8,7 +8,9 @@
    throughput measured on a random sample of the grid, then compared in configurations per second).
    Both use the Balle et al. conversion (dp_accounting's); dpcalc's finer default grid of orders.
 3. Noise calibration for a target ε (ε=3, δ=1e-5, config A's q and T, σ to a relative 1e-4):
-   dpcalc's ``calibrate_noise`` vs bisection over dp_accounting's RDP accountant to the same tolerance.
+   dpcalc's ``calibrate_noise`` vs bisection over dp_accounting's RDP accountant to the same tolerance
+   (median of N runs each, after one warm-up call of each conversion: imports and first-call set-up are
+   excluded on both sides).
 
 Run: ``python benchmarks/bench_sgd.py [--repeat 3] [--sample 60]``.  The machine is shared: compare the
 ratios, not the absolute times.
@@ -124,22 +126,18 @@ def bench_grid(sample):
     return n, t_ours, t_ours_opt, t_theirs_per, float(np.max(rel)), float(np.min(rel)), ours_opt
 
 
-def bench_calibration():
-    import logging
+def _median_time(fn, repeat):
+    """(median wall time of ``repeat`` calls, the last result)."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), out
 
-    logging.getLogger("absl").setLevel(logging.ERROR)
-    from dpcalc.engine import sgd
 
-    target, rtol = 3.0, 1e-4
-    sgd.calibrate_noise(0.01, 100, DELTA, 1.0, conversion="balle")  # warm up (imports)
-    t = time.perf_counter()
-    sigma, e = sgd.calibrate_noise(Q_A, STEPS_A, DELTA, target, conversion="balle", rtol=rtol)
-    t_ours = time.perf_counter() - t
-    t = time.perf_counter()
-    sigma_opt, _ = sgd.calibrate_noise(Q_A, STEPS_A, DELTA, target, conversion="optimal", rtol=rtol)
-    t_ours_opt = time.perf_counter() - t
-    # bisection over dp_accounting on [0.1, 100], to the same relative width, keeping ε(hi) <= target
-    t = time.perf_counter()
+def _bisect_dp_accounting(target, rtol):
+    """Bisection over dp_accounting on [0.1, 100] to the same relative width, keeping ε(hi) <= target."""
     lo, hi = 0.1, 100.0
     evals = 0
     while hi > lo * (1 + rtol):
@@ -149,7 +147,25 @@ def bench_calibration():
             hi = mid
         else:
             lo = mid
-    t_theirs = time.perf_counter() - t
+    return hi, evals
+
+
+def bench_calibration(repeat):
+    import logging
+
+    logging.getLogger("absl").setLevel(logging.ERROR)
+    from dpcalc.engine import sgd
+
+    target, rtol = 3.0, 1e-4
+    for conv in ("balle", "optimal"):  # warm up (imports, first-call set-up), as dp_accounting is already
+        sgd.calibrate_noise(0.01, 100, DELTA, 1.0, conversion=conv)
+
+    def ours(conv):
+        return lambda: sgd.calibrate_noise(Q_A, STEPS_A, DELTA, target, conversion=conv, rtol=rtol)[0]
+
+    t_ours, sigma = _median_time(ours("balle"), repeat)
+    t_ours_opt, sigma_opt = _median_time(ours("optimal"), repeat)
+    t_theirs, (hi, evals) = _median_time(lambda: _bisect_dp_accounting(target, rtol), repeat)
     return t_ours, t_ours_opt, t_theirs, float(sigma), float(sigma_opt), hi, evals
 
 
@@ -179,8 +195,10 @@ def main():
     )
     print(f"   ε(dpcalc)/ε(dp_accounting) − 1 on the sample: [{rel_min:.2e}, {rel_max:.2e}]")
 
-    t_cal, t_cal_opt, t_bis, sigma, sigma_opt, sigma_bis, evals = bench_calibration()
-    print("3. noise calibration, ε = 3, δ = 1e-5, config A's q and T, relative tolerance 1e-4")
+    t_cal, t_cal_opt, t_bis, sigma, sigma_opt, sigma_bis, evals = bench_calibration(args.repeat)
+    print(
+        f"3. noise calibration, ε = 3, δ = 1e-5, config A's q and T, relative tolerance 1e-4, median of {args.repeat}"
+    )
     print(f"   dpcalc calibrate_noise (balle)     {t_cal:8.3f} s  σ = {sigma:.6f}")
     print(f"   dpcalc calibrate_noise (optimal)   {t_cal_opt:8.3f} s  σ = {sigma_opt:.6f}")
     print(f"   bisection over dp_accounting       {t_bis:8.3f} s  σ = {sigma_bis:.6f} ({evals} evaluations)")

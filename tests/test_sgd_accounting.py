@@ -260,3 +260,20 @@ def test_default_orders_shape_and_sweep():
     e = sgd.epsilon_rdp(np.array([0.01, 0.02])[:, None], np.array([1.0, 2.0, 4.0]), 1000, 1e-5, warn=False)
     assert e.epsilon.shape == (2, 3)
     assert DEFAULT_ORDERS.size == 225
+
+
+@pytest.mark.parametrize("conversion", ["mironov", "balle", "optimal"])
+def test_calibration_meets_target_for_every_conversion(conversion):
+    """The returned σ meets the target and σ/(1 + rtol) does not (every conversion, incl. mironov)."""
+    import numpy as np
+
+    q, steps, delta, target = (
+        np.array([0.004267, 0.01]),
+        np.array([14063.0, 1000.0]),
+        1e-5,
+        np.array([3.0, 1.0]),
+    )
+    sig, _ = sgd.calibrate_noise(q, steps, delta, target, conversion=conversion)
+    at = sgd.epsilon("rdp", q, sig, steps, delta, conversion=conversion, warn=False).epsilon
+    below = sgd.epsilon("rdp", q, sig / (1 + 1e-4), steps, delta, conversion=conversion, warn=False).epsilon
+    assert np.all(at <= target) and np.all(below > target)
