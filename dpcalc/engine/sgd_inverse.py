@@ -1,0 +1,546 @@
+"""DP-SGD's inverse questions: the smallest noise multiplier, or the largest number of steps, within a
+target ε (formulas.md §3; the forward accounting is :mod:`dpcalc.engine.sgd`).
+
+Both answers are conservative by construction: every σ or step count returned is one at which ε was
+computed on the full grid of orders and found within the target (and, for σ, found above the target at
+σ/(1 + rtol)).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from dpcalc.engine import conversions, sgm
+from dpcalc.engine._numerics import log_h
+from dpcalc.engine.orders import DEFAULT_ORDERS
+from dpcalc.engine.sgd import CONVERSIONS, Epsilon, _bcast, check_setting, eps_of_curve, epsilon, rdp_per_step
+from dpcalc.errors import DpcalcWarning, InputError
+
+
+def _multisect(f, lo, hi, done, *, points, rounds, integer=False, log=True):
+    """Vectorised search for the boundary of a monotone predicate ``f(x) -> bool`` (True = within target,
+    True for large x): keeps ``f(lo) False, f(hi) True`` and shrinks ``[lo, hi]`` by evaluating ``points``
+    interior values per round (one vectorised call of shape (N, points)).  ``done(lo, hi)`` says where to stop.
+    """
+    lo = lo.astype(float).copy()
+    hi = hi.astype(float).copy()
+    for _ in range(rounds):
+        active = ~done(lo, hi)
+        if not np.any(active):
+            break
+        t = np.arange(1, points + 1) / (points + 1.0)
+        if log:
+            x = np.exp(np.log(lo)[:, None] + t * (np.log(hi) - np.log(lo))[:, None])
+        else:
+            x = lo[:, None] + t * (hi - lo)[:, None]
+        if integer:
+            x = np.floor(x)
+        x = np.clip(x, lo[:, None], hi[:, None])
+        ok = f(x, active)  # (N, points) bool; rows not active may be anything
+        # first True (ok is monotone in x): hi = that point, lo = the point before (or lo)
+        first = np.argmax(ok, axis=1)
+        anyok = np.any(ok, axis=1)
+        new_hi = np.where(anyok, x[np.arange(x.shape[0]), first], hi)
+        before = np.where(first > 0, x[np.arange(x.shape[0]), np.maximum(first - 1, 0)], lo)
+        new_lo = np.where(anyok, before, x[:, -1])
+        lo = np.where(active, new_lo, lo)
+        hi = np.where(active, new_hi, hi)
+    return lo, hi
+
+
+#: Integer orders used by the first, coarse phase of the rdp calibration (those present in the grid).
+#: Orders either side of the best coarse order searched in the second phase of the rdp calibration.
+_LOCAL_ORDERS = 3
+_COARSE_ORDERS = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256, 512, 1024)
+
+
+def _sigma_search(eps_fn, ef, lo, hi, rtol, *, points=15, ends=None):
+    """Smallest σ in [lo, hi] with eps_fn(σ) <= ef, per row, to a factor 1 + rtol: returns (σ, low_ok) where
+    σ = lo where lo already meets the target and σ = inf where hi does not.  ``eps_fn(s, rows)`` takes a
+    (len(rows), K) array of σ values.  ``ends``: the known (lo meets target, hi meets target) flags."""
+    n = ef.size
+    if ends is None:
+        e = eps_fn(np.stack([lo, hi], axis=1), np.arange(n))
+        ends = (e[:, 0] <= ef, e[:, 1] <= ef)
+    low_ok, high_ok = ends
+
+    def f(x, active):
+        out = np.zeros(x.shape, dtype=bool)
+        rows = np.nonzero(active)[0]
+        out[rows] = eps_fn(x[rows], rows) <= ef[rows, None]
+        return out
+
+    search = ~low_ok & high_ok
+    _, hi_s = _multisect(f, lo, hi, lambda a, b: ~search | (b <= a * (1.0 + rtol)), points=points, rounds=40)
+    return np.where(low_ok, lo, np.where(high_ok, hi_s, np.inf)), low_ok
+
+
+#: σ samples per row in the three phases of the fast rdp calibration (coarse orders over the whole σ range;
+#: cheap orders near the best coarse one; the orders of the full grid around the best cheap ones).
+_FAST_POINTS = (13, 12, 12)
+#: Margins (factors on σ) by which the second and third phases extend their bracket downwards: the finer grid of
+#: orders (and, in the second phase, the requested conversion instead of Balle's) can only lower the boundary.
+_FAST_MARGINS = (1.2, 1.05)
+#: Refinement rounds (each one evaluation at _FAST_REFINE_POINTS + 2 values of σ) after the three phases.
+_FAST_ROUNDS = 4
+_FAST_REFINE_POINTS = 12
+#: The first phase tries the coarse orders up to this one first (dense binomial sums, cheap).
+_FAST_LOW_MAX = 64
+
+
+def _thresholds(alphas, target, delta, conversion):
+    """The total RDP at each order up to which that order's conversion meets the ε target (shape (rows, m)).
+
+    Only a guide for the search (every answer is checked with the real conversion afterwards): Balle et al.
+    ``target − (log h_α − log δ)/(α−1)`` (formulas.md §1.2; none at α <= 1.01), Mironov
+    ``target − log(1/δ)/(α−1)`` (§1.1), optimal: the certified lower bound of ζ_α^ε(δ) (:func:`zeta_opt`, §1.3)."""
+    t, d = target[:, None], delta[:, None]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if conversion == "optimal":
+            return conversions.zeta_opt(alphas, t, d)
+        if conversion == "mironov":
+            return t + np.log(d) / (alphas - 1.0)
+        z = t - (log_h(alphas) - np.log(d)) / (alphas - 1.0)
+    return np.where(alphas <= conversions.BALLE_MIN_ORDER, -np.inf, z)
+
+
+def _bracket(x, gv):
+    """From ``gv`` (rows, K, m) = log(total RDP/threshold) at K increasing σ samples ``x`` (rows, K): the first
+    sample meeting the target (some order with gv <= 0), whether the row is bracketed (the first sample
+    misses, a later one meets), the best order at the boundary (the one whose interpolated crossing is the
+    smallest; else the one with most slack at that sample) and that crossing (nan if none)."""
+    meet = np.any(gv <= 0, axis=2)
+    j = np.argmax(meet, axis=1)
+    good = np.any(meet, axis=1) & (j > 0)
+    roots = _crossings(np.log(x), gv)
+    roots = np.where(np.isnan(roots), np.inf, roots)
+    best = np.where(
+        np.any(np.isfinite(roots), axis=1),
+        np.argmin(roots, axis=1),
+        np.argmin(gv[np.arange(gv.shape[0]), j], axis=1),
+    )
+    root = np.min(roots, axis=1)
+    return j, good, best, np.where(np.isfinite(root), np.exp(root), np.nan)
+
+
+def _crossings(x, gv):
+    """Per (row, order): the root of ``gv`` (rows, K, m), decreasing in x (rows, K), by inverse cubic
+    interpolation through the four samples around the first non-positive one (linear where that leaves the
+    bracketing interval); nan where the order does not cross inside the samples."""
+    r, k, m = gv.shape
+    meet = gv <= 0
+    i = np.argmax(meet, axis=1)  # (r, m)
+    ok = np.any(meet, axis=1) & (i > 0)
+    i = np.clip(i, 1, k - 1)
+    base = np.clip(i - 2, 0, k - 4) if k >= 4 else np.zeros_like(i)
+    npts = min(k, 4)
+    rr = np.arange(r)[:, None]
+    cols = np.arange(m)[None, :]
+    xs = [x[rr, base + p] for p in range(npts)]
+    gs = [gv[rr, base + p, cols] for p in range(npts)]
+    x0, x1 = x[rr, i - 1], x[rr, i]
+    g0, g1 = gv[rr, i - 1, cols], gv[rr, i, cols]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        lin = x0 + (x1 - x0) * g0 / (g0 - g1)
+        cub = np.zeros_like(lin)
+        for p in range(npts):
+            w = np.ones_like(lin)
+            for o in range(npts):
+                if o != p:
+                    w = w * (0.0 - gs[o]) / (gs[p] - gs[o])
+            cub = cub + w * xs[p]
+    root = np.where(np.isfinite(cub) & (cub >= x0) & (cub <= x1), cub, lin)
+    ok &= np.isfinite(root) & np.isfinite(g0) & np.isfinite(g1)
+    return np.where(ok, root, np.nan)
+
+
+def _fast_rdp_estimate(qf, tf, df, ef, lo0, hi0, orders, coarse, conversion, setting, rtol):
+    """Estimates of the smallest σ meeting the target per row, on sub-grids of the orders: a guide only (the
+    caller accepts a σ only where ε on the full grid with the requested conversion confirms it).
+
+    Vectorised evaluations of the per-step RDP curve (formulas.md §3.2/§3.3) at a dozen σ values per row,
+    compared with each order's threshold (:func:`_thresholds`; ε is the min over orders, so the target is met
+    where some order's total RDP is within its threshold): (1) the coarse integer orders (those above
+    _FAST_LOW_MAX only where needed) over the whole σ range with Balle's conversion: a bracket within a
+    factor ~5.6 and the best coarse order; (2) twice, the cheap orders of the full grid within two coarse
+    neighbours of it (integers; above FRAC_SERIES_MAX the interpolation bound), with the requested
+    conversion: a bracket within ~1.016; (3) every order of the full grid between the cheap neighbours of
+    the cheap orders meeting the target at that bracket's top, whose crossings of their thresholds are
+    interpolated in log σ (inverse cubic): the smallest is the estimate (nan where no bracket was found).
+
+    Returns ``(estimate, refine)``; ``refine(rows_mask)`` continues phase (3) by sampling around the
+    interpolated root until two samples bracket the sub-grid's boundary within a factor 1 + rtol, and
+    returns the sample that meets the target (nan where that fails); None where no row got that far.
+    """
+    n = qf.size
+    est = np.full(n, np.nan)
+
+    def gval(rows, sig, alphas, z):
+        per = rdp_per_step(qf[rows, None], sig, alphas, **setting)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            v = np.log(tf[rows, None, None] * per) - np.log(np.maximum(z[:, None, :], 0.0))
+        return np.where(np.isnan(v), np.inf, v)
+
+    # phase 1: coarse integer orders, Balle's conversion, σ over the whole range; the orders above
+    # _FAST_LOW_MAX (costlier) only for the rows whose best low order is the highest one or that found no bracket
+    t1 = np.linspace(0.0, 1.0, _FAST_POINTS[0])
+    s1 = lo0[:, None] * (hi0 / lo0)[:, None] ** t1
+    low = coarse <= _FAST_LOW_MAX
+    j, good, ic, _ = _bracket(
+        s1, gval(np.arange(n), s1, coarse[low], _thresholds(coarse[low], ef, df, "balle"))
+    )
+    high = ~good | (ic == np.sum(low) - 1)
+    if np.any(high) and not np.all(low):
+        h = np.nonzero(high)[0]
+        j[h], good[h], ic[h], _ = _bracket(
+            s1[h], gval(h, s1[h], coarse, _thresholds(coarse, ef[h], df[h], "balle"))
+        )
+    rows = np.nonzero(good)[0]
+    if rows.size == 0:
+        return est, None
+    a, b, ic = s1[rows, j[good] - 1], s1[rows, j[good]], ic[good]
+    lo_a = np.where(ic > 1, coarse[np.maximum(ic - 2, 0)], orders[0])
+    hi_a = np.where(ic + 2 < coarse.size, coarse[np.minimum(ic + 2, coarse.size - 1)], orders[-1])
+    # phases 2 and 3 use the orders of the full grid between the coarse neighbours (thresholds of the requested
+    # conversion computed once for them): first the cheap ones (integers; above FRAC_SERIES_MAX the
+    # interpolation bound), then all of them between the neighbours of the best cheap one
+    span = np.any((orders >= lo_a[:, None]) & (orders <= hi_a[:, None]), axis=0)
+    o_rng = orders[span]
+    z_rng = _thresholds(o_rng, ef[rows], df[rows], conversion)
+    cheap = (o_rng == np.floor(o_rng)) | (o_rng > sgm.FRAC_SERIES_MAX)
+    o2 = o_rng[cheap]
+    if o2.size == 0:
+        return est, None
+    t2 = np.linspace(0.0, 1.0, _FAST_POINTS[1])
+    a = a / _FAST_MARGINS[0]
+    z2 = z_rng[:, cheap]
+    for _ in range(2):  # two rounds: a bracket within ~1.2, then within ~1.016
+        s2 = a[:, None] * (b / a)[:, None] ** t2
+        g2 = gval(rows, s2, o2, z2)
+        j, good, _, _ = _bracket(s2, g2)
+        rows, z_rng, z2, g2, s2, j = rows[good], z_rng[good], z2[good], g2[good], s2[good], j[good]
+        if rows.size == 0:
+            return est, None
+        a, b = s2[np.arange(rows.size), j - 1], s2[np.arange(rows.size), j]
+    # the best order at the boundary meets the target at b: phase 3 takes every order of the full grid between
+    # the cheap neighbours of the cheap orders meeting it there
+    met = g2[np.arange(rows.size), j] <= 0  # (rows, len(o2))
+    first = np.argmax(met, axis=1)
+    last = o2.size - 1 - np.argmax(met[:, ::-1], axis=1)
+    lo_k = np.where(first > 0, o2[np.maximum(first - 1, 0)], o_rng[0])
+    hi_k = np.where(last + 1 < o2.size, o2[np.minimum(last + 1, o2.size - 1)], o_rng[-1])
+    sel = np.any((o_rng >= lo_k[:, None]) & (o_rng <= hi_k[:, None]), axis=0)
+    o3 = o_rng[sel]
+    t3 = np.linspace(0.0, 1.0, _FAST_POINTS[2])
+    a = a / _FAST_MARGINS[1]
+    s3 = a[:, None] * (b / a)[:, None] ** t3
+    g3 = gval(rows, s3, o3, z_rng[:, sel])
+    j, good, _, guess = _bracket(s3, g3)
+    rows, z3 = rows[good], z_rng[good][:, sel]
+    lo, hi, guess = s3[good, j[good] - 1], s3[good, j[good]], guess[good]
+    est[rows] = guess
+    state = (rows, z3, lo, hi, guess)
+
+    def refine(want):
+        """Refinement for the rows ``want`` (bool, n): sample around the interpolated root (offsets rtol/4·3^i
+        either side) and across the bracket, keep the tightest bracket of samples; a row is done once it
+        is within a factor 1 + rtol, and its σ is then the sample that meets the target there."""
+        out = np.full(n, np.nan)
+        rows, z3, lo, hi, guess = state
+        keep = want[rows]
+        rows, z3, lo, hi, guess = rows[keep], z3[keep], lo[keep], hi[keep], guess[keep]
+        offs = 0.25 * rtol * 3.0 ** np.arange(_FAST_REFINE_POINTS // 2)
+        offs = np.concatenate([-offs[::-1], offs])
+        fill = np.arange(1, offs.size + 1) / (offs.size + 1.0)
+        for _ in range(_FAST_ROUNDS):
+            done = hi <= lo * (1.0 + rtol)
+            out[rows[done]] = hi[done]
+            keep = ~done & np.isfinite(guess)
+            rows, z3, lo, hi, guess = rows[keep], z3[keep], lo[keep], hi[keep], guess[keep]
+            if rows.size == 0:
+                return out
+            cand = guess[:, None] * (1.0 + offs)
+            uni = lo[:, None] * (hi / lo)[:, None] ** fill
+            inner = np.sort(np.where((cand > lo[:, None]) & (cand < hi[:, None]), cand, uni), axis=1)
+            x = np.concatenate([lo[:, None], inner, hi[:, None]], axis=1)
+            gx = gval(rows, x, o3, z3)
+            jj, ok, _, root = _bracket(x, gx)
+            ok &= np.any(gx[:, -1] <= 0, axis=1)  # the ends still miss/meet (the same evaluation)
+            r = np.arange(rows.size)
+            lo = np.where(ok, x[r, np.maximum(jj - 1, 0)], np.nan)
+            hi = np.where(ok, x[r, jj], np.nan)
+            guess = np.where(ok, root, np.nan)
+        done = hi <= lo * (1.0 + rtol)
+        out[rows[done]] = hi[done]
+        return out
+
+    return est, refine
+
+
+def calibrate_noise(
+    q,
+    steps,
+    delta,
+    target,
+    *,
+    accountant="rdp",
+    rtol=1e-4,
+    sigma_range=(1e-3, 1e6),
+    **kw,
+):
+    """Smallest noise multiplier σ (within a factor 1 + rtol) with ε(q, σ, steps, δ) <= target, vectorised.
+
+    Conservative by construction: the σ returned is one at which ε was computed and found <= target, and at
+    σ/(1 + rtol) it was found above the target (or σ is the low end of ``sigma_range``).  Where even the
+    high end of ``sigma_range`` misses the target, σ = inf and ε = nan (with a warning).  Returns
+    ``(sigma, Epsilon at sigma)``.
+
+    For ``rdp``, :func:`_fast_rdp_estimate` first estimates the boundary σ* from a few cheap evaluations of
+    the RDP curve on sub-grids of orders; σ = σ*·(1 + rtol/2) is then accepted only where ε on the full grid
+    with the requested conversion is found <= target at σ and > target at σ/(1 + rtol) (one evaluation of
+    the full grid at those two values); elsewhere the estimate is refined on the sub-grid and checked again.
+    Every other row (and every other accountant) goes to :func:`_calibrate_search`: multisection on a coarse
+    grid of integer orders with Balle's conversion, then on the orders of the full grid near the best coarse
+    order, then the same check on the full grid, falling back to a search on the full grid where that check
+    fails (in either direction: Mironov's conversion lies above Balle's, so the coarse σ is not always an
+    upper end).
+    """
+    q, steps, delta, target = _bcast(q, steps, delta, target)
+    shape = q.shape
+    qf, tf, df, ef = (x.reshape(-1) for x in (q, steps, delta, target))
+    n = qf.size
+    lo0 = np.full(n, float(sigma_range[0]))
+    hi0 = np.full(n, float(sigma_range[1]))
+    orders = np.asarray(kw.pop("orders", DEFAULT_ORDERS), dtype=float)
+    coarse = orders[np.isin(orders, _COARSE_ORDERS)]
+    sigma = np.full(n, np.nan)
+    fin_eps, fin_alpha, fin_edge, fin_valid = (
+        np.full(n, np.nan),
+        np.full(n, np.nan),
+        np.zeros(n, bool),
+        np.ones(n, bool),
+    )
+    todo = np.ones(n, dtype=bool)
+    if accountant == "rdp" and coarse.size >= 6 and rtol > 0:
+        conversion = kw.get("conversion", "optimal")
+        if conversion not in CONVERSIONS:
+            raise InputError(f"--conversion: must be one of {', '.join(CONVERSIONS)}, got {conversion!r}")
+        setting = {"sampling": kw.get("sampling", "poisson"), "neighbors": kw.get("neighbors", "add-remove")}
+        check_setting(**setting)
+        est, refine = _fast_rdp_estimate(qf, tf, df, ef, lo0, hi0, orders, coarse, conversion, setting, rtol)
+        # accept σ = est·(1 + rtol/2) where ε on the full grid confirms it; elsewhere refine the estimate on the
+        # sub-grid (σ then a sample meeting the target there) and check again
+        for attempt in range(2):
+            s_hi = est * (1.0 + 0.5 * rtol) if attempt == 0 else est
+            cand = todo & np.isfinite(s_hi) & (s_hi <= hi0) & (s_hi / (1.0 + rtol) >= lo0)
+            if np.any(cand):
+                rows = np.nonzero(cand)[0]
+                both = np.stack([s_hi[rows], s_hi[rows] / (1.0 + rtol)], axis=1)
+                chk = epsilon(
+                    "rdp",
+                    qf[rows, None],
+                    both,
+                    tf[rows, None],
+                    df[rows, None],
+                    warn=False,
+                    orders=orders,
+                    **kw,
+                )
+                ok = (chk.epsilon[:, 0] <= ef[rows]) & (chk.epsilon[:, 1] > ef[rows])
+                r = rows[ok]
+                sigma[r] = s_hi[r]
+                fin_eps[r], fin_alpha[r], fin_edge[r], fin_valid[r] = (np.asarray(v)[ok, 0] for v in chk)
+                todo[r] = False
+            if attempt == 0 and refine is not None and np.any(todo & np.isfinite(est)):
+                est = refine(todo & np.isfinite(est))
+            else:
+                break
+    if np.any(todo):
+        r = np.nonzero(todo)[0]
+        sigma[r], final = _calibrate_search(
+            accountant, qf[r], tf[r], df[r], ef[r], lo0[r], hi0[r], orders, rtol, kw
+        )
+        fin_eps[r], fin_alpha[r], fin_edge[r], fin_valid[r] = final
+    if np.any(fin_edge & np.isfinite(sigma)):
+        warnings.warn(
+            "the best Rényi order is at the edge of the grid of orders: a wider grid could allow less noise",
+            DpcalcWarning,
+            stacklevel=2,
+        )
+    if np.any(~np.isfinite(sigma)):
+        warnings.warn(
+            f"--target-epsilon: no noise multiplier up to {sigma_range[1]:g} reaches the target for "
+            f"{int(np.sum(~np.isfinite(sigma)))} row(s) (noise_multiplier inf, no epsilon): with orders up to "
+            f"{orders.max():g}, ε stays above about log(1/δ)/{orders.max():g}",
+            DpcalcWarning,
+            stacklevel=2,
+        )
+    if np.any(np.isfinite(sigma) & (fin_eps > ef)):  # cannot happen: every candidate was checked
+        raise AssertionError("calibration returned a σ above the target")
+    feasible = np.isfinite(sigma)
+    eps = np.where(feasible, fin_eps, np.nan)
+    alpha = np.where(feasible, fin_alpha, np.nan)
+    res = Epsilon(*(np.asarray(v).reshape(shape) for v in (eps, alpha, fin_edge & feasible, fin_valid)))
+    return sigma.reshape(shape), res
+
+
+def _calibrate_search(accountant, qf, tf, df, ef, lo0, hi0, orders, rtol, kw):
+    """The multisection calibration of :func:`calibrate_noise` on flat rows: returns ``(sigma, (ε, α,
+    at_edge, valid) at sigma)``; σ = inf where ``hi0`` misses the target."""
+
+    def eps_with(order_grid, **over):
+        extra = {"orders": order_grid} if accountant == "rdp" else {}
+        args = {**kw, **over}
+
+        def fn(s, rows):
+            return epsilon(
+                accountant, qf[rows, None], s, tf[rows, None], df[rows, None], warn=False, **extra, **args
+            ).epsilon
+
+        return fn
+
+    # the coarse phase uses Balle's conversion: never below the exact one, so its σ is an upper end for both
+    kw_b = {**kw, "conversion": "balle"} if accountant == "rdp" else kw
+
+    full = eps_with(orders)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DpcalcWarning)
+        coarse = orders[np.isin(orders, _COARSE_ORDERS)]
+        if accountant != "rdp" or coarse.size < 6:
+            sigma, _ = _sigma_search(full, ef, lo0, hi0, rtol)
+        else:
+            sig_c, low_c = _sigma_search(eps_with(coarse, **kw_b), ef, lo0, hi0, 1e-2, points=63)
+            sigma = np.where(low_c, lo0, np.inf)
+            mid = np.isfinite(sig_c) & ~low_c
+            if np.any(mid):
+                rows = np.nonzero(mid)[0]
+                a_c = epsilon(
+                    "rdp", qf[rows], sig_c[rows], tf[rows], df[rows], warn=False, orders=coarse, **kw_b
+                ).alpha
+                # the best full-grid order near σ_c lies between the coarse orders either side of the coarse best
+                around = np.zeros(orders.size, dtype=bool)
+                for a in np.unique(a_c[np.isfinite(a_c)]):
+                    i = int(np.searchsorted(coarse, a))
+                    lo_a = coarse[i - 1] if i > 0 else orders[0]
+                    hi_a = coarse[i + 1] if i + 1 < coarse.size else orders[-1]
+                    around |= (orders >= lo_a) & (orders <= hi_a)
+                cand = orders[around]
+                a_f = epsilon(
+                    "rdp", qf[rows], sig_c[rows], tf[rows], df[rows], warn=False, orders=cand, **kw_b
+                ).alpha
+                near = np.zeros(orders.size, dtype=bool)
+                for a in np.unique(a_f[np.isfinite(a_f)]):
+                    pos = int(np.argmin(np.abs(orders - a)))
+                    near[max(pos - _LOCAL_ORDERS, 0) : pos + _LOCAL_ORDERS + 1] = True
+                local = orders[near] if np.any(near) else orders
+                sub = eps_with(local)
+                lo2 = sig_c[rows] / 1.25
+                lo_bad = sub(lo2[:, None], rows)[:, 0] <= ef[rows]
+                lo2 = np.where(lo_bad, lo0[rows], lo2)
+                # ε on a sub-grid of orders is at least the full grid's: σ_c meets the target there too
+                known = (np.zeros(rows.size, dtype=bool), np.ones(rows.size, dtype=bool))
+                s2, _ = _sigma_search(
+                    lambda s, r: sub(s, rows[r]), ef[rows], lo2, sig_c[rows], rtol, points=47, ends=known
+                )
+                sigma[rows] = s2
+    # ε on the full grid at the answer, and one step below it (the full grid can only lower ε: where the step
+    # below also meets the target, search again on the full grid)
+    s_fin = np.where(np.isfinite(sigma), sigma, hi0)
+    both = np.stack([s_fin, np.maximum(s_fin / (1.0 + rtol), lo0)], axis=1)
+    grid_kw = {"orders": orders} if accountant == "rdp" else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DpcalcWarning)
+        final = epsilon(accountant, qf[:, None], both, tf[:, None], df[:, None], warn=False, **grid_kw, **kw)
+        redo = np.isfinite(sigma) & (sigma > lo0) & (final.epsilon[:, 1] <= ef)
+        # the coarse phase's upper end assumes a conversion never below Balle's (not so for Mironov's)
+        miss = np.isfinite(sigma) & (final.epsilon[:, 0] > ef)
+        redo |= miss
+        if accountant == "rdp" and coarse.size >= 6:
+            redo |= ~np.isfinite(sigma)  # the coarse grid missed the target: the full grid may still reach it
+        if np.any(redo):
+            rows = np.nonzero(redo)[0]
+            hi_r = np.where(np.isfinite(sigma[rows]) & ~miss[rows], sigma[rows], hi0[rows])
+            lo_r = np.where(miss[rows], sigma[rows], lo0[rows])
+            s3, _ = _sigma_search(lambda s, r: full(s, rows[r]), ef[rows], lo_r, hi_r, rtol)
+            sigma[rows] = s3
+            s_fin = np.where(np.isfinite(sigma), sigma, hi0)
+            final = epsilon(
+                accountant, qf[:, None], s_fin[:, None], tf[:, None], df[:, None], warn=False, **grid_kw, **kw
+            )
+    final = Epsilon(*(np.asarray(v)[:, 0] for v in final))
+    return sigma, tuple(final)
+
+
+def max_steps(q, sigma, delta, target, *, accountant="rdp", steps_max=1e12, **kw):
+    """Largest number of steps T with ε(q, σ, T, δ) <= target, vectorised (0 where even one step exceeds it;
+    ``steps_max`` where that many still fit).  Conservative by construction: ε(T) was computed and found
+    <= target, and ε(T + 1) above it.  Returns ``(steps, Epsilon at steps)`` (ε nan where steps = 0).
+    """
+    q, sigma, delta, target = _bcast(q, sigma, delta, target)
+    shape = q.shape
+    qf, sf, df, ef = (x.reshape(-1) for x in (q, sigma, delta, target))
+    n = qf.size
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DpcalcWarning)
+        if accountant == "rdp":
+            orders = np.asarray(kw.pop("orders", DEFAULT_ORDERS), dtype=float)
+            conv = kw.get("conversion", "optimal")
+            per_step = rdp_per_step(
+                qf,
+                sf,
+                orders,
+                sampling=kw.get("sampling", "poisson"),
+                neighbors=kw.get("neighbors", "add-remove"),
+            )
+
+            def eps_steps(t, rows):
+                with np.errstate(invalid="ignore", over="ignore"):
+                    tot = np.where(per_step[rows, None] == 0, 0.0, t[..., None] * per_step[rows, None])
+                return eps_of_curve(orders, tot, df[rows, None], conv).value
+        else:
+
+            def eps_steps(t, rows):
+                return epsilon(accountant, qf[rows, None], sf[rows, None], t, df[rows, None], **kw).epsilon
+
+        all_rows = np.arange(n)
+        ends = eps_steps(np.stack([np.ones(n), np.full(n, float(steps_max))], axis=1), all_rows)
+        one_ok = ends[:, 0] <= ef
+        all_ok = ends[:, 1] <= ef
+
+        def f(x, active):
+            out = np.zeros(x.shape, dtype=bool)
+            rows = np.nonzero(active)[0]
+            out[rows] = eps_steps(x[rows], rows) > ef[rows, None]  # "too many" is the True side
+            return out
+
+        search = one_ok & ~all_ok
+        lo, hi = _multisect(
+            f,
+            np.ones(n),
+            np.full(n, float(steps_max)),
+            lambda a, b: ~search | (b - a <= 1.0),
+            points=15,
+            rounds=40,
+            integer=True,
+        )
+        steps = np.where(all_ok, float(steps_max), np.where(one_ok, lo, 0.0))
+        e_final = np.where(steps >= 1, eps_steps(np.maximum(steps, 1.0)[:, None], all_rows)[:, 0], np.nan)
+    if np.any((steps >= 1) & (e_final > ef)):
+        raise AssertionError("max_steps returned a count above the target")
+    if np.any(steps == 0):
+        warnings.warn(
+            "--target-epsilon: even one step exceeds the target for "
+            f"{int(np.sum(steps == 0))} row(s) (steps 0, no epsilon)",
+            DpcalcWarning,
+            stacklevel=2,
+        )
+    if np.any(steps >= steps_max):
+        warnings.warn(
+            f"--target-epsilon: at least {steps_max:g} steps fit the target for {int(np.sum(steps >= steps_max))} "
+            "row(s); the search stops there",
+            DpcalcWarning,
+            stacklevel=2,
+        )
+    return steps.reshape(shape), e_final.reshape(shape)
