@@ -313,6 +313,32 @@ def _certify(zl_of, rdp, x0, tries=10, rtol=1e-14, atol=1e-300, x_min=None):
     return out
 
 
+def _newton_in_bracket(step, x, lo, hi, tol, maxiter):
+    """Newton iterations on an increasing f, kept inside a shrinking bracket [lo, hi] (in place, elementwise).
+
+    ``step(act, x[act]) -> (f, f')`` for the active rows; a Newton step leaving the bracket (or not finite)
+    is replaced by bisection; a row stops once the step or the bracket is within ``tol(x)``.  Locates the
+    root only: certification is the caller's (:func:`_certify`).
+    """
+    act = np.arange(x.shape[0])
+    for _ in range(maxiter):
+        if act.size == 0:
+            break
+        xa = x[act]
+        f, slope = step(act, xa)
+        below = f <= 0
+        loa = np.where(below, xa, lo[act])
+        hia = np.where(below, hi[act], xa)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            xn = xa - f / slope
+        bad = ~np.isfinite(xn) | (xn < loa) | (xn > hia)
+        xn = np.where(bad, 0.5 * (loa + hia), xn)
+        t = tol(xa)
+        done = (np.abs(xn - xa) <= t) | (hia - loa <= t)
+        lo[act], hi[act], x[act] = loa, hia, xn
+        act = act[~done]
+
+
 @_quiet
 def eps_certified(alpha, rdp, delta, hi, maxiter=60):
     """Smallest certified ε for (α, ζ, δ) (1-D arrays; 0 < δ < 1, αδ < 1, 0 < ζ < ∞, 0 <= ε <= hi).
@@ -327,26 +353,14 @@ def eps_certified(alpha, rdp, delta, hi, maxiter=60):
     hi = hi.copy()
     e = hi.copy()
     t = np.full(n, np.nan)
-    act = np.arange(n)
-    for _ in range(maxiter):
-        if act.size == 0:
-            break
-        a, z, d, ea = alpha[act], rdp[act], ld[act], e[act]
-        _, zap, ta = zeta_lower(a, ea, d, t[act], certify=False, small=small[act])
+
+    def step(act, ea):
+        a = alpha[act]
+        _, zap, ta = zeta_lower(a, ea, ld[act], t[act], certify=False, small=small[act])
         t[act] = ta
-        f = zap - z
-        de, _ = _dzeta(a, ea, d, ta)
-        below = f <= 0
-        loa = np.where(below, ea, lo[act])
-        hia = np.where(below, hi[act], ea)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            en = ea - f / de
-        bad = ~np.isfinite(en) | (en < loa) | (en > hia)
-        en = np.where(bad, 0.5 * (loa + hia), en)
-        tol = 4e-15 * ea + 1e-300
-        done = (np.abs(en - ea) <= tol) | (hia - loa <= tol)
-        lo[act], hi[act], e[act] = loa, hia, en
-        act = act[~done]
+        return zap - rdp[act], _dzeta(a, ea, ld[act], ta)[0]
+
+    _newton_in_bracket(step, e, lo, hi, lambda x: 4e-15 * x + 1e-300, maxiter)
     # a root this close to 0 means ζ_α^0(δ) is (nearly) >= ζ: try ε = 0 itself first
     e = np.where(e <= 1e-12 * (1.0 + rdp), 0.0, e)
     zl_of = lambda idx, x: zeta_lower(alpha[idx], x, ld[idx], t[idx], small=small[idx])[0]  # noqa: E731
@@ -375,25 +389,13 @@ def log_delta_certified(alpha, rdp, eps, hi, maxiter=60):
         lo[pend] = 2.0 * lo[pend]
     u = hi.copy()
     t = np.full(n, np.nan)
-    act = np.arange(n)
-    for _ in range(maxiter):
-        if act.size == 0:
-            break
-        a, z, ep, ua = alpha[act], rdp[act], eps[act], u[act]
+
+    def step(act, ua):
+        a, ep = alpha[act], eps[act]
         _, zap, ta = zeta_lower(a, ep, ua, t[act], certify=False, small=small[act])
         t[act] = ta
-        f = zap - z
-        _, dd = _dzeta(a, ep, ua, ta)
-        below = f <= 0
-        loa = np.where(below, ua, lo[act])
-        hia = np.where(below, hi[act], ua)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            un = ua - f / dd
-        bad = ~np.isfinite(un) | (un < loa) | (un > hia)
-        un = np.where(bad, 0.5 * (loa + hia), un)
-        tol = 4e-15 * (1.0 + np.abs(ua))
-        done = (np.abs(un - ua) <= tol) | (hia - loa <= tol)
-        lo[act], hi[act], u[act] = loa, hia, un
-        act = act[~done]
+        return zap - rdp[act], _dzeta(a, ep, ua, ta)[1]
+
+    _newton_in_bracket(step, u, lo, hi, lambda x: 4e-15 * (1.0 + np.abs(x)), maxiter)
     zl_of = lambda idx, x: zeta_lower(alpha[idx], eps[idx], x, t[idx], small=small[idx])[0]  # noqa: E731
     return _certify(zl_of, rdp, u, rtol=1e-14, atol=1e-14)
