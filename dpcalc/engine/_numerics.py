@@ -61,11 +61,25 @@ def next_up(x, ulps: int = 1):
     return x
 
 
-def check_alpha(alpha, option: str = "--alpha"):
-    """Rényi orders as a float array; an :class:`~dpcalc.errors.InputError` naming ``option`` unless finite > 1."""
+def require(values, ok, message: str, show=repr):
+    """``values`` as a float array, or an :class:`~dpcalc.errors.InputError` ``"{message}, got {bad}"``
+    naming the first value where ``ok(array)`` is false (``show=None``: the message alone)."""
     from dpcalc.errors import InputError
 
-    a = np.asarray(alpha, dtype=float)
-    if np.any(~(a > 1)) or np.any(np.isinf(a)):
-        raise InputError(f"{option}: the Rényi order must be a finite number > 1")
-    return a
+    x = np.asarray(values, dtype=float)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.asarray(ok(x), dtype=bool)
+    if np.any(bad):
+        first = np.broadcast_to(x, bad.shape)[bad].flat[0]
+        raise InputError(message if show is None else f"{message}, got {show(float(first))}")
+    return x
+
+
+def check_alpha(alpha, option: str = "--alpha"):
+    """Rényi orders as a float array; an :class:`~dpcalc.errors.InputError` naming ``option`` unless finite > 1."""
+    return require(
+        alpha,
+        lambda a: (a > 1) & ~np.isinf(a),
+        f"{option}: the Rényi order must be a finite number > 1",
+        None,
+    )

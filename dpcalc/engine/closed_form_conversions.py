@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcalc.engine._numerics import log1mexp, log_h, next_up
-from dpcalc.errors import InputError
+from dpcalc.engine._numerics import log1mexp, log_h, next_up, require
 
 #: Orders at or below this are unstable for the Balle et al. formula; dp_accounting treats them as ∞ (§1.2).
 BALLE_MIN_ORDER = 1.01
@@ -60,37 +59,19 @@ def _arr(x) -> np.ndarray:
 
 
 def _check_alpha(alpha) -> np.ndarray:
-    alpha = _arr(alpha)
-    bad = ~(alpha > 1.0)
-    if np.any(bad):
-        raise InputError(f"--alpha: Rényi orders must be > 1, got {alpha[bad].flat[0]!r}")
-    return alpha
+    return require(alpha, lambda a: a > 1.0, "--alpha: Rényi orders must be > 1")
 
 
 def _check_rdp(rdp) -> np.ndarray:
-    rdp = _arr(rdp)
-    bad = ~(rdp >= 0.0)
-    if np.any(bad):
-        raise InputError(
-            f"--rdp: must be >= 0 (Rényi divergences are non-negative), got {rdp[bad].flat[0]!r}"
-        )
-    return rdp
+    return require(rdp, lambda z: z >= 0.0, "--rdp: must be >= 0 (Rényi divergences are non-negative)")
 
 
 def _check_delta(delta) -> np.ndarray:
-    delta = _arr(delta)
-    bad = ~((delta >= 0.0) & (delta <= 1.0))
-    if np.any(bad):
-        raise InputError(f"--delta: must lie in [0, 1], got {delta[bad].flat[0]!r}")
-    return delta
+    return require(delta, lambda d: (d >= 0.0) & (d <= 1.0), "--delta: must lie in [0, 1]")
 
 
 def _check_eps(eps) -> np.ndarray:
-    eps = _arr(eps)
-    bad = ~(eps >= 0.0)
-    if np.any(bad):
-        raise InputError(f"--epsilon: must be >= 0, got {eps[bad].flat[0]!r}")
-    return eps
+    return require(eps, lambda e: e >= 0.0, "--epsilon: must be >= 0")
 
 
 def _prep_eps(alpha, rdp, delta):

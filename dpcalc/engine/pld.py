@@ -32,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dpcalc.engine import pld_mechanisms as M
+from dpcalc.engine._numerics import require
 from dpcalc.engine.pld_accounting import DEFAULT_MEMORY_CAP, DEFAULT_REL_ERROR, Component, epsilon_bracket
 from dpcalc.engine.pld_delta import delta_bracket
 from dpcalc.errors import InputError
@@ -58,19 +59,16 @@ class Bracket(NamedTuple):
 
 
 def _check_delta(delta, name="--delta"):
-    d = np.asarray(delta, dtype=float)
-    if np.any(~((d > 0) & (d < 1))):
-        bad = d[~((d > 0) & (d < 1))].ravel()[0]
-        raise InputError(f"{name}: must lie in (0, 1), got {bad:g}")
-    return d
+    return require(delta, lambda d: (d > 0) & (d < 1), f"{name}: must lie in (0, 1)", show=lambda v: f"{v:g}")
 
 
 def _check_eps(eps, name="--epsilon"):
-    e = np.asarray(eps, dtype=float)
-    if np.any(~(e >= 0)) or np.any(~np.isfinite(e)):
-        bad = e[~((e >= 0) & np.isfinite(e))].ravel()[0]
-        raise InputError(f"{name}: must be a finite number >= 0, got {bad:g}")
-    return e
+    return require(
+        eps,
+        lambda e: (e >= 0) & np.isfinite(e),
+        f"{name}: must be a finite number >= 0",
+        show=lambda v: f"{v:g}",
+    )
 
 
 def _check_eps_error(eps_error):
