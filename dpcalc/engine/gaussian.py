@@ -44,6 +44,15 @@ def _check_r(r):
     return r
 
 
+def _prepare(eps, r):
+    """Broadcast ε and r; ``finite`` marks the generic case, where ``rs``/``es`` are r/ε (elsewhere 1/0)."""
+    eps = np.asarray(eps, dtype=float)
+    r = _check_r(r)
+    eps, r = np.broadcast_arrays(eps, r)
+    finite = (r > 0) & np.isfinite(r) & np.isfinite(eps)
+    return eps, r, finite, np.where(finite, r, 1.0), np.where(finite, eps, 0.0)
+
+
 def log_delta_gaussian(eps, r):
     """``log δ(ε)`` of the Gaussian mechanism with ``r = Δ/σ`` (Balle & Wang 2018, Thm 8; formulas.md §2.6).
 
@@ -53,12 +62,7 @@ def log_delta_gaussian(eps, r):
     inflation is a few ulps unless r² ≪ ε.  Edge cases: ``r = 0`` or ``ε = inf`` give ``-inf``
     (δ = 0); ``r = inf`` gives 0 (δ = 1).  Broadcasts ``eps`` against ``r``.
     """
-    eps = np.asarray(eps, dtype=float)
-    r = _check_r(r)
-    eps, r = np.broadcast_arrays(eps, r)
-    finite = (r > 0) & np.isfinite(r) & np.isfinite(eps)
-    rs = np.where(finite, r, 1.0)
-    es = np.where(finite, eps, 0.0)
+    eps, r, finite, rs, es = _prepare(eps, r)
     la, lb = _terms(es, rs)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ld = log_sub(la, np.minimum(lb, la))
@@ -91,12 +95,7 @@ def log_one_minus_delta_gaussian(eps, r):
     for Asoodeh's contraction coefficient 1 − θ_ε(r) (formulas.md §4.3).  A plain evaluation (no
     rounding to either side).  ``r = 0`` gives 0; ``r = inf`` with finite ε gives ``-inf``.
     """
-    eps = np.asarray(eps, dtype=float)
-    r = _check_r(r)
-    eps, r = np.broadcast_arrays(eps, r)
-    finite = (r > 0) & np.isfinite(r) & np.isfinite(eps)
-    rs = np.where(finite, r, 1.0)
-    es = np.where(finite, eps, 0.0)
+    eps, r, finite, rs, es = _prepare(eps, r)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         er = es / rs
         out = log_add(special.log_ndtr(er - rs / 2.0), es + special.log_ndtr(-er - rs / 2.0))

@@ -138,17 +138,7 @@ def sgd_epsilon_pld(q, sigma, steps, delta, eps_error=None, *, memory_cap=DEFAUL
     q, sigma, steps = _sgd_args(q, sigma, steps)
     delta = _check_delta(delta)
     eps_error = _check_eps_error(eps_error)
-    shape = np.broadcast_shapes(q.shape, sigma.shape, steps.shape, delta.shape)
-    qb, sb, tb, db = (np.broadcast_to(a, shape).ravel() for a in (q, sigma, steps, delta))
-    out = np.empty((3, qb.size))
-    cache = {}
-    for i in range(qb.size):
-        key = (qb[i], sb[i], tb[i], db[i])
-        if key not in cache:
-            dirs = _sgm_directions(float(qb[i]), float(sb[i]), int(tb[i]))
-            cache[key] = _eps_worst(dirs, float(db[i]), eps_error, memory_cap)
-        out[:, i] = cache[key]
-    return Bracket(*(o.reshape(shape) for o in out))
+    return _per_config(q, sigma, steps, delta, lambda dirs, d: _eps_worst(dirs, d, eps_error, memory_cap))
 
 
 def sgd_delta_pld(q, sigma, steps, epsilon, eps_error=None, *, memory_cap=DEFAULT_MEMORY_CAP) -> Bracket:
@@ -156,12 +146,28 @@ def sgd_delta_pld(q, sigma, steps, epsilon, eps_error=None, *, memory_cap=DEFAUL
     q, sigma, steps = _sgd_args(q, sigma, steps)
     epsilon = _check_eps(epsilon)
     eps_error = _check_eps_error(eps_error)
-    shape = np.broadcast_shapes(q.shape, sigma.shape, steps.shape, epsilon.shape)
-    qb, sb, tb, eb = (np.broadcast_to(a, shape).ravel() for a in (q, sigma, steps, epsilon))
+    return _per_config(
+        q,
+        sigma,
+        steps,
+        epsilon,
+        lambda dirs, e: _worst([delta_bracket(d, e, eps_error, memory_cap) for d in dirs]),
+    )
+
+
+def _per_config(q, sigma, steps, target, solve) -> Bracket:
+    """Broadcast (q, σ, steps, target) and run ``solve(directions, target)`` once per distinct configuration
+    (each needs its own grid and FFT, so this is a loop over configurations)."""
+    shape = np.broadcast_shapes(q.shape, sigma.shape, steps.shape, target.shape)
+    qb, sb, tb, xb = (np.broadcast_to(a, shape).ravel() for a in (q, sigma, steps, target))
     out = np.empty((3, qb.size))
+    cache = {}
     for i in range(qb.size):
-        dirs = _sgm_directions(float(qb[i]), float(sb[i]), int(tb[i]))
-        out[:, i] = _worst([delta_bracket(d, float(eb[i]), eps_error, memory_cap) for d in dirs])
+        key = (qb[i], sb[i], tb[i], xb[i])
+        if key not in cache:
+            dirs = _sgm_directions(float(qb[i]), float(sb[i]), int(tb[i]))
+            cache[key] = solve(dirs, float(xb[i]))
+        out[:, i] = cache[key]
     return Bracket(*(o.reshape(shape) for o in out))
 
 
