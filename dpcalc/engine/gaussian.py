@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from dpcalc.engine._numerics import log_add, log_sub, next_up
+from dpcalc.engine._numerics import log_add, log_sub, next_up, require
 from dpcalc.engine._roots import bisect
 from dpcalc.errors import InputError, UncertifiedError
 
@@ -106,10 +106,7 @@ def log_one_minus_delta_gaussian(eps, r):
 
 
 def _check_delta(delta, name="delta"):
-    delta = np.asarray(delta, dtype=float)
-    if np.any(np.isnan(delta)) or np.any(delta <= 0) or np.any(delta >= 1):
-        raise InputError(f"--{name}: must lie in (0, 1)")
-    return delta
+    return require(delta, lambda d: (d > 0) & (d < 1), f"--{name}: must lie in (0, 1)", show=None)
 
 
 def _tail_eps(delta, r):

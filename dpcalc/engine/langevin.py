@@ -18,7 +18,7 @@ import numpy as np
 from scipy import special
 
 from dpcalc.engine import gaussian
-from dpcalc.engine._numerics import check_alpha, next_up
+from dpcalc.engine._numerics import check_alpha, next_up, require
 from dpcalc.engine._roots import bisect
 from dpcalc.engine.iteration import CONVERSIONS, _conversion, min_over_orders
 from dpcalc.errors import InputError
@@ -169,9 +169,7 @@ def eps_linear_curve(delta, coef, *, conversion="asoodeh"):
     continuous α (a geometric grid around Mironov's optimum ``1 + √(log(1/δ)/c)``, then golden
     section).  ``c = 0`` gives 0.  Returns ``(ε, α)``.
     """
-    d = np.asarray(delta, dtype=float)
-    if np.any(~(d > 0)) or np.any(~(d < 1)):
-        raise InputError("--delta: must lie in (0, 1)")
+    d = require(delta, lambda x: (x > 0) & (x < 1), "--delta: must lie in (0, 1)", show=None)
     c = np.asarray(coef, dtype=float)
     d, c = np.broadcast_arrays(d, c)
     conv = _conversion(conversion, "eps")
@@ -204,9 +202,7 @@ def delta_linear_curve(eps, coef, *, conversion="asoodeh"):
     The per-order ``delta_<conversion>`` of :mod:`dpcalc.engine.conversions`, minimised over continuous
     α around the Mironov optimum ``1 + ε/(2c)`` of ``(α−1)(αc − ε)``.  ``c = 0`` gives 0.  Returns ``(δ, α)``.
     """
-    e = np.asarray(eps, dtype=float)
-    if np.any(~(e >= 0)) or np.any(np.isinf(e)):
-        raise InputError("--epsilon: must be a finite number >= 0")
+    e = require(eps, lambda x: (x >= 0) & ~np.isinf(x), "--epsilon: must be a finite number >= 0", show=None)
     c = np.asarray(coef, dtype=float)
     e, c = np.broadcast_arrays(e, c)
     conv = _conversion(conversion, "delta")
@@ -245,9 +241,7 @@ def eps_gaussian_coef_lower(delta, coef):
     a Gaussian pair increases in μ (Balle & Wang 2018, Thm 8).  So this ε is a lower bound on that
     pair's ε(δ): never a guarantee.
     """
-    d = np.asarray(delta, dtype=float)
-    if np.any(~(d > 0)) or np.any(~(d < 1)):
-        raise InputError("--delta: must lie in (0, 1)")
+    d = require(delta, lambda x: (x > 0) & (x < 1), "--delta: must lie in (0, 1)", show=None)
     c = np.asarray(coef, dtype=float)
     d, c = np.broadcast_arrays(d, c)
     r = np.nextafter(np.sqrt(2.0) * np.sqrt(c) * (1.0 - 4 * np.finfo(float).eps), 0.0)
