@@ -100,8 +100,8 @@ def common_options(func):
         out = Output(
             fmt=fmt,
             quiet=quiet,
-            max_epsilon=_single(max_epsilon, "--max-epsilon"),
-            max_delta=_single(max_delta, "--max-delta"),
+            max_epsilon=single(max_epsilon, "--max-epsilon"),
+            max_delta=single(max_delta, "--max-delta"),
             plot=plot,
         )
         return func(*args, out=out, **kwargs)
@@ -120,17 +120,13 @@ def eps_error_option(func):
     )(func)
 
 
-def _single(values, option: str):
+def single(values, option: str):
+    """The one value of a Grid option that does not take sweeps (error naming the option otherwise)."""
     if values is None:
         return None
     if len(values) != 1:
         raise click.BadParameter("takes a single value, not a list or range", param_hint=f"'{option}'")
     return values[0]
-
-
-def single(values, option: str):
-    """The one value of a Grid option that does not take sweeps (error naming the option otherwise)."""
-    return _single(values, option)
 
 
 def warn_lines(caught) -> list[str]:
