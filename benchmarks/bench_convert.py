@@ -89,7 +89,7 @@ def main() -> int:
 
     import numpy as np
 
-    from dpcalc.engine import conversions
+    from dpcalc.engine.conversion import methods as conversions
 
     alphas = np.geomspace(1.01, 1e4, args.orders)
     rdp = alphas / (2 * 1.1**2)  # Gaussian mechanism, σ = 1.1

@@ -93,7 +93,7 @@ def bench_grid(sample):
     import logging
 
     logging.getLogger("absl").setLevel(logging.ERROR)
-    from dpcalc.engine import sgd
+    from dpcalc.engine.dpsgd import accounting as sgd
     from dpcalc.engine.grid import product
 
     g = product(
@@ -154,14 +154,14 @@ def bench_calibration(repeat):
     import logging
 
     logging.getLogger("absl").setLevel(logging.ERROR)
-    from dpcalc.engine import sgd
+    from dpcalc.engine.dpsgd import noise_calibration
 
     target, rtol = 3.0, 1e-4
     for conv in ("balle", "optimal"):  # warm up (imports, first-call set-up), as dp_accounting is already
-        sgd.calibrate_noise(0.01, 100, DELTA, 1.0, conversion=conv)
+        noise_calibration.calibrate_noise(0.01, 100, DELTA, 1.0, conversion=conv)
 
     def ours(conv):
-        return lambda: sgd.calibrate_noise(Q_A, STEPS_A, DELTA, target, conversion=conv, rtol=rtol)[0]
+        return lambda: noise_calibration.calibrate_noise(Q_A, STEPS_A, DELTA, target, conversion=conv, rtol=rtol)[0]
 
     t_ours, sigma = _median_time(ours("balle"), repeat)
     t_ours_opt, sigma_opt = _median_time(ours("optimal"), repeat)

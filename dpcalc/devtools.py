@@ -100,7 +100,9 @@ def man_page(name: str | None) -> str:
     else:
         module = importlib.import_module(COMMANDS[name][0])
         cmd, title = module.command, f"dpcalc-{name}"
-    ctx = click.Context(cmd, info_name=title.replace("-", " ", 1) if name else "dpcalc")
+    # the contexts a real run builds (the group's settings, e.g. -h, reach its subcommands)
+    root = click.Context(main, info_name="dpcalc", **main.context_settings)
+    ctx = root if name is None else click.Context(cmd, parent=root, info_name=title.replace("-", " ", 1))
     short = COMMANDS[name][1] if name else "a differential-privacy calculator"
     lines = [
         f'.TH {title.upper()} 1 "{DATE}" "dpcalc {__version__}" "dpcalc manual"',

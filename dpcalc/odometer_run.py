@@ -1,7 +1,7 @@
 """The part of ``dpcalc odometer`` that needs no click: event curves, streaming rows, ledger accounting.
 
 Lécuyer, "Practical Privacy Filters and Odometers with Rényi Differential Privacy" (2021); formulas.md §6.
-The numerics live in :mod:`dpcalc.engine.odometer`; this module turns events (``dpcalc.events``) and
+The numerics live in :mod:`dpcalc.engine.adaptive.odometer`; this module turns events (``dpcalc.events``) and
 ledger entries (``dpcalc.ledger``) into the rows, tables and figures the command prints.  Only light
 modules are imported at top level (numpy and the engine inside the functions), so that the command
 line's ``--help`` and TAB completion stay fast.
@@ -38,7 +38,7 @@ class Curves:
     def of_spec(self, spec):
         key = ("mechanism", spec.text)
         if key not in self._cache:
-            from dpcalc.engine.mechanisms import rdp_curve
+            from dpcalc.engine.mechanisms.rdp import rdp_curve
 
             self._cache[key] = rdp_curve(spec, self.orders)
         return self._cache[key]
@@ -53,7 +53,7 @@ class Curves:
                 )
                 raise InputError(f"{where}: {exc}") from None
         if ev.key not in self._cache:
-            from dpcalc.engine.odometer import sgm_curve
+            from dpcalc.engine.adaptive.odometer import sgm_curve
 
             self._cache[ev.key] = sgm_curve(ev.sample_rate, ev.noise_multiplier, ev.steps, self.orders)
         return self._cache[ev.key]
@@ -77,7 +77,7 @@ class Stream:
     def __init__(
         self, orders, delta, gamma_kind, conversion, filter_eps, filter_rule, keep_rows=False
     ) -> None:
-        from dpcalc.engine.odometer import Accountant
+        from dpcalc.engine.adaptive.odometer import Accountant
 
         self.acct = Accountant(
             orders,
@@ -148,7 +148,7 @@ def account(header, mechanisms, conversion, curves=None, last_only=False) -> lis
 
     import numpy as np
 
-    from dpcalc.engine.odometer import running_bounds
+    from dpcalc.engine.adaptive.odometer import running_bounds
 
     if not mechanisms:
         return []

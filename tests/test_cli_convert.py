@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from dpcalc.engine import conversions
+from dpcalc.engine.conversion import methods as conversions
 
 
 def rows(text):

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcalc.engine import composition as comp
-from dpcalc.engine import conversions
-from dpcalc.engine.gaussian import eps_gaussian
-from dpcalc.engine.mechanisms import gaussian_r2, per_release_dp, rdp_curve, rdp_pure_dp, total_rdp
+from dpcalc.engine.composition import theorems as comp
+from dpcalc.engine.conversion import methods as conversions
+from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
+from dpcalc.engine.mechanisms.rdp import gaussian_r2, per_release_dp, rdp_curve, rdp_pure_dp, total_rdp
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
 from dpcalc.spec import parse_mechanism as P

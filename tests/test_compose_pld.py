@@ -5,7 +5,7 @@ import io
 
 import pytest
 
-from dpcalc.engine import gaussian
+from dpcalc.engine.mechanisms import gaussian_exact as gaussian
 
 
 def rows(text):

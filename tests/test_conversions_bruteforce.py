@@ -21,7 +21,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from dpcalc.engine import conversions as conv
+from dpcalc.engine.conversion import methods as conv
 
 
 def _renyi_bernoulli(alpha, lp, l1p, lq, l1q):
@@ -257,7 +257,7 @@ def test_zeta_opt_certifies_and_is_tight():
         exact = certified_pair_value("eps", alpha[i], zeta[i], delta[i], lp[i])
         assert exact <= mp.mpf(float(eps[i])), (alpha[i], eps[i], delta[i], zeta[i], exact)
     # tight, except where (α−1)ζ < 1e-7: there min ψ = e^{(α−1)ζ} is within the round-off allowance of 1 and
-    # the certified ζ is conservative (documented in dpcalc.engine.optimal_conversion)
+    # the certified ζ is conservative (documented in dpcalc.engine.conversion.optimal)
     regular = (alpha - 1.0) * zeta >= 1e-7
     assert regular.mean() > 0.8
     assert np.max((eps - worst)[regular]) < 1e-7 * (1.0 + np.max(eps))

@@ -13,7 +13,7 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from dpcalc.engine import conversions as conv
+from dpcalc.engine.conversion import methods as conv
 
 EPS_F = [conv.eps_optimal, conv.eps_asoodeh, conv.eps_balle, conv.eps_mironov]
 DELTA_F = [conv.delta_optimal, conv.delta_asoodeh, conv.delta_balle, conv.delta_mironov]

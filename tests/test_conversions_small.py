@@ -12,7 +12,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from dpcalc.engine import conversions as conv
+from dpcalc.engine.conversion import methods as conv
 
 TOL = 1e-10  # stated tolerance of the optimal conversion
 

@@ -8,7 +8,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from dpcalc.engine import conversions as conv
+from dpcalc.engine.conversion import methods as conv
 from dpcalc.engine.orders import DP_ACCOUNTING_ORDERS
 from dpcalc.errors import InputError
 

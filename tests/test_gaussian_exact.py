@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcalc.engine.gaussian import (
+from dpcalc.engine.mechanisms.gaussian_exact import (
     delta_gaussian,
     eps_gaussian,
     log_delta_gaussian,
@@ -121,7 +121,7 @@ def test_huge_epsilon_gives_zero_delta_not_nan():
 
     import numpy as np
 
-    from dpcalc.engine.gaussian import delta_gaussian, log_delta_gaussian
+    from dpcalc.engine.mechanisms.gaussian_exact import delta_gaussian, log_delta_gaussian
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

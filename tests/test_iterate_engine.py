@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcalc.engine import iteration as it
+from dpcalc.engine.hidden_state import iteration as it
 from dpcalc.errors import DpcalcWarning, InputError
 
 # formulas.md §4.3 test-vector table (diam(K) = 1): η, L, σ, T and the reported columns

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcalc.engine import langevin as lg
+from dpcalc.engine.hidden_state import langevin as lg
 from dpcalc.errors import InputError
 
 # seed 002: α=30, σ=0.02, S_g=4, η=0.02, λ=1, n=5000
@@ -116,7 +116,7 @@ def test_eps_linear_curve_mironov_closed_form():
 
 
 def test_eps_linear_curve_beats_the_grid_of_the_conversion_engine():
-    from dpcalc.engine import conversions
+    from dpcalc.engine.conversion import methods as conversions
     from dpcalc.engine.orders import DEFAULT_ORDERS
 
     for c in [1e-5, 0.048 / 30, 0.1]:

@@ -1,4 +1,4 @@
-"""The odometer and filter mathematics (dpcalc.engine.odometer) against formulas.md §6 and brute force."""
+"""The odometer and filter mathematics (dpcalc.engine.adaptive.odometer) against formulas.md §6 and brute force."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcalc.engine import odometer as o
+from dpcalc.engine.adaptive import odometer as o
 from dpcalc.errors import InputError
 
 Q, SIGMA, STEPS_PER_EPOCH, DELTA = 0.01024, 1.0, 98, 1e-6
@@ -82,7 +82,7 @@ def test_paper_odometer_numbers_code_orders(epochs, gamma_kind, want, want_alpha
 
 
 def test_plain_rdp_reproduces_5_7624_with_mironov():
-    from dpcalc.engine.conversions import eps_from_curve
+    from dpcalc.engine.conversion.methods import eps_from_curve
 
     for a in (o.CODE_ORDERS, o.PAPER_ORDERS):
         r = dp_accounting_sgm(a) * STEPS_PER_EPOCH * 50

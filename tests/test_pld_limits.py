@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from dpcalc.engine.pld import compose_pld, sgd_delta_pld, sgd_epsilon_pld
+from dpcalc.engine.pld.accountant import compose_pld, sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.errors import InputError
 
 

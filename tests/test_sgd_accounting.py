@@ -1,4 +1,4 @@
-"""DP-SGD accounting (dpcalc.engine.sgd): ε against dp_accounting and formulas.md §3, properties, inverses."""
+"""DP-SGD accounting (dpcalc.engine.dpsgd.accounting): ε against dp_accounting and formulas.md §3, properties, inverses."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcalc.engine import sgd
+from dpcalc.engine.dpsgd import accounting as sgd
+from dpcalc.engine.dpsgd import noise_calibration, step_budget
 from dpcalc.engine.orders import DEFAULT_ORDERS, DP_ACCOUNTING_ORDERS
 from dpcalc.errors import DpcalcWarning, InputError
 
@@ -193,7 +194,7 @@ def test_calibration_round_trip_sweep():
     target = np.array([3.0, 1.0, 8.0, 0.5, 2.0])
     rtol = 1e-4
     for conv in ("balle", "optimal"):
-        sigma, e = sgd.calibrate_noise(q, t, 1e-5, target, rtol=rtol, conversion=conv)
+        sigma, e = noise_calibration.calibrate_noise(q, t, 1e-5, target, rtol=rtol, conversion=conv)
         assert np.all(np.isfinite(sigma))
         again = sgd.epsilon_rdp(q, sigma, t, 1e-5, conversion=conv, warn=False).epsilon
         np.testing.assert_allclose(again, e.epsilon, rtol=1e-9)
@@ -204,7 +205,7 @@ def test_calibration_round_trip_sweep():
 
 def test_calibration_peers_value():
     # peers.md §d: dp_accounting's RDP calibration at config A, ε = 3, δ = 1e-5 → σ = 1.0140
-    sigma, _ = sgd.calibrate_noise(
+    sigma, _ = noise_calibration.calibrate_noise(
         256 / 60000, 14063, 1e-5, 3.0, conversion="balle", orders=DP_ACCOUNTING_ORDERS
     )
     assert sigma == pytest.approx(1.0140, abs=1e-4)
@@ -216,7 +217,7 @@ def test_calibration_abadi_closed_form():
     ld = math.log(1 / d)
     x = (math.sqrt(4 * ld + 4 * target) - math.sqrt(4 * ld)) / 2  # √(ρT)
     sigma_exact = q / math.sqrt((1 - q) * x * x / t)
-    sigma, e = sgd.calibrate_noise(q, t, d, target, accountant="abadi", rtol=1e-6)
+    sigma, e = noise_calibration.calibrate_noise(q, t, d, target, accountant="abadi", rtol=1e-6)
     assert sigma == pytest.approx(sigma_exact, rel=2e-6)
     assert sigma >= sigma_exact * (1 - 1e-12) and e.epsilon <= target
 
@@ -224,7 +225,7 @@ def test_calibration_abadi_closed_form():
 def test_unreachable_target_gives_inf():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DpcalcWarning)
-        sigma, _ = sgd.calibrate_noise(0.5, 1e6, 1e-10, 1e-4)
+        sigma, _ = noise_calibration.calibrate_noise(0.5, 1e6, 1e-10, 1e-4)
     assert np.isposinf(sigma)
 
 
@@ -233,7 +234,7 @@ def test_max_steps_round_trip():
     s = np.array([4.0, 1.0, 2.0, 0.5])
     target = np.array([2.0, 1.0, 3.0, 0.1])
     for acc in ("rdp", "abadi"):
-        t, e = sgd.max_steps(q, s, 1e-5, target, accountant=acc)
+        t, e = step_budget.max_steps(q, s, 1e-5, target, accountant=acc)
         assert t[3] == 0 and np.all(t[:3] >= 1)
         assert sgd.epsilon(acc, q[3], s[3], 1, 1e-5, warn=False).epsilon > target[3]
         # the same batch as max_steps evaluates (tiny per-step RDP is only certified to ~1e-5 relative, so a
@@ -247,9 +248,9 @@ def test_max_steps_round_trip():
 def test_seed000_more_iterations_claim():
     # seed 000: "a better conversion rule gives 100 more iterations" at q=0.04, σ=4 (δ=1e-5).  The closed
     # form with the classic conversion allows far fewer steps than the exact curve with Balle's conversion.
-    t_abadi, _ = sgd.max_steps(0.04, 4.0, 1e-5, 2.0, accountant="abadi")
-    t_balle, _ = sgd.max_steps(0.04, 4.0, 1e-5, 2.0, conversion="balle")
-    t_opt, _ = sgd.max_steps(0.04, 4.0, 1e-5, 2.0, conversion="optimal")
+    t_abadi, _ = step_budget.max_steps(0.04, 4.0, 1e-5, 2.0, accountant="abadi")
+    t_balle, _ = step_budget.max_steps(0.04, 4.0, 1e-5, 2.0, conversion="balle")
+    t_opt, _ = step_budget.max_steps(0.04, 4.0, 1e-5, 2.0, conversion="optimal")
     assert t_abadi < t_balle <= t_opt
     # the Abadi closed form is invertible: ρT = (√(log(1/δ) + ε) − √log(1/δ))²
     ld = math.log(1e5)
@@ -273,7 +274,7 @@ def test_calibration_meets_target_for_every_conversion(conversion):
         1e-5,
         np.array([3.0, 1.0]),
     )
-    sig, _ = sgd.calibrate_noise(q, steps, delta, target, conversion=conversion)
+    sig, _ = noise_calibration.calibrate_noise(q, steps, delta, target, conversion=conversion)
     at = sgd.epsilon("rdp", q, sig, steps, delta, conversion=conversion, warn=False).epsilon
     below = sgd.epsilon("rdp", q, sig / (1 + 1e-4), steps, delta, conversion=conversion, warn=False).epsilon
     assert np.all(at <= target) and np.all(below > target)

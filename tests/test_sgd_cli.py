@@ -26,7 +26,7 @@ def _rows(result):
 
 
 def test_csv_columns_and_value():
-    from dpcalc.engine import sgd
+    from dpcalc.engine.dpsgd import accounting as sgd
 
     rows = _rows(_run([*BASE, "-f", "csv"]))
     assert len(rows) == 1
@@ -266,7 +266,7 @@ def test_delta_above_one_over_n_warns():
 
 
 def test_target_epsilon_noise_round_trip():
-    from dpcalc.engine import sgd
+    from dpcalc.engine.dpsgd import accounting as sgd
 
     rows = _rows(
         _run(
@@ -310,7 +310,7 @@ def test_target_epsilon_steps_and_quiet():
     )
     assert r.exit_code == 0
     steps = int(r.stdout.strip())
-    from dpcalc.engine import sgd
+    from dpcalc.engine.dpsgd import accounting as sgd
 
     assert sgd.epsilon_rdp(0.04, 4.0, steps, 1e-5, warn=False).epsilon <= 2.0
     assert sgd.epsilon_rdp(0.04, 4.0, steps + 1, 1e-5, warn=False).epsilon > 2.0

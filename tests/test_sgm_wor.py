@@ -1,4 +1,4 @@
-"""RDP bound for sampling without replacement (dpcalc.engine.sgm.rdp_without_replacement; formulas.md §3.3).
+"""RDP bound for sampling without replacement (dpcalc.engine.dpsgd.sgm.rdp_without_replacement; formulas.md §3.3).
 
 References: formulas.md §3.3 test vectors and dp_accounting 0.6.0 (``_compute_rdp_sample_wor_gaussian``),
 which implements the same WBK 2019 bound.
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpcalc.engine.dpsgd.sgm import rdp_without_replacement
 from dpcalc.engine.orders import DEFAULT_ORDERS
-from dpcalc.engine.sgm import rdp_without_replacement
 
 VECTORS = [
     (0.01, 1.1, 2, 4.56932269307418e-4),
@@ -94,7 +94,7 @@ def test_special_cases_and_shape():
 
 def test_end_to_end_dp_accounting():
     # formulas.md §3.3: 512 of 50000, σ=1 (replace-one sensitivity), 4900 steps, δ=1e-5 → ε = 8.9602
-    from dpcalc.engine import conversions
+    from dpcalc.engine.conversion import methods as conversions
     from dpcalc.engine.orders import DP_ACCOUNTING_ORDERS
 
     rdp = rdp_without_replacement(512 / 50000, 1.0, DP_ACCOUNTING_ORDERS) * 4900

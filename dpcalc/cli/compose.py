@@ -3,7 +3,7 @@
 Each method is one entry of :data:`METHODS` (name -> function); a function returns, for an array of
 targets (δ values when ε is asked, or ε values when δ is asked), the bound per target and a note per
 target, or ``None`` and the reason the method does not apply.  Formulas live in the engine
-(``dpcalc.engine.composition``, ``mechanisms``, ``gaussian``, ``conversions``); numpy is imported
+(``dpcalc.engine.composition.theorems``, ``mechanisms``, ``gaussian``, ``conversions``); numpy is imported
 only inside the functions, so ``dpcalc compose --help`` stays light.
 """
 
@@ -93,8 +93,8 @@ with --method all, one dot per method, and a method that does not apply is named
 def _exact(specs, want_eps, targets):
     import numpy as np
 
-    from dpcalc.engine import gaussian
-    from dpcalc.engine.mechanisms import gaussian_r2
+    from dpcalc.engine.mechanisms import gaussian_exact as gaussian
+    from dpcalc.engine.mechanisms.rdp import gaussian_r2
 
     r2 = gaussian_r2(specs)
     if r2 is None:
@@ -110,8 +110,8 @@ _EDGE_NOTE = "best order at the edge of the grid"
 def _rdp(specs, want_eps, targets):
     import numpy as np
 
-    from dpcalc.engine import conversions
-    from dpcalc.engine.mechanisms import total_rdp
+    from dpcalc.engine.conversion import methods as conversions
+    from dpcalc.engine.mechanisms.rdp import total_rdp
     from dpcalc.engine.orders import DEFAULT_ORDERS
 
     for s in specs:
@@ -139,7 +139,7 @@ def _per_release(specs):
 
 
 def _per_release_dp(spec):
-    from dpcalc.engine.mechanisms import per_release_dp
+    from dpcalc.engine.mechanisms.rdp import per_release_dp
 
     return per_release_dp(spec)
 
@@ -147,7 +147,7 @@ def _per_release_dp(spec):
 def _optimal(specs, want_eps, targets):
     import numpy as np
 
-    from dpcalc.engine import composition
+    from dpcalc.engine.composition import theorems as composition
 
     pairs, reason = _per_release(specs)
     if pairs is None:
@@ -168,7 +168,7 @@ def _optimal(specs, want_eps, targets):
 def _advanced(specs, want_eps, targets):
     import numpy as np
 
-    from dpcalc.engine import composition
+    from dpcalc.engine.composition import theorems as composition
 
     pairs, reason = _per_release(specs)
     if pairs is None:
@@ -192,7 +192,7 @@ def _advanced(specs, want_eps, targets):
 
 
 def _basic(specs, want_eps, targets):
-    from dpcalc.engine import composition
+    from dpcalc.engine.composition import theorems as composition
 
     pairs, reason = _per_release(specs)
     if pairs is None:
@@ -216,10 +216,10 @@ class _PldOptions:
 
 def _pld(specs, want_eps, targets):
     """Tight numerical composition of privacy loss distributions, with a certified bracket
-    (``dpcalc.engine.pld``: pessimistic / optimistic discretisation, FFT composition)."""
+    (``dpcalc.engine.pld.accountant``: pessimistic / optimistic discretisation, FFT composition)."""
     import numpy as np
 
-    from dpcalc.engine.pld import compose_pld
+    from dpcalc.engine.pld.accountant import compose_pld
 
     try:
         b = compose_pld(
@@ -411,8 +411,8 @@ def _calibrate(texts, epsilon, delta, method) -> Result:
 
     import numpy as np
 
-    from dpcalc.engine import gaussian
     from dpcalc.engine.grid import product
+    from dpcalc.engine.mechanisms import gaussian_exact as gaussian
     from dpcalc.spec import parse_mechanisms
 
     specs = parse_mechanisms(texts, omit=("sigma",))

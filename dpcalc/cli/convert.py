@@ -156,7 +156,7 @@ def _points(alpha, rdp, delta, epsilon, methods) -> Result:
     """One row per (method, α, ζ, δ or ε) combination."""
     import numpy as np
 
-    from dpcalc.engine import conversions
+    from dpcalc.engine.conversion import methods as conversions
     from dpcalc.engine.grid import product
 
     want_eps = delta is not None
@@ -202,7 +202,7 @@ def _from_curve(alphas, zetas, delta, epsilon, methods) -> Result:
     """Optimise over the orders of a curve, for every δ (or ε) and method."""
     import numpy as np
 
-    from dpcalc.engine import conversions
+    from dpcalc.engine.conversion import methods as conversions
 
     a = np.asarray(alphas, float)
     z = np.asarray(zetas, float)
@@ -256,7 +256,7 @@ def _from_dp(alpha, epsilon, delta, methods) -> Result:
     """DP → RDP: the largest ζ at α such that every (α, ζ)-RDP mechanism is (ε, δ)-DP (§1.3, §1.4)."""
     import numpy as np
 
-    from dpcalc.engine import conversions
+    from dpcalc.engine.conversion import methods as conversions
     from dpcalc.engine.grid import product
 
     g = product(

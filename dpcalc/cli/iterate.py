@@ -173,8 +173,8 @@ def command(
 def _compute(params, query, target, methods, conversion, feldman_log, smoothness) -> Result:
     import numpy as np
 
-    from dpcalc.engine import iteration as it
     from dpcalc.engine.grid import product
+    from dpcalc.engine.hidden_state import iteration as it
     from dpcalc.errors import InputError
 
     g = product(**{k: np.asarray(v, float) for k, v in params.items()}, target=np.asarray(target, float))
@@ -243,7 +243,7 @@ def _compute(params, query, target, methods, conversion, feldman_log, smoothness
             if query == "alpha":
                 value = np.where(gone, np.inf, it.rdp_contractive_iteration(x, dist, noise, t))
             else:
-                from dpcalc.engine import langevin as lg
+                from dpcalc.engine.hidden_state import langevin as lg
 
                 coef = np.where(gone, np.inf, it.rdp_contractive_iteration(2.0, dist, noise, t) / 2.0)
                 fn = lg.eps_linear_curve if query == "delta" else lg.delta_linear_curve

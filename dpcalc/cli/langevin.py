@@ -154,8 +154,8 @@ def command(
 def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Result:
     import numpy as np
 
-    from dpcalc.engine import langevin as lg
     from dpcalc.engine.grid import product
+    from dpcalc.engine.hidden_state import langevin as lg
 
     lg.check_conditions(
         np.asarray(params["lr"])[:, None, None],

@@ -10,7 +10,7 @@ from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result
 
 #: The accountants offered (static so that --help needs no numpy); each is an entry of
-#: ``dpcalc.engine.sgd.ACCOUNTANTS``.
+#: ``dpcalc.engine.dpsgd.accounting.ACCOUNTANTS``.
 ACCOUNTANTS = ("rdp", "pld", "abadi", "bassily")
 CONVERSIONS = ("optimal", "balle", "mironov")
 METHOD_LABEL = {"rdp": "rdp", "pld": "pld", "abadi": "abadi-asymptotic", "bassily": "bassily-reference"}
@@ -238,7 +238,7 @@ def command(
 
 
 def _compute_light(names, solve, setting) -> Result:
-    from dpcalc.engine import sgm
+    from dpcalc.engine.dpsgd import sgm
 
     with sgm.light_start():  # a single query need not import scipy
         return _compute(names, solve, setting)
@@ -292,7 +292,8 @@ def _compute(names, solve, s) -> Result:
 
     import numpy as np
 
-    from dpcalc.engine import sgd
+    from dpcalc.engine.dpsgd import accounting as sgd
+    from dpcalc.engine.dpsgd import noise_calibration, step_budget
     from dpcalc.errors import DpcalcWarning
 
     sgd.check_setting(s["sampling"], s["neighbors"])
@@ -313,7 +314,7 @@ def _compute(names, solve, s) -> Result:
     for name in names:
         cols = {}
         if name == "pld":
-            from dpcalc.engine.pld import sgd_epsilon_pld
+            from dpcalc.engine.pld.accountant import sgd_epsilon_pld
 
             b = sgd_epsilon_pld(g["q"], g["sigma"], g["steps"], g["delta"], eps_error=s["eps_error"])
             lower, est, upper = (np.asarray(x, float).reshape(-1) for x in b)
@@ -324,12 +325,12 @@ def _compute(names, solve, s) -> Result:
             e = sgd.epsilon(name, g["q"], g["sigma"], g["steps"], g["delta"], **kw)
             cols.update(noise_multiplier=g["sigma"], steps=g["steps"], eps=e)
         elif solve == "sigma":
-            sig, e = sgd.calibrate_noise(
+            sig, e = noise_calibration.calibrate_noise(
                 g["q"], g["steps"], g["delta"], g["target"], accountant=name, rtol=SIGMA_RTOL, **kw
             )
             cols.update(noise_multiplier=sig, steps=g["steps"], eps=e)
         else:
-            t, _ = sgd.max_steps(g["q"], g["sigma"], g["delta"], g["target"], accountant=name, **kw)
+            t, _ = step_budget.max_steps(g["q"], g["sigma"], g["delta"], g["target"], accountant=name, **kw)
             # report ε (with its order and flags) at the answer; 0 steps: nothing fits
             e = sgd.epsilon(name, g["q"], g["sigma"], np.maximum(t, 1.0), g["delta"], **kw)
             e = e._replace(

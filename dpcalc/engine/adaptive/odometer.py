@@ -192,7 +192,7 @@ def filter_budgets(
         if conversion == "mironov":
             budgets = eps - np.log(1.0 / dd) / (a - 1.0)
         elif conversion in ("optimal", "asoodeh", "balle"):
-            from dpcalc.engine import conversions
+            from dpcalc.engine.conversion import methods as conversions
 
             if conversion == "optimal":
                 budgets = conversions.zeta_opt(a, eps, dd)
@@ -247,7 +247,7 @@ def run_filter(curves, budgets) -> np.ndarray:
 def sgm_curve(sample_rate: float, noise_multiplier: float, steps: int, alphas) -> np.ndarray:
     """RDP of ``steps`` steps of the Poisson-subsampled Gaussian (Mironov–Talwar–Zhang 2019;
     formulas.md §3.2; add/remove neighbours, as Lécuyer's §2.1), shape ``(len(alphas),)``."""
-    from dpcalc.engine import sgm
+    from dpcalc.engine.dpsgd import sgm
 
     a = check_orders(alphas)
     per_step = np.asarray(
@@ -280,7 +280,7 @@ class Accountant:
         filter_epsilon: float | None = None,
         filter_rule: str = "union",
     ) -> None:
-        from dpcalc.engine import conversions
+        from dpcalc.engine.conversion import methods as conversions
 
         self.alphas = check_orders(alphas)
         self.delta = check_delta(delta)
@@ -301,7 +301,7 @@ class Accountant:
             self.budgets = filter_budgets(self.alphas, filter_epsilon, self.delta, filter_rule, conversion)
 
     def add(self, curve) -> dict:
-        from dpcalc.engine import conversions
+        from dpcalc.engine.conversion import methods as conversions
 
         c = _check_curve(curve, self.alphas)
         self.steps += 1
@@ -372,7 +372,7 @@ def running_bounds(
     dict of arrays (``step``, ``epsilon``, ``alpha``, ``level``, ``epsilon_rdp``, ``alpha_rdp``,
     ``odometer_at_edge``, ``rdp_at_edge``); ``last_only`` evaluates the bounds after the last step only.
     """
-    from dpcalc.engine import conversions
+    from dpcalc.engine.conversion import methods as conversions
 
     a = check_orders(alphas)
     c = _check_curve(np.asarray(curves, dtype=float).reshape(-1, a.size), a)

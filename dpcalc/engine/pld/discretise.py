@@ -12,7 +12,7 @@ discrete pair **dominates** the true pair, so composing discrete pairs upper-bou
 profile.  Outside the grid range ``[a, b]``: mass below ``a`` is moved up to ``a`` and mass above ``b``
 is moved to ``+∞`` (both pessimistic).
 
-For the lower bound (see :mod:`dpcalc.engine.pld_accounting`) the split is a coupling ``L' = L + D``
+For the lower bound (see :mod:`dpcalc.engine.pld.epsilon`) the split is a coupling ``L' = L + D``
 with ``D ∈ {−t, h−t}`` given ``L`` (``t = l − ε_j``), so ``D`` has conditional range ``h`` and
 conditional mean ``h(1−a) − t <= b_max(h) ≈ h²/8`` (:func:`split_bias_max`); mass outside ``[a, b]`` is
 a "bad event" whose probability is carried in :attr:`DiscretePLD.bad_mass`.
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcalc.engine.pld_mechanisms import LossModel
+from dpcalc.engine.pld.loss_models import LossModel
 from dpcalc.errors import UncertifiedError
 
 #: Relative error allowed for each discrete mass (quadrature and rounding; a margin, not an estimate).

@@ -23,7 +23,7 @@ The result is never worse than the log-convexity interpolation between the neigh
 :data:`FRAC_SERIES_MAX` use that interpolation bound directly.  Bounds are rounded up; RDP is
 non-decreasing in α, so each order's bound is also capped by the bounds at higher orders.
 
-Modules: :mod:`dpcalc.engine.sgm_poisson` (§3.2), :mod:`dpcalc.engine.sgm_wor` (§3.3), and the private
+Modules: :mod:`dpcalc.engine.dpsgd.sgm_poisson` (§3.2), :mod:`dpcalc.engine.dpsgd.sgm_fixed_size` (§3.3), and the private
 helpers ``_sgm_special`` (log Γ, log Φ, :class:`light_start`), ``_sgm_series`` (windowed binomial sums)
 and ``_sgm_orders`` (the pairs × orders table, rounding and monotonicity).  This module re-exports the
 public names.
@@ -31,9 +31,9 @@ public names.
 
 from __future__ import annotations
 
-from ._sgm_special import light_start
-from .sgm_poisson import FRAC_SERIES_DIRECT_MAX, FRAC_SERIES_MAX, rdp_poisson
-from .sgm_wor import WOR_FORWARD_DIFF_MAX, rdp_without_replacement
+from dpcalc.engine.dpsgd._special import light_start
+from dpcalc.engine.dpsgd.sgm_fixed_size import WOR_FORWARD_DIFF_MAX, rdp_without_replacement
+from dpcalc.engine.dpsgd.sgm_poisson import FRAC_SERIES_DIRECT_MAX, FRAC_SERIES_MAX, rdp_poisson
 
 __all__ = [
     "FRAC_SERIES_DIRECT_MAX",

@@ -1,9 +1,8 @@
-"""DP-SGD's inverse questions: the smallest noise multiplier, or the largest number of steps, within a
-target ε (formulas.md §3; the forward accounting is :mod:`dpcalc.engine.sgd`).
+"""DP-SGD's noise calibration: the smallest noise multiplier whose ε is within a target (docs/math.md §3;
+the forward accounting is :mod:`dpcalc.engine.dpsgd.accounting`).
 
-Both answers are conservative by construction: every σ or step count returned is one at which ε was
-computed on the full grid of orders and found within the target (and, for σ, found above the target at
-σ/(1 + rtol)).
+Conservative by construction: every σ returned is one at which ε was computed on the full grid of orders and
+found within the target, and found above the target at σ/(1 + rtol).
 """
 
 from __future__ import annotations
@@ -12,46 +11,21 @@ import warnings
 
 import numpy as np
 
-from dpcalc.engine import conversions, sgm
 from dpcalc.engine._numerics import log_h
+from dpcalc.engine.conversion import methods as conversions
+from dpcalc.engine.dpsgd import sgm
+from dpcalc.engine.dpsgd._multisect import multisect
+from dpcalc.engine.dpsgd.accounting import (
+    CONVERSIONS,
+    Epsilon,
+    _bcast,
+    check_setting,
+    epsilon,
+    rdp_per_step,
+)
 from dpcalc.engine.orders import DEFAULT_ORDERS
-from dpcalc.engine.sgd import CONVERSIONS, Epsilon, _bcast, check_setting, eps_of_curve, epsilon, rdp_per_step
 from dpcalc.errors import DpcalcWarning, InputError
 
-
-def _multisect(f, lo, hi, done, *, points, rounds, integer=False, log=True):
-    """Vectorised search for the boundary of a monotone predicate ``f(x) -> bool`` (True = within target,
-    True for large x): keeps ``f(lo) False, f(hi) True`` and shrinks ``[lo, hi]`` by evaluating ``points``
-    interior values per round (one vectorised call of shape (N, points)).  ``done(lo, hi)`` says where to stop.
-    """
-    lo = lo.astype(float).copy()
-    hi = hi.astype(float).copy()
-    for _ in range(rounds):
-        active = ~done(lo, hi)
-        if not np.any(active):
-            break
-        t = np.arange(1, points + 1) / (points + 1.0)
-        if log:
-            x = np.exp(np.log(lo)[:, None] + t * (np.log(hi) - np.log(lo))[:, None])
-        else:
-            x = lo[:, None] + t * (hi - lo)[:, None]
-        if integer:
-            x = np.floor(x)
-        x = np.clip(x, lo[:, None], hi[:, None])
-        ok = f(x, active)  # (N, points) bool; rows not active may be anything
-        # first True (ok is monotone in x): hi = that point, lo = the point before (or lo)
-        first = np.argmax(ok, axis=1)
-        anyok = np.any(ok, axis=1)
-        new_hi = np.where(anyok, x[np.arange(x.shape[0]), first], hi)
-        before = np.where(first > 0, x[np.arange(x.shape[0]), np.maximum(first - 1, 0)], lo)
-        new_lo = np.where(anyok, before, x[:, -1])
-        lo = np.where(active, new_lo, lo)
-        hi = np.where(active, new_hi, hi)
-    return lo, hi
-
-
-#: Integer orders used by the first, coarse phase of the rdp calibration (those present in the grid).
-#: Orders either side of the best coarse order searched in the second phase of the rdp calibration.
 _LOCAL_ORDERS = 3
 _COARSE_ORDERS = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256, 512, 1024)
 
@@ -73,7 +47,7 @@ def _sigma_search(eps_fn, ef, lo, hi, rtol, *, points=15, ends=None):
         return out
 
     search = ~low_ok & high_ok
-    _, hi_s = _multisect(f, lo, hi, lambda a, b: ~search | (b <= a * (1.0 + rtol)), points=points, rounds=40)
+    _, hi_s = multisect(f, lo, hi, lambda a, b: ~search | (b <= a * (1.0 + rtol)), points=points, rounds=40)
     return np.where(low_ok, lo, np.where(high_ok, hi_s, np.inf)), low_ok
 
 
@@ -471,76 +445,3 @@ def _calibrate_search(accountant, qf, tf, df, ef, lo0, hi0, orders, rtol, kw):
             )
     final = Epsilon(*(np.asarray(v)[:, 0] for v in final))
     return sigma, tuple(final)
-
-
-def max_steps(q, sigma, delta, target, *, accountant="rdp", steps_max=1e12, **kw):
-    """Largest number of steps T with ε(q, σ, T, δ) <= target, vectorised (0 where even one step exceeds it;
-    ``steps_max`` where that many still fit).  Conservative by construction: ε(T) was computed and found
-    <= target, and ε(T + 1) above it.  Returns ``(steps, Epsilon at steps)`` (ε nan where steps = 0).
-    """
-    q, sigma, delta, target = _bcast(q, sigma, delta, target)
-    shape = q.shape
-    qf, sf, df, ef = (x.reshape(-1) for x in (q, sigma, delta, target))
-    n = qf.size
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DpcalcWarning)
-        if accountant == "rdp":
-            orders = np.asarray(kw.pop("orders", DEFAULT_ORDERS), dtype=float)
-            conv = kw.get("conversion", "optimal")
-            per_step = rdp_per_step(
-                qf,
-                sf,
-                orders,
-                sampling=kw.get("sampling", "poisson"),
-                neighbors=kw.get("neighbors", "add-remove"),
-            )
-
-            def eps_steps(t, rows):
-                with np.errstate(invalid="ignore", over="ignore"):
-                    tot = np.where(per_step[rows, None] == 0, 0.0, t[..., None] * per_step[rows, None])
-                return eps_of_curve(orders, tot, df[rows, None], conv).value
-        else:
-
-            def eps_steps(t, rows):
-                return epsilon(accountant, qf[rows, None], sf[rows, None], t, df[rows, None], **kw).epsilon
-
-        all_rows = np.arange(n)
-        ends = eps_steps(np.stack([np.ones(n), np.full(n, float(steps_max))], axis=1), all_rows)
-        one_ok = ends[:, 0] <= ef
-        all_ok = ends[:, 1] <= ef
-
-        def f(x, active):
-            out = np.zeros(x.shape, dtype=bool)
-            rows = np.nonzero(active)[0]
-            out[rows] = eps_steps(x[rows], rows) > ef[rows, None]  # "too many" is the True side
-            return out
-
-        search = one_ok & ~all_ok
-        lo, hi = _multisect(
-            f,
-            np.ones(n),
-            np.full(n, float(steps_max)),
-            lambda a, b: ~search | (b - a <= 1.0),
-            points=15,
-            rounds=40,
-            integer=True,
-        )
-        steps = np.where(all_ok, float(steps_max), np.where(one_ok, lo, 0.0))
-        e_final = np.where(steps >= 1, eps_steps(np.maximum(steps, 1.0)[:, None], all_rows)[:, 0], np.nan)
-    if np.any((steps >= 1) & (e_final > ef)):
-        raise AssertionError("max_steps returned a count above the target")
-    if np.any(steps == 0):
-        warnings.warn(
-            "--target-epsilon: even one step exceeds the target for "
-            f"{int(np.sum(steps == 0))} row(s) (steps 0, no epsilon)",
-            DpcalcWarning,
-            stacklevel=2,
-        )
-    if np.any(steps >= steps_max):
-        warnings.warn(
-            f"--target-epsilon: at least {steps_max:g} steps fit the target for {int(np.sum(steps >= steps_max))} "
-            "row(s); the search stops there",
-            DpcalcWarning,
-            stacklevel=2,
-        )
-    return steps.reshape(shape), e_final.reshape(shape)

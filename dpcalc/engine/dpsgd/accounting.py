@@ -1,8 +1,8 @@
-"""DP-SGD accounting: (q, σ, steps, δ) → ε, and the inverse questions (formulas.md §3, §1.6).
+"""DP-SGD accounting: (q, σ, steps, δ) → ε (formulas.md §3, §1.6).
 
 Accountants (one entry each in :data:`ACCOUNTANTS`, all with the signature of :func:`epsilon_rdp`):
 
-* ``rdp``: the exact per-step RDP curve of the subsampled Gaussian (:mod:`dpcalc.engine.sgm`; MTZ 2019 for
+* ``rdp``: the exact per-step RDP curve of the subsampled Gaussian (:mod:`dpcalc.engine.dpsgd.sgm`; MTZ 2019 for
   Poisson sampling, WBK 2019 for sampling without replacement), times the number of steps (RDP composition,
   Mironov 2017 Prop. 1), converted to (ε, δ) and minimised over the orders (formulas.md §1.6).
 * ``abadi``: the moments-accountant closed form ε = ρT + √(4ρT·log(1/δ)), ρ = q²/((1−q)σ²) (Abadi et al.
@@ -16,9 +16,8 @@ divided by the clipping norm C.  Poisson sampling is analysed under add/remove-o
 fixed-size batches (sampling without replacement) under replace-one (sensitivity 2C, so the theorem sees
 σ/2).  The other two combinations have no theorem here and raise :class:`InputError`.
 
-Inverse questions: :func:`calibrate_noise` (smallest σ whose ε <= target, to a relative tolerance) and
-:func:`max_steps` (largest step count whose ε <= target); both are conservative by construction: every
-answer is one at which ε was computed and found within the target.
+Inverse questions live beside this module: :mod:`dpcalc.engine.dpsgd.noise_calibration` (the smallest σ
+whose ε <= target) and :mod:`dpcalc.engine.dpsgd.step_budget` (the largest step count whose ε <= target).
 """
 
 from __future__ import annotations
@@ -28,7 +27,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dpcalc.engine import conversions, sgm
+from dpcalc.engine.conversion import methods as conversions
+from dpcalc.engine.dpsgd import sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import DpcalcWarning, InputError
 
@@ -272,31 +272,15 @@ def epsilon(accountant, q, sigma, steps, delta, **kw) -> Epsilon:
     return ACCOUNTANTS[accountant](q, sigma, steps, delta, **kw)
 
 
-def calibrate_noise(q, steps, delta, target, **kw):
-    """The smallest noise multiplier with ε <= target: :func:`dpcalc.engine.sgd_inverse.calibrate_noise`."""
-    from dpcalc.engine import sgd_inverse  # the inverse questions live in their own module
-
-    return sgd_inverse.calibrate_noise(q, steps, delta, target, **kw)
-
-
-def max_steps(q, sigma, delta, target, **kw):
-    """The largest number of steps with ε <= target: :func:`dpcalc.engine.sgd_inverse.max_steps`."""
-    from dpcalc.engine import sgd_inverse
-
-    return sgd_inverse.max_steps(q, sigma, delta, target, **kw)
-
-
 __all__ = [
     "ACCOUNTANTS",
     "Epsilon",
     "applies",
-    "calibrate_noise",
     "check_setting",
     "epsilon",
     "epsilon_abadi",
     "epsilon_bassily",
     "epsilon_rdp",
     "eps_of_curve",
-    "max_steps",
     "rdp_per_step",
 ]

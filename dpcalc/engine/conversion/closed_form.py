@@ -1,5 +1,5 @@
 """Closed-form RDP ⇄ (ε, δ) conversions, per order (formulas.md §1.1–§1.4), with input checks and safe-side
-rounding shared by :mod:`dpcalc.engine.conversions` (which re-exports everything public here).
+rounding shared by :mod:`dpcalc.engine.conversion.methods` (which re-exports everything public here).
 
 numpy only.  Every function broadcasts its arguments and returns float arrays of the broadcast shape.
 

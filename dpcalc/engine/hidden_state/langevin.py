@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from dpcalc.engine import gaussian
 from dpcalc.engine._numerics import check_alpha, next_up, require
 from dpcalc.engine._roots import bisect
-from dpcalc.engine.iteration import CONVERSIONS, _conversion, min_over_orders
+from dpcalc.engine.hidden_state.iteration import CONVERSIONS, _conversion, min_over_orders
+from dpcalc.engine.mechanisms import gaussian_exact as gaussian
 from dpcalc.errors import InputError
 
 #: The root u* > 0 of ``u = 2(1 − e^{−u})``, i.e. ``2 + W₀(−2e^{−2})``: the dynamics bound equals the
@@ -165,7 +165,7 @@ def rdp(alpha, coef):
 def eps_linear_curve(delta, coef, *, conversion="asoodeh"):
     """ε at ``delta`` of a mechanism that is ``(α, α·c)``-RDP for every α > 1 (formulas.md §1, §1.6).
 
-    The per-order conversion ``eps_<conversion>`` of :mod:`dpcalc.engine.conversions`, minimised over
+    The per-order conversion ``eps_<conversion>`` of :mod:`dpcalc.engine.conversion.methods`, minimised over
     continuous α (a geometric grid around Mironov's optimum ``1 + √(log(1/δ)/c)``, then golden
     section).  ``c = 0`` gives 0.  Returns ``(ε, α)``.
     """
@@ -199,7 +199,7 @@ def _order_range(log_opt):
 def delta_linear_curve(eps, coef, *, conversion="asoodeh"):
     """δ at ``eps`` of a mechanism that is ``(α, α·c)``-RDP for every α > 1 (formulas.md §1, §1.6).
 
-    The per-order ``delta_<conversion>`` of :mod:`dpcalc.engine.conversions`, minimised over continuous
+    The per-order ``delta_<conversion>`` of :mod:`dpcalc.engine.conversion.methods`, minimised over continuous
     α around the Mironov optimum ``1 + ε/(2c)`` of ``(α−1)(αc − ε)``.  ``c = 0`` gives 0.  Returns ``(δ, α)``.
     """
     e = require(eps, lambda x: (x >= 0) & ~np.isinf(x), "--epsilon: must be a finite number >= 0", show=None)

@@ -7,7 +7,7 @@ neighbours, L-Lipschitz losses:
 * **feldman** — Feldman, Mironov, Talwar & Thakurta 2018 (FOCS; arXiv 1808.06651): the contractive noisy
   iteration bound (:func:`rdp_contractive_iteration`) and the randomly-stopped PNSGD bound
   ``ζ(α) = 4αL² log T/(Tσ²)`` for ``α ≤ α* = (1 + √(1 + 2σ²/L²))/2`` (:func:`rdp_feldman`), converted
-  to (ε, δ) through :mod:`dpcalc.engine.conversions` and optimised over α ∈ (1, α*].
+  to (ε, δ) through :mod:`dpcalc.engine.conversion.methods` and optimised over α ∈ (1, α*].
 * **asoodeh** — Asoodeh, Diaz & Calmon (arXiv 2012.11035): E_γ contraction of the Gaussian kernel,
   ``θ_ε(r) = Q(ε/r − r/2) − e^ε Q(ε/r + r/2)`` (the Gaussian mechanism's exact δ, formulas.md §2.6)
   and ``δ(ε) = θ_ε(2L/σ) / (T (1 − θ_ε((D + 2ηL)/(ησ))))`` (:func:`delta_asoodeh`).
@@ -24,14 +24,14 @@ import warnings
 import numpy as np
 from scipy import special
 
-from dpcalc.engine import gaussian
 from dpcalc.engine._numerics import check_alpha, next_up
 from dpcalc.engine._roots import bisect, golden_min
+from dpcalc.engine.mechanisms import gaussian_exact as gaussian
 from dpcalc.errors import DpcalcWarning, InputError
 
 #: ``--feldman-log`` forms of the log factor of FMTT's randomly-stopped bound (formulas.md §4.2).
 LOG_FORMS = ("seed", "harmonic")
-#: Per-order conversions (names of :mod:`dpcalc.engine.conversions` functions ``eps_<m>``/``delta_<m>``).
+#: Per-order conversions (names of :mod:`dpcalc.engine.conversion.methods` functions ``eps_<m>``/``delta_<m>``).
 CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
 
 _EPS_MACH = float(np.finfo(float).eps)
@@ -168,7 +168,7 @@ def rdp_feldman(alpha, sigma, lipschitz, steps, log_form="seed"):
 
 
 def _conversion(method, kind):
-    from dpcalc.engine import conversions
+    from dpcalc.engine.conversion import methods as conversions
 
     if method not in CONVERSIONS:
         raise InputError(f"--conversion: must be one of {', '.join(CONVERSIONS)}, got {method!r}")
@@ -241,7 +241,7 @@ def eps_feldman(delta, sigma, lipschitz, steps, *, conversion="asoodeh", log_for
     """ε at ``delta`` of randomly-stopped PNSGD from FMTT's RDP bound, optimised over α ∈ (1, α*].
 
     formulas.md §4.3 ("α* corollary", with the seed's "(α−1)αζ" read as (α−1)ζ(α), §7 item 5):
-    ``ε = inf_{α∈(1,α*]} conv(α, ζ(α), δ)`` with ``conv`` one of :mod:`dpcalc.engine.conversions`'
+    ``ε = inf_{α∈(1,α*]} conv(α, ζ(α), δ)`` with ``conv`` one of :mod:`dpcalc.engine.conversion.methods`'
     per-order ``eps_<conversion>`` (``asoodeh`` is the seed's closed form).  Returns ``(ε, α)``.
     """
     return _feldman_search(sigma, lipschitz, steps, log_form, _delta(delta), "eps", conversion)
@@ -250,7 +250,7 @@ def eps_feldman(delta, sigma, lipschitz, steps, *, conversion="asoodeh", log_for
 def delta_feldman(eps, sigma, lipschitz, steps, *, conversion="asoodeh", log_form="seed"):
     """δ at ``eps`` from FMTT's RDP bound, minimised over α ∈ (1, α*] (formulas.md §4.2–4.3).
 
-    Returns ``(δ, α)``; δ from :mod:`dpcalc.engine.conversions`' per-order ``delta_<conversion>``.
+    Returns ``(δ, α)``; δ from :mod:`dpcalc.engine.conversion.methods`' per-order ``delta_<conversion>``.
     """
     return _feldman_search(sigma, lipschitz, steps, log_form, _epsilon(eps), "delta", conversion)
 
@@ -261,7 +261,7 @@ def log_theta(eps, r):
 
     Asoodeh, Diaz & Calmon (arXiv 2012.11035), the E_γ contraction coefficient of a Gaussian kernel
     whose means differ by at most rσ (formulas.md §4.3).  It is the Gaussian mechanism's exact δ(ε)
-    (Balle & Wang 2018, Thm 8; formulas.md §2.6): :func:`dpcalc.engine.gaussian.log_delta_gaussian`.
+    (Balle & Wang 2018, Thm 8; formulas.md §2.6): :func:`dpcalc.engine.mechanisms.gaussian_exact.log_delta_gaussian`.
     """
     e = np.asarray(eps, dtype=float)
     r = np.asarray(r, dtype=float)

@@ -8,7 +8,7 @@ Its privacy profile is the hockey-stick divergence (formulas.md §0)
 
 and profiles of independent compositions are those of the sum of the losses.  A :class:`LossModel` holds
 one ordered pair: finite atoms, one continuous piece given by a monotone map ``x ↦ L(x)`` with a density
-of ``x`` under ``P``, and a mass at ``+∞``.  :mod:`dpcalc.engine.pld_discretise` turns it into a
+of ``x`` under ``P``, and a mass at ``+∞``.  :mod:`dpcalc.engine.pld.discretise` turns it into a
 pessimistic discrete PLD on a grid.
 
 Models (each states its dominating pair):

@@ -1,6 +1,6 @@
 """ε(δ) brackets from discretised PLDs: grid choice, memory cap, and the certified bracket.
 
-(The δ(ε) direction, on the same construction, is :mod:`dpcalc.engine.pld_delta`.)
+(The δ(ε) direction, on the same construction, is :mod:`dpcalc.engine.pld.delta`.)
 
 Given a list of ``(LossModel, count)`` (one direction of each mechanism's dominating pair):
 
@@ -12,10 +12,10 @@ Given a list of ``(LossModel, count)`` (one direction of each mechanism's domina
    ``r = h·sqrt(K·log(1/η)/2)``; ``h`` is chosen so that this meets ``eps_error``.  The grid range of
    each mechanism and the FFT window follow from tail bounds.  Memory is estimated **before**
    allocation and a request above ``memory_cap`` is refused with a message saying what to relax.
-3. **Bracket** (for the composed pessimistic discrete PLD ω', :mod:`dpcalc.engine.pld_compose`
+3. **Bracket** (for the composed pessimistic discrete PLD ω', :mod:`dpcalc.engine.pld.convolution`
    certifies ``Low_k <= δ_ω'(l_k) <= Up_k`` at grid points):
 
-   * upper: the discrete pair dominates the true one (:mod:`dpcalc.engine.pld_discretise`), so
+   * upper: the discrete pair dominates the true one (:mod:`dpcalc.engine.pld.discretise`), so
      ``δ(ε) <= δ_ω'(ε) <= Up``; ``ε_upper`` is the first grid point with ``Up <= δ``.
    * lower: with the coupling ``L' = L + D`` (conditional range h, conditional mean <= b_max), by
      Hoeffding's inequality ``P(Σ(D − E[D|L]) > r) <= η = exp(−2r²/(Kh²))``, and with the bad event
@@ -47,9 +47,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcalc.engine import pld_compose as C
-from dpcalc.engine.pld_discretise import choose_range, discretise, split_bias_max
-from dpcalc.engine.pld_mechanisms import LossModel
+from dpcalc.engine.pld import convolution as C
+from dpcalc.engine.pld.discretise import choose_range, discretise, split_bias_max
+from dpcalc.engine.pld.loss_models import LossModel
 from dpcalc.errors import DpcalcWarning, InputError, UncertifiedError
 
 #: Default memory cap for one PLD computation (bytes).

@@ -1,4 +1,4 @@
-"""Special functions for the subsampled-Gaussian RDP (:mod:`dpcalc.engine.sgm`): log Γ and log Φ.
+"""Special functions for the subsampled-Gaussian RDP (:mod:`dpcalc.engine.dpsgd.sgm`): log Γ and log Φ.
 
 scipy.special for large arrays; for small ones (one query from the command line) the C routines of the
 math module, so that a single query does not pay scipy's import time (:class:`light_start`).  Also a cached

@@ -1,6 +1,6 @@
-"""δ(ε) brackets from discretised PLDs (the ε → δ direction of :mod:`dpcalc.engine.pld_accounting`).
+"""δ(ε) brackets from discretised PLDs (the ε → δ direction of :mod:`dpcalc.engine.pld.epsilon`).
 
-The construction, error terms and guarantee are those of :mod:`dpcalc.engine.pld_accounting`; here
+The construction, error terms and guarantee are those of :mod:`dpcalc.engine.pld.epsilon`; here
 the bounds are read at a given ε instead of inverted: the upper end is ``Up`` at ε (interpolated
 linearly in e^ε between grid points, where the discrete profile is exactly linear), the lower end
 ``Low(ε + r + K·b_max) − η − η_bad`` maximised over η (Hoeffding coupling).  Where δ is far below the
@@ -14,8 +14,9 @@ import math
 
 import numpy as np
 
-from dpcalc.engine import pld_compose as C
-from dpcalc.engine.pld_accounting import (
+from dpcalc.engine.pld import convolution as C
+from dpcalc.engine.pld.discretise import split_bias_max
+from dpcalc.engine.pld.epsilon import (
     _ETAS,
     DEFAULT_MEMORY_CAP,
     DEFAULT_REL_ERROR,
@@ -28,7 +29,6 @@ from dpcalc.engine.pld_accounting import (
     _TooBig,
     _window,
 )
-from dpcalc.engine.pld_discretise import split_bias_max
 from dpcalc.errors import UncertifiedError
 
 

@@ -9,15 +9,15 @@ Per order (``alpha`` > 1, ``rdp`` = ζ >= 0, ``delta`` in [0, 1], ``eps`` >= 0):
 * ``eps_balle`` / ``delta_balle``       Balle et al. 2020, Thm 21 = Canonne–Kamath–Steinke 2020, Prop. 12 (§1.2)
 * ``eps_asoodeh`` / ``delta_asoodeh``   Asoodeh et al. (arXiv 2008.06529) closed-form bound (§1.3 items 3, 5, 6)
 * ``eps_optimal`` / ``delta_optimal``   the exact ("lossless") conversion of Asoodeh et al. (§1.3 items 1–3),
-  solved numerically and rounded to the safe side (see :mod:`dpcalc.engine.optimal_conversion`)
+  solved numerically and rounded to the safe side (see :mod:`dpcalc.engine.conversion.optimal`)
 
 DP → RDP (``zeta_*``, §1.4): the RDP level at order α that certifies (ε, δ)-DP; all are lower bounds of the
 exact value, so reporting them is safe for a privacy filter.
 
 Curve level (§1.6): :func:`eps_from_curve`, :func:`delta_from_curve`.
 
-The closed forms live in :mod:`dpcalc.engine.closed_form_conversions` and the exact solver in
-:mod:`dpcalc.engine.optimal_conversion`; everything public is importable from here.
+The closed forms live in :mod:`dpcalc.engine.conversion.closed_form` and the exact solver in
+:mod:`dpcalc.engine.conversion.optimal`; everything public is importable from here.
 
 Definition note (checked by tests/test_conversions_bruteforce.py): Asoodeh et al.'s M formula is the exact
 conversion for the divergence-level statement D_α(P‖Q) <= ζ ⇒ E_{e^ε}(P‖Q) <= δ.  A mechanism under a
@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dpcalc.engine._numerics import next_up
-from dpcalc.engine.closed_form_conversions import (  # noqa: F401  (re-exported: the public interface)
+from dpcalc.engine.conversion.closed_form import (  # noqa: F401  (re-exported: the public interface)
     BALLE_MIN_ORDER,
     _arr,
     _asoodeh_second,
@@ -86,7 +86,7 @@ def eps_optimal(alpha, rdp, delta):
     ε = min{ε' >= 0 : ζ_α^{ε'}(δ) >= ζ} with ζ_α^ε(δ) = ε + log M(α, ε, δ)/(α−1).  Solved numerically and
     rounded to the safe side: the reported ε satisfies ζ_lower(α, ε, δ) > ζ for a *certified lower bound*
     ζ_lower <= ζ_α^ε(δ) (tangent lines of the convex φ plus a round-off margin), so it is never below the
-    exact value; the argument is in :mod:`dpcalc.engine.optimal_conversion`.  The result is also never above
+    exact value; the argument is in :mod:`dpcalc.engine.conversion.optimal`.  The result is also never above
     the closed form :func:`eps_asoodeh` (a valid bound; used wherever the numerics cannot certify a value).
     αδ >= 1 is exact in closed form (§1.3 item 3).
     """
@@ -99,7 +99,7 @@ def eps_optimal(alpha, rdp, delta):
     work &= np.isfinite(closed)
     idx = np.flatnonzero(work)
     if idx.size:
-        from dpcalc.engine import optimal_conversion as oc
+        from dpcalc.engine.conversion import optimal as oc
 
         cert = oc.eps_certified(alpha[idx], rdp[idx], delta[idx], closed[idx])
         out[idx] = np.where(np.isnan(cert), closed[idx], np.minimum(cert, closed[idx]))
@@ -109,7 +109,7 @@ def eps_optimal(alpha, rdp, delta):
 def delta_optimal(alpha, rdp, eps):
     """The smallest δ certified by one (α, ζ)-RDP guarantee at ε (the exact conversion of Asoodeh et al.,
     formulas.md §1.3 items 1–3), rounded up: the reported δ satisfies ζ_lower(α, ε, δ) > ζ for a certified
-    lower bound ζ_lower <= ζ_α^ε(δ) (see :mod:`dpcalc.engine.optimal_conversion`); never above
+    lower bound ζ_lower <= ζ_α^ε(δ) (see :mod:`dpcalc.engine.conversion.optimal`); never above
     :func:`delta_asoodeh`.  Where the root lies at αδ >= 1 it is exact: δ = 1 − e^{ε−ζ} (item 3).
     """
     alpha, rdp, eps = _prep_delta(alpha, rdp, eps)
@@ -120,7 +120,7 @@ def delta_optimal(alpha, rdp, eps):
     work = (rdp > 0) & np.isfinite(rdp) & np.isfinite(eps) & (closed > 0)
     idx = np.flatnonzero(work)
     if idx.size:
-        from dpcalc.engine import optimal_conversion as oc
+        from dpcalc.engine.conversion import optimal as oc
 
         a, z, e, cl = alpha[idx], rdp[idx], eps[idx], closed[idx]
         la = np.log(a)
@@ -149,7 +149,7 @@ def zeta_opt(alpha, eps, delta):
     (Asoodeh et al., arXiv 2008.06529; formulas.md §1.3 item 1, §1.4).  What a privacy filter needs.
 
     ζ = ε + log M(α, ε, δ)/(α−1), computed as log(min_p ψ)/(α−1) with ψ = φ e^{(α−1)ε} and rounded down by
-    tangent-line and round-off margins (see :mod:`dpcalc.engine.optimal_conversion`); never below the closed
+    tangent-line and round-off margins (see :mod:`dpcalc.engine.conversion.optimal`); never below the closed
     forms f, g and Mironov (all valid lower bounds), which it also never falls under.  Edge cases: δ = 0 → 0
     (item 2), δ = 1 or ε = ∞ → ∞, αδ >= 1 → ε − log(1−δ) exactly (item 3).
     """
@@ -163,7 +163,7 @@ def zeta_opt(alpha, eps, delta):
     work = (d > 0) & (d < 1) & np.isfinite(e) & (a * d < 1)
     idx = np.flatnonzero(work)
     if idx.size:
-        from dpcalc.engine import optimal_conversion as oc
+        from dpcalc.engine.conversion import optimal as oc
 
         low, _, _ = oc.zeta_lower(a[idx], e[idx], np.log(d[idx]))
         best[idx] = np.maximum(best[idx], np.where(np.isnan(low), -np.inf, low))

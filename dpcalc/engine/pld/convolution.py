@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from dpcalc.engine.pld_discretise import REL_MASS_ERROR, DiscretePLD
+from dpcalc.engine.pld.discretise import REL_MASS_ERROR, DiscretePLD
 
 _U = float(np.finfo(float).eps)
 #: Bytes per window point used by composition and bound arrays (a generous estimate).

@@ -8,14 +8,14 @@
   ``(kind, params, count)`` tuples / dicts.
 
 Every answer is a :class:`Bracket` ``(lower, estimate, upper)``.  What is guaranteed (details in
-:mod:`dpcalc.engine.pld_accounting`): ``lower <= ε(δ) <= upper`` for the exact privacy profile of the
+:mod:`dpcalc.engine.pld.epsilon`): ``lower <= ε(δ) <= upper`` for the exact privacy profile of the
 composition (likewise for δ(ε)).  The upper end comes from a pessimistic ("connect-the-dots")
 discretisation whose discrete pair dominates the true pair (Doroshenko et al. 2022), composed by FFT
 with truncation and wrap-around bounded by Chernoff bounds and FFT round-off bounded by an
 a-posteriori noise-floor estimate (Koskela et al. 2020; Gopi, Lee & Wutschitz 2021 for the error
 budget); the lower end uses a Hoeffding coupling of the same discretisation.  The estimate is the
 centred (mean-shift corrected) value and lies inside the bracket.  Exponential tilting lets δ go
-down to 1e-300 (see :mod:`dpcalc.engine.pld_compose`).
+down to 1e-300 (see :mod:`dpcalc.engine.pld.convolution`).
 
 Reference formulas: formulas.md §0 (hockey-stick divergence, neighbouring relations), §2.6 (the exact
 Gaussian profile, used in the tests), §3.2 (the subsampled Gaussian's pair).
@@ -31,10 +31,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dpcalc.engine import pld_mechanisms as M
 from dpcalc.engine._numerics import require
-from dpcalc.engine.pld_accounting import DEFAULT_MEMORY_CAP, DEFAULT_REL_ERROR, Component, epsilon_bracket
-from dpcalc.engine.pld_delta import delta_bracket
+from dpcalc.engine.pld import loss_models as M
+from dpcalc.engine.pld.delta import delta_bracket
+from dpcalc.engine.pld.epsilon import (
+    DEFAULT_MEMORY_CAP,
+    DEFAULT_REL_ERROR,
+    Component,
+    epsilon_bracket,
+)
 from dpcalc.errors import InputError
 
 __all__ = [

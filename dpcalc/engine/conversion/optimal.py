@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcalc.engine._optimal_phi import (
+from dpcalc.engine.conversion._optimal_phi import (
     _C,
     ROUNDOFF,
     SMALL,

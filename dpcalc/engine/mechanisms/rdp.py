@@ -114,7 +114,7 @@ def rdp_curve(spec, alphas) -> np.ndarray:
     ``spec`` is a :class:`dpcalc.spec.MechanismSpec`.  Composition adds curves (Mironov 2017, Prop. 1;
     formulas.md §2.4).  ``inf`` where the divergence is unbounded.  ``dp`` specs with δ > 0 have no
     RDP curve (formulas.md §1.4): :class:`~dpcalc.errors.InputError`.
-    Subsampled Gaussian: :mod:`dpcalc.engine.sgm` (Poisson: add/remove neighbours, formulas.md §3.2;
+    Subsampled Gaussian: :mod:`dpcalc.engine.dpsgd.sgm` (Poisson: add/remove neighbours, formulas.md §3.2;
     fixed-size sampling without replacement: replace-one neighbours, §3.3).
     """
     a = _alphas(alphas)
@@ -135,7 +135,7 @@ def rdp_curve(spec, alphas) -> np.ndarray:
             )
         z = rdp_pure_dp(p["epsilon"], a)
     elif kind == "subsampled-gaussian":
-        from dpcalc.engine import sgm
+        from dpcalc.engine.dpsgd import sgm
 
         fn = sgm.rdp_poisson if p["sampling"] == "poisson" else sgm.rdp_without_replacement
         z = np.asarray(fn(p["q"], p["sigma"], a), dtype=float).reshape(a.shape)

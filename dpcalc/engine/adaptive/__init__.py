@@ -1,0 +1,1 @@
+"""Adaptive budgets: Rényi privacy filters and odometers."""

@@ -1,0 +1,1 @@
+"""Composition theorems for (ε, δ)-DP mechanisms: basic, advanced, optimal (Kairouz et al.)."""

@@ -1,0 +1,1 @@
+"""Hidden-state analyses: amplification by iteration and Langevin dynamics (last iterate released)."""

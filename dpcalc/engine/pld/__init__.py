@@ -1,0 +1,1 @@
+"""Tight numerical accounting with privacy loss distributions (certified brackets)."""
