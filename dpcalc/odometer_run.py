@@ -38,7 +38,7 @@ class Curves:
     def of_spec(self, spec):
         key = ("mechanism", spec.text)
         if key not in self._cache:
-            from dpcalc.engine.mechanisms.rdp import rdp_curve
+            from dpcalc.engine.mechanisms.catalogue import rdp_curve
 
             self._cache[key] = rdp_curve(spec, self.orders)
         return self._cache[key]

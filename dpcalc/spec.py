@@ -1,24 +1,14 @@
-"""The MECHANISM spec of ``compose`` and ``odometer``: ``KIND:key=value,...`` (pure Python, no numpy).
+"""The MECHANISM spec of ``compose`` and ``odometer``: ``KIND:key=value,...`` (the parser; the grammar of each kind comes from the catalogue).
 
-Grammar (../shared/docs/cli.md, ``compose``)::
+Grammar::
 
     MECHANISM := KIND [":" PAIR ("," PAIR)*]
     PAIR      := KEY "=" VALUE
 
-Kinds and keys (``count`` is allowed everywhere, default 1, a whole number in [1, 10^12]):
-
-===================== ============================================ ==========================
-kind                  keys                                         aliases
-===================== ============================================ ==========================
-gaussian              sigma (> 0), sensitivity (> 0, default 1)    kind ``gauss``; ``sens``
-laplace               scale (> 0), sensitivity (> 0, default 1)    ``b``; ``sens``
-randomized-response   epsilon (> 0) or p (in (1/2, 1)), not both   kind ``rr``; ``eps``
-subsampled-gaussian   q (in (0, 1]), sigma (> 0),                  kind ``sgm``;
-                      sampling (poisson | fixed-size, default       ``sample_rate``,
-                      poisson)                                      ``noise_multiplier``
-zcdp                  rho (>= 0)
-dp                    epsilon (>= 0), delta (in [0, 1), default 0)  ``eps``
-===================== ============================================ ==========================
+The kinds, their keys (domains, defaults, aliases) and which keys are alternatives are declared by
+the mechanism modules of :mod:`dpcalc.engine.mechanisms` and read here through
+:data:`dpcalc.engine.mechanisms.catalogue.CATALOGUE`, so a new mechanism needs no edit here.
+``count`` is allowed everywhere (default 1, a whole number in [1, 10^12]).
 
 Every error is an :class:`~dpcalc.errors.InputError` whose message starts with the whole spec and
 names the token at fault, e.g. ``mechanism 'gausian:sigma=1': unknown kind 'gausian' (expected one
@@ -37,51 +27,16 @@ from dpcalc.errors import InputError
 MAX_COUNT = 10**12
 
 
-@dataclass(frozen=True)
-class _Key:
-    name: str
-    check: str  # 'pos' (finite > 0), 'nonneg' (finite >= 0), 'q' (0, 1], 'p' (1/2, 1), 'delta' [0, 1), 'sampling'
-    default: object = None  # None: required (unless part of a one-of group)
+def _catalogue():
+    from dpcalc.engine.mechanisms.catalogue import CATALOGUE, KIND_ALIASES
+
+    return CATALOGUE, KIND_ALIASES
 
 
-_DOMAINS = {
-    "pos": "a finite number > 0",
-    "nonneg": "a finite number >= 0",
-    "q": "a number in (0, 1]",
-    "p": "a number in (1/2, 1)",
-    "delta": "a number in [0, 1)",
-}
-
-SAMPLINGS = ("poisson", "fixed-size")
-
-#: Kind -> its keys (besides ``count``), in canonical order.
-KINDS: dict[str, tuple[_Key, ...]] = {
-    "gaussian": (_Key("sigma", "pos"), _Key("sensitivity", "pos", 1.0)),
-    "laplace": (_Key("scale", "pos"), _Key("sensitivity", "pos", 1.0)),
-    "randomized-response": (_Key("epsilon", "pos"), _Key("p", "p")),
-    "subsampled-gaussian": (_Key("q", "q"), _Key("sigma", "pos"), _Key("sampling", "sampling", "poisson")),
-    "zcdp": (_Key("rho", "nonneg"),),
-    "dp": (_Key("epsilon", "nonneg"), _Key("delta", "delta", 0.0)),
-}
-
-KIND_ALIASES = {"gauss": "gaussian", "rr": "randomized-response", "sgm": "subsampled-gaussian"}
-
-KEY_ALIASES = {
-    "gaussian": {"sens": "sensitivity"},
-    "laplace": {"sens": "sensitivity", "b": "scale"},
-    "randomized-response": {"eps": "epsilon"},
-    "subsampled-gaussian": {
-        "sample_rate": "q",
-        "sample-rate": "q",
-        "noise_multiplier": "sigma",
-        "noise-multiplier": "sigma",
-    },
-    "zcdp": {},
-    "dp": {"eps": "epsilon"},
-}
-
-#: Keys of which exactly one must be given, per kind.
-_ONE_OF = {"randomized-response": ("epsilon", "p")}
+def __getattr__(name):  # KINDS: kind -> its keys, read from the catalogue when first asked for
+    if name == "KINDS":
+        return {kind: mech.keys for kind, mech in _catalogue()[0].items()}
+    raise AttributeError(name)
 
 
 @dataclass(frozen=True)
@@ -99,9 +54,8 @@ class MechanismSpec:
 
     def label(self) -> str:
         """The canonical spec text, e.g. ``gaussian:sigma=1.1,sensitivity=1.0,count=100``."""
-        keys = [k.name for k in KINDS[self.kind]]
-        if self.kind == "randomized-response":
-            keys = ["epsilon"]
+        mech = _catalogue()[0][self.kind]
+        keys = list(mech.label_keys or (k.name for k in mech.keys))
         parts = [
             f"{k}={self.params[k]!r}" if not isinstance(self.params[k], str) else f"{k}={self.params[k]}"
             for k in keys
@@ -124,11 +78,11 @@ def _number(text: str, key: str, raw: str) -> float:
     return v
 
 
-def _check(text: str, key: _Key, raw: str):
-    if key.check == "sampling":
+def _check(text: str, key, raw: str):
+    if key.check == "choice":
         v = raw.strip().lower()
-        if v not in SAMPLINGS:
-            _fail(text, f"bad value {key.name}={raw!r} (expected one of {', '.join(SAMPLINGS)})")
+        if v not in key.choices:
+            _fail(text, f"bad value {key.name}={raw!r} (expected one of {', '.join(key.choices)})")
         return v
     v = _number(text, key.name, raw)
     ok = {
@@ -139,7 +93,9 @@ def _check(text: str, key: _Key, raw: str):
         "delta": 0 <= v < 1,
     }[key.check]
     if not ok:
-        _fail(text, f"bad value {key.name}={raw!r} (must be {_DOMAINS[key.check]})")
+        from dpcalc.engine.mechanisms.base import DOMAINS
+
+        _fail(text, f"bad value {key.name}={raw!r} (must be {DOMAINS[key.check]})")
     return v
 
 
@@ -161,12 +117,13 @@ def _count(text: str, raw: str) -> int:
 
 
 def _kind(text: str, raw: str) -> str:
+    kinds, kind_aliases = _catalogue()
     kind = raw.strip().lower()
-    kind = KIND_ALIASES.get(kind, kind)
-    if kind not in KINDS:
-        hint = difflib.get_close_matches(kind, list(KINDS) + list(KIND_ALIASES), n=1)
-        extra = f"; did you mean {KIND_ALIASES.get(hint[0], hint[0])!r}?" if hint else ""
-        _fail(text, f"unknown kind {raw.strip()!r} (expected one of {', '.join(KINDS)}{extra})")
+    kind = kind_aliases.get(kind, kind)
+    if kind not in kinds:
+        hint = difflib.get_close_matches(kind, list(kinds) + list(kind_aliases), n=1)
+        extra = f"; did you mean {kind_aliases.get(hint[0], hint[0])!r}?" if hint else ""
+        _fail(text, f"unknown kind {raw.strip()!r} (expected one of {', '.join(kinds)}{extra})")
     return kind
 
 
@@ -181,8 +138,9 @@ def parse_mechanism(text: str, omit: tuple[str, ...] = ()) -> MechanismSpec:
     text = text.strip()
     head, sep, body = text.partition(":")
     kind = _kind(text, head)
-    keys = {k.name: k for k in KINDS[kind]}
-    aliases = KEY_ALIASES[kind]
+    mech = _catalogue()[0][kind]
+    keys = {k.name: k for k in mech.keys}
+    aliases = {a: k.name for k in mech.keys for a in k.aliases}
     given: dict[str, str] = {}
     count = 1
     count_seen = False
@@ -213,7 +171,7 @@ def parse_mechanism(text: str, omit: tuple[str, ...] = ()) -> MechanismSpec:
             _fail(text, f"key {canon!r} given twice")
         given[canon] = raw.strip()
     params: dict = {}
-    one_of = _ONE_OF.get(kind, ())
+    one_of = mech.one_of
     if one_of:
         present = [k for k in one_of if k in given]
         if not present:
@@ -234,16 +192,7 @@ def parse_mechanism(text: str, omit: tuple[str, ...] = ()) -> MechanismSpec:
             )
         else:
             params[name] = key.default
-    if kind == "randomized-response":
-        if "p" in params:
-            p = params["p"]
-            params["epsilon"] = math.log(p) - math.log1p(-p)
-        else:
-            e = params["epsilon"]
-            params["p"] = 1.0 / (1.0 + math.exp(-e))
-            if not params["p"] < 1.0:
-                _fail(text, f"bad value epsilon={given['epsilon']!r} (too large: p rounds to 1)")
-        params = {"epsilon": params["epsilon"], "p": params["p"]}
+    params = mech.complete(params, given, lambda msg: _fail(text, msg))
     return MechanismSpec(kind=kind, params=params, count=count, text=text)
 
 

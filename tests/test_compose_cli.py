@@ -9,8 +9,8 @@ import mpmath
 import numpy as np
 import pytest
 
+from dpcalc.engine.mechanisms.catalogue import total_rdp
 from dpcalc.engine.mechanisms.gaussian_exact import delta_gaussian, eps_gaussian
-from dpcalc.engine.mechanisms.rdp import total_rdp
 from dpcalc.engine.orders import DP_ACCOUNTING_ORDERS
 from dpcalc.spec import parse_mechanisms
 

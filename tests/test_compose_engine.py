@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from dpcalc.engine.composition import theorems as comp
 from dpcalc.engine.conversion import methods as conversions
+from dpcalc.engine.mechanisms.approx_dp import rdp_pure_dp
+from dpcalc.engine.mechanisms.catalogue import gaussian_r2, per_release_dp, rdp_curve, total_rdp
 from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
-from dpcalc.engine.mechanisms.rdp import gaussian_r2, per_release_dp, rdp_curve, rdp_pure_dp, total_rdp
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
 from dpcalc.spec import parse_mechanism as P

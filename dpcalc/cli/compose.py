@@ -94,7 +94,7 @@ def _exact(specs, want_eps, targets):
     import numpy as np
 
     from dpcalc.engine.mechanisms import gaussian_exact as gaussian
-    from dpcalc.engine.mechanisms.rdp import gaussian_r2
+    from dpcalc.engine.mechanisms.catalogue import gaussian_r2
 
     r2 = gaussian_r2(specs)
     if r2 is None:
@@ -111,12 +111,12 @@ def _rdp(specs, want_eps, targets):
     import numpy as np
 
     from dpcalc.engine.conversion import methods as conversions
-    from dpcalc.engine.mechanisms.rdp import total_rdp
+    from dpcalc.engine.mechanisms.catalogue import rdp_refusal, total_rdp
     from dpcalc.engine.orders import DEFAULT_ORDERS
 
     for s in specs:
-        if s.kind == "dp" and s.params["delta"] > 0:
-            return None, f"{s.text} has delta > 0: no Rényi-DP curve", {}
+        if (refusal := rdp_refusal(s)) is not None:
+            return None, refusal, {}
     curve = total_rdp(specs, DEFAULT_ORDERS)
     fn = conversions.eps_from_curve if want_eps else conversions.delta_from_curve
     bound = fn(DEFAULT_ORDERS, curve, targets, method="optimal")
@@ -139,7 +139,7 @@ def _per_release(specs):
 
 
 def _per_release_dp(spec):
-    from dpcalc.engine.mechanisms.rdp import per_release_dp
+    from dpcalc.engine.mechanisms.catalogue import per_release_dp
 
     return per_release_dp(spec)
 
@@ -388,8 +388,9 @@ def _warn_edge(cols, headline) -> None:
 
 def _check_relations(specs) -> None:
     """Poisson (add/remove-one) and fixed-size (replace-one) bounds do not compose into one statement."""
-    samplings = {s.params["sampling"] for s in specs if s.kind == "subsampled-gaussian"}
-    if len(samplings) > 1:
+    from dpcalc.engine.mechanisms.catalogue import relations
+
+    if len(relations(specs)) > 1:
         raise InputError(
             "MECHANISM: subsampled-gaussian specs mix sampling=poisson (add/remove-one neighbours) and "
             "sampling=fixed-size (replace-one neighbours); no single guarantee covers both: compose them separately"
@@ -397,7 +398,9 @@ def _check_relations(specs) -> None:
 
 
 def _relation_caption(specs) -> str:
-    samplings = {s.params["sampling"] for s in specs if s.kind == "subsampled-gaussian"}
+    from dpcalc.engine.mechanisms.catalogue import relations
+
+    samplings = relations(specs)
     if samplings == {"poisson"}:
         return "; neighbours: add/remove-one (Poisson sampling)"
     if samplings == {"fixed-size"}:

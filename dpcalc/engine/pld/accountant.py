@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dpcalc.engine._numerics import require
-from dpcalc.engine.pld import loss_models as M
+from dpcalc.engine.mechanisms import gaussian, subsampled_gaussian
 from dpcalc.engine.pld.delta import delta_bracket
 from dpcalc.engine.pld.epsilon import (
     DEFAULT_MEMORY_CAP,
@@ -96,10 +96,10 @@ def _check_count(count, name="count") -> int:
 
 def _sgm_directions(q: float, sigma: float, steps: int):
     if q == 1.0:
-        return [[Component(M.gaussian(sigma), steps)]]
+        return [[Component(gaussian.loss_model(sigma), steps)]]
     return [
-        [Component(M.subsampled_gaussian(q, sigma, "remove"), steps)],
-        [Component(M.subsampled_gaussian(q, sigma, "add"), steps)],
+        [Component(subsampled_gaussian.loss_model(q, sigma, "remove"), steps)],
+        [Component(subsampled_gaussian.loss_model(q, sigma, "add"), steps)],
     ]
 
 
@@ -189,36 +189,21 @@ def _spec_fields(spec):
 
 
 def _models(spec):
-    """``(symmetric, [models per direction])`` for one mechanism spec."""
+    """``(count, model, model_other_direction_or_None)`` for one mechanism spec, from the catalogue."""
+    from dpcalc.engine.mechanisms.catalogue import pld_pair
+
     kind, p, count, text = _spec_fields(spec)
     label = f"mechanism {text!r}: " if text else f"{kind}: "
     count = _check_count(count, label + "count")
     try:
-        if kind == "gaussian":
-            return count, M.gaussian(p["sigma"], p.get("sensitivity", 1.0)), None
-        if kind == "laplace":
-            return count, M.laplace(p["scale"], p.get("sensitivity", 1.0)), None
-        if kind in ("randomized-response", "rr"):
-            if p.get("epsilon") is not None:
-                return count, M.randomized_response(epsilon=p["epsilon"]), None
-            return count, M.randomized_response(p=p["p"]), None
-        if kind == "dp":
-            return count, M.approx_dp(p["epsilon"], p.get("delta", 0.0)), None
-        if kind == "subsampled-gaussian":
-            if p.get("sampling", "poisson") != "poisson":
-                raise InputError(
-                    label
-                    + "PLD accounting supports Poisson sampling only (sampling=poisson); use --method rdp"
-                )
-            q, s = float(p["q"]), float(p["sigma"])
-            if q == 1.0:
-                return count, M.gaussian(s, 1.0), None
-            return count, M.subsampled_gaussian(q, s, "remove"), M.subsampled_gaussian(q, s, "add")
+        pair = pld_pair(kind, p)
     except KeyError as e:
         raise InputError(label + f"missing parameter {e.args[0]}") from None
     except InputError as e:
         raise InputError(label + str(e)) from None
-    raise InputError(label + f"kind {kind!r} has no privacy loss distribution here; use --method rdp")
+    if pair is None:
+        raise InputError(label + f"kind {kind!r} has no privacy loss distribution here; use --method rdp")
+    return count, pair[0], pair[1]
 
 
 def _directions(specs):

@@ -1,0 +1,119 @@
+"""What a mechanism module declares: its spec keys and the privacy descriptions every accountant reads.
+
+A kind of mechanism is one module in this package that defines ``MECHANISM``, an instance of a
+:class:`Mechanism` subclass.  It states, in one place:
+
+* its MECHANISM-spec grammar (``kind``, kind ``aliases``, ``keys`` with domains, defaults and key
+  aliases, keys of which exactly ``one_of`` must be given) — read by :mod:`dpcalc.spec`;
+* its Rényi-DP curve per release (:meth:`Mechanism.rdp`) — read by ``compose --method rdp``,
+  ``odometer`` and the ledger;
+* its privacy-loss-distribution pair (:meth:`Mechanism.pld_pair`: the pessimistic and optimistic
+  discretisations are built from it by :mod:`dpcalc.engine.pld`) — read by ``compose --method pld``;
+* its per-release (ε, δ) where it has one (:meth:`Mechanism.per_release`) — read by the basic,
+  advanced and optimal composition theorems;
+* whether it is a plain Gaussian (:meth:`Mechanism.gaussian_ratio`, for the exact Gaussian profile)
+  and which neighbouring relation it fixes (:meth:`Mechanism.relation`).
+
+:mod:`dpcalc.engine.mechanisms.catalogue` collects the modules (like dp_accounting's ``DpEvent``, read
+by each accountant).  Adding a mechanism is one module here and its tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpcalc.errors import InputError
+
+_EPS = float(np.finfo(float).eps)
+
+#: Domains a key's value may be checked against (by :mod:`dpcalc.spec`), and how they read in errors.
+DOMAINS = {
+    "pos": "a finite number > 0",
+    "nonneg": "a finite number >= 0",
+    "q": "a number in (0, 1]",
+    "p": "a number in (1/2, 1)",
+    "delta": "a number in [0, 1)",
+}
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a spec: its canonical ``name``, its domain ``check`` (a key of :data:`DOMAINS`, or
+    ``"choice"`` with ``choices``), its ``default`` (``None``: required unless in a one-of group) and
+    the other spellings it accepts (``aliases``)."""
+
+    name: str
+    check: str
+    default: object = None
+    aliases: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()
+
+
+def check_alphas(alphas) -> np.ndarray:
+    """Rényi orders as a 1-D float array (all >= 1)."""
+    a = np.atleast_1d(np.asarray(alphas, dtype=float))
+    if a.ndim != 1 or np.any(np.isnan(a)) or np.any(a < 1):
+        raise InputError("alphas: Rényi orders must be >= 1")
+    return a
+
+
+def up(value, scale):
+    """``value`` raised by 16 ulps of ``scale`` (safe-side rounding of a closed form)."""
+    return value + 16.0 * _EPS * np.abs(scale)
+
+
+class Mechanism:
+    """A kind of mechanism (see the module docstring).  Subclasses set the class attributes and
+    override the methods that apply; the defaults say "not available" with a reason."""
+
+    #: canonical kind name, as written in specs and shown in labels
+    kind: str = ""
+    #: other names of the kind
+    aliases: tuple[str, ...] = ()
+    #: the keys besides ``count``, in canonical order
+    keys: tuple[Key, ...] = ()
+    #: keys of which exactly one must be given
+    one_of: tuple[str, ...] = ()
+    #: the keys a label shows (default: all)
+    label_keys: tuple[str, ...] | None = None
+    #: place in listings (error messages, help): smaller first
+    order: int = 100
+
+    def complete(self, params: dict, given: dict, fail) -> dict:
+        """Derived parameters after parsing (``given``: the raw texts; ``fail(msg)`` raises)."""
+        return params
+
+    def rdp(self, params: dict, alphas: np.ndarray) -> np.ndarray:
+        """The Rényi-DP curve of one release at the orders ``alphas`` (an upper bound, ``inf`` where the
+        divergence is unbounded).  Only called when :meth:`rdp_refusal` is ``None``."""
+        raise NotImplementedError
+
+    def rdp_refusal(self, params: dict) -> str | None:
+        """Why this mechanism has no Rényi-DP curve (completing "<spec> ..."), or ``None``."""
+        return None
+
+    def pld_pair(self, params: dict):
+        """``(model, model_other_direction_or_None)``: the privacy loss models of the dominating pair
+        (:class:`dpcalc.engine.pld.loss_models.LossModel`), the second ``None`` when the pair is
+        symmetric; ``None`` when this kind has no privacy loss distribution here.  Raises
+        :class:`InputError` for settings it does not cover."""
+        return None
+
+    def per_release(self, params: dict):
+        """``((ε, δ), None)`` for one release where the mechanism has a natural (ε, δ), else ``(None, reason)``.
+
+        Gaussian-type mechanisms have no pure ε, and any (ε, δ) for them would be a choice of δ split;
+        we do not make that choice silently.
+        """
+        return None, f"{self.kind} has no per-release (epsilon, delta); give it as a dp: spec"
+
+    def gaussian_ratio(self, params: dict) -> float | None:
+        """``Δ/σ`` if one release is a plain Gaussian mechanism (exact profile: Balle & Wang 2018), else ``None``."""
+        return None
+
+    def relation(self, params: dict) -> str | None:
+        """The neighbouring relation this mechanism's analysis fixes (e.g. by its sampling), or ``None``
+        when it holds for whichever relation the sensitivity was computed under."""
+        return None

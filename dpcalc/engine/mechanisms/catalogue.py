@@ -1,0 +1,121 @@
+"""The catalogue of mechanisms, and the accountants' questions asked of any spec.
+
+Each module named in :data:`KIND_MODULES` defines one kind, ``MECHANISM`` (a
+:class:`~dpcalc.engine.mechanisms.base.Mechanism`); :data:`CATALOGUE` maps each kind name to it, in
+their ``order``.  The spec parser
+(:mod:`dpcalc.spec`), ``compose``, ``odometer`` and the accountants all read this one catalogue.
+
+Questions of a parsed spec (:class:`dpcalc.spec.MechanismSpec`: ``kind``, ``params``, ``count``):
+
+* :func:`rdp_curve` / :func:`total_rdp` — the Rényi-DP curve of ``count`` releases, and of several specs
+  (composition adds curves: Mironov 2017, arXiv:1702.07476, Prop. 1; docs/math.md §2.4);
+* :func:`per_release_dp` — the (ε, δ) of one release, where it has one;
+* :func:`gaussian_r2` — ``Σ count·(Δ/σ)²`` of an all-Gaussian composition (one Gaussian with
+  ``r = sqrt(r2)``, docs/math.md §2.6), else ``None``;
+* :func:`pld_pair` — the privacy loss models of one release (see :mod:`dpcalc.engine.pld`).
+
+Values are upper bounds: closed forms are evaluated in log space and raised by a few ulps of their own
+magnitude, so floating-point rounding never lowers a curve.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+from dpcalc.engine.mechanisms.base import _EPS, Mechanism, check_alphas, up
+from dpcalc.errors import InputError
+
+#: The modules of this package that each define one kind (``MECHANISM``).  A new mechanism is a new
+#: module here, named in this list, and its tests.
+KIND_MODULES = (
+    "gaussian",
+    "laplace",
+    "randomized_response",
+    "subsampled_gaussian",
+    "zcdp",
+    "approx_dp",
+)
+
+
+def _load() -> dict[str, Mechanism]:
+    found = []
+    for name in KIND_MODULES:
+        mech = importlib.import_module(f"dpcalc.engine.mechanisms.{name}").MECHANISM
+        if not isinstance(mech, Mechanism):  # pragma: no cover - a programming error
+            raise TypeError(f"dpcalc.engine.mechanisms.{name}.MECHANISM is not a Mechanism")
+        found.append(mech)
+    found.sort(key=lambda m: (m.order, m.kind))
+    return {m.kind: m for m in found}
+
+
+#: Kind name -> its :class:`Mechanism`, in listing order.
+CATALOGUE: dict[str, Mechanism] = _load()
+#: Other name of a kind -> the kind.
+KIND_ALIASES: dict[str, str] = {a: m.kind for m in CATALOGUE.values() for a in m.aliases}
+
+
+def lookup(kind: str) -> Mechanism | None:
+    """The mechanism of a kind name or alias (case-insensitive), or ``None``."""
+    k = kind.strip().lower()
+    return CATALOGUE.get(KIND_ALIASES.get(k, k))
+
+
+def rdp_curve(spec, alphas) -> np.ndarray:
+    """The total RDP curve of ``spec.count`` copies of one mechanism, shape ``(len(alphas),)``.
+
+    ``inf`` where the divergence is unbounded; :class:`~dpcalc.errors.InputError` where the mechanism
+    has no RDP curve (``dp`` specs with δ > 0, docs/math.md §1.4).
+    """
+    a = check_alphas(alphas)
+    mech = CATALOGUE[spec.kind]
+    refusal = mech.rdp_refusal(spec.params)
+    if refusal is not None:
+        raise InputError(f"mechanism {spec.text!r} {refusal}")
+    z = mech.rdp(spec.params, a)
+    with np.errstate(invalid="ignore", over="ignore"):
+        total = np.where(z == 0, 0.0, z * spec.count)
+    return up(total, total) if spec.count > 1 else total
+
+
+def rdp_refusal(spec) -> str | None:
+    """Why a spec has no RDP curve (``"<spec> has ..."``), or ``None``."""
+    refusal = CATALOGUE[spec.kind].rdp_refusal(spec.params)
+    return None if refusal is None else f"{spec.text} {refusal}"
+
+
+def total_rdp(specs, alphas) -> np.ndarray:
+    """``Σ_j rdp_curve(spec_j, alphas)`` (docs/math.md §2.4)."""
+    a = check_alphas(alphas)
+    total = np.zeros_like(a)
+    for s in specs:  # a loop over mechanisms, not over rows
+        total = total + rdp_curve(s, a)
+    return up(total, total) if len(specs) > 1 else total
+
+
+def per_release_dp(spec):
+    """``((ε, δ), None)`` for one release of a mechanism with a natural (ε, δ), else ``(None, reason)``."""
+    return CATALOGUE[spec.kind].per_release(spec.params)
+
+
+def gaussian_r2(specs):
+    """``Σ count·(Δ/σ)²`` if every spec is a plain Gaussian (one Gaussian with r = sqrt of it), else ``None``."""
+    ratios = [CATALOGUE[s.kind].gaussian_ratio(s.params) for s in specs]
+    if any(r is None for r in ratios):
+        return None
+    r2 = 0.0
+    for s, r in zip(specs, ratios):
+        r2 += s.count * r**2
+    return r2 * (1.0 + 8.0 * _EPS * len(specs))
+
+
+def relations(specs) -> set:
+    """The neighbouring relations the specs fix (e.g. ``{"poisson"}`` for Poisson-subsampled Gaussians)."""
+    return {r for s in specs if (r := CATALOGUE[s.kind].relation(s.params)) is not None}
+
+
+def pld_pair(kind: str, params: dict):
+    """``(model, other_direction_or_None)`` for one release, or ``None`` if the kind has no PLD here."""
+    mech = lookup(kind)
+    return None if mech is None else mech.pld_pair(params)

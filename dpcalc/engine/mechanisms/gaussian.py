@@ -1,0 +1,73 @@
+"""The Gaussian mechanism: N(f(D), σ²I) for a query f of ℓ₂-sensitivity Δ (docs/math.md §2.5, §2.6).
+
+Spec ``gaussian:sigma=S[,sensitivity=D]`` (kind alias ``gauss``; ``sens``).  Rényi DP: Mironov 2017
+(arXiv:1702.07476), Table II.  Privacy loss: ``L ~ N(r²/2, r²)`` with ``r = Δ/σ``, symmetric (Balle &
+Wang 2018, arXiv:1805.06530, §3).  No per-release pure ε; its exact (ε, δ) profile is
+:mod:`dpcalc.engine.mechanisms.gaussian_exact`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, up
+from dpcalc.engine.pld.loss_models import _LOG_SQRT_2PI, _SPAN, LossModel, Piece, log_normal_sf
+from dpcalc.errors import InputError
+
+
+def rdp_gaussian(sigma, sensitivity, alphas):
+    """``ζ(α) = αΔ²/(2σ²)`` (Mironov 2017, Table II; formulas.md §2.5 — the square on Δ, unlike seed 001)."""
+    a = check_alphas(alphas)
+    with np.errstate(over="ignore"):
+        z = a * (sensitivity / sigma) ** 2 / 2.0
+    return up(z, z)
+
+
+def loss_model(sigma: float, sensitivity: float = 1.0) -> LossModel:
+    """Gaussian mechanism: ``L ~ N(r²/2, r²)`` under P with ``r = Δ/σ`` (Balle & Wang 2018 §3;
+    formulas.md §2.6).  Symmetric, so one direction suffices."""
+    sigma, sensitivity = float(sigma), float(sensitivity)
+    if not (sigma > 0 and math.isfinite(sigma)):
+        raise InputError(f"sigma: must be a finite number > 0, got {sigma}")
+    if not (sensitivity > 0 and math.isfinite(sensitivity)):
+        raise InputError(f"sensitivity: must be a finite number > 0, got {sensitivity}")
+    r = sensitivity / sigma
+    mu, s = 0.5 * r * r, r
+    piece = Piece(
+        x_lo=mu - _SPAN * s,
+        x_hi=mu + _SPAN * s,
+        increasing=True,
+        loss=lambda x: x,
+        x_of_loss=lambda v: np.asarray(v, dtype=float),
+        dloss=lambda x0, dx: dx,
+        log_pdf=lambda x: -0.5 * ((x - mu) / s) ** 2 - _LOG_SQRT_2PI - math.log(s),
+        scale=s,
+        tilt_rate=s * s,
+    )
+    return LossModel(
+        name=f"gaussian(r={r:g})",
+        piece=piece,
+        log_sf_above=lambda b: log_normal_sf((b - mu) / s),
+        log_cdf_below=lambda a: log_normal_sf((mu - a) / s),
+    )
+
+
+class Gaussian(Mechanism):
+    kind = "gaussian"
+    aliases = ("gauss",)
+    keys = (Key("sigma", "pos"), Key("sensitivity", "pos", 1.0, aliases=("sens",)))
+    order = 10
+
+    def rdp(self, params, alphas):
+        return rdp_gaussian(params["sigma"], params["sensitivity"], alphas)
+
+    def pld_pair(self, params):
+        return loss_model(params["sigma"], params.get("sensitivity", 1.0)), None
+
+    def gaussian_ratio(self, params):
+        return params["sensitivity"] / params["sigma"]
+
+
+MECHANISM = Gaussian()

@@ -1,0 +1,97 @@
+"""The Laplace mechanism: f(D) + Lap(b) for a query of ℓ₁-sensitivity Δ (docs/math.md §2.5).
+
+Spec ``laplace:scale=B[,sensitivity=D]`` (``b``, ``sens``).  Rényi DP: Mironov 2017 (arXiv:1702.07476),
+Table II.  Privacy loss of Lap(Δ, b) vs Lap(0, b): atoms at ±Δ/b and a density between (Koskela et al.
+2021, §6), symmetric.  Per release: pure (Δ/b, 0)-DP.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, up
+from dpcalc.engine.pld.loss_models import LossModel, Piece
+from dpcalc.errors import InputError
+
+
+def rdp_laplace(scale, sensitivity, alphas):
+    """Laplace mechanism with λ = b/Δ (Mironov 2017, Table II; formulas.md §2.5).
+
+    α > 1: ``log((α/(2α−1))e^{(α−1)/λ} + ((α−1)/(2α−1))e^{−α/λ})/(α−1)`` as a 2-term logaddexp;
+    α = 1: ``1/λ + e^{−1/λ} − 1``; α = ∞: ``1/λ``.  Always capped at ``1/λ`` (the pure-DP level).
+    """
+    a = check_alphas(alphas)
+    inv = sensitivity / scale  # 1/λ
+    mid = (a > 1) & np.isfinite(a)
+    am = np.where(mid, a, 2.0)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        t1 = np.log(am) - np.log(2 * am - 1) + (am - 1) * inv
+        t2 = np.log(am - 1) - np.log(2 * am - 1) - am * inv
+        num = np.logaddexp(t1, t2)
+        z = up(num, 1.0 + np.abs(t1)) / (am - 1)
+    kl = inv + np.expm1(-inv)
+    out = np.where(mid, z, np.where(a == 1, up(kl, inv), inv))
+    return np.minimum(out, inv)
+
+
+def loss_model(scale: float, sensitivity: float = 1.0) -> LossModel:
+    """Laplace mechanism Lap(Δ, b) vs Lap(0, b) (Koskela et al. 2021 §6; Mironov 2017 Table II for its
+    RDP).  With ε0 = Δ/b: atoms −ε0 (mass ½e^{−ε0}) and ε0 (mass ½), density ¼e^{(l−ε0)/2} between."""
+    scale, sensitivity = float(scale), float(sensitivity)
+    if not (scale > 0 and math.isfinite(scale)):
+        raise InputError(f"scale: must be a finite number > 0, got {scale}")
+    if not (sensitivity > 0 and math.isfinite(sensitivity)):
+        raise InputError(f"sensitivity: must be a finite number > 0, got {sensitivity}")
+    e0 = sensitivity / scale
+    piece = Piece(
+        x_lo=-e0,
+        x_hi=e0,
+        increasing=True,
+        loss=lambda x: x,
+        x_of_loss=lambda v: np.asarray(v, dtype=float),
+        dloss=lambda x0, dx: dx,
+        log_pdf=lambda x: np.where(np.abs(x) <= e0, 0.5 * (x - e0) - 2.0 * math.log(2.0), -np.inf),
+        scale=4.0,
+        unbounded=False,
+    )
+    return LossModel(
+        name=f"laplace(eps0={e0:g})",
+        atoms_loc=np.array([-e0, e0]),
+        atoms_mass=np.array([0.5 * math.exp(-e0), 0.5]),
+        piece=piece,
+        loss_min=-e0,
+        loss_max=e0,
+        log_sf_above=lambda b: _laplace_log_between(max(b, -e0), e0, e0),
+        log_cdf_below=lambda a: _laplace_log_between(-e0, min(a, e0), e0),
+    )
+
+
+def _laplace_log_between(lo: float, hi: float, e0: float) -> float:
+    """``log ∫_lo^hi ¼ e^{(l−ε0)/2} dl`` (upper bound by 1e-15 relative)."""
+    if hi <= lo:
+        return -math.inf
+    v = 0.5 * (math.exp(0.5 * (hi - e0)) - math.exp(0.5 * (lo - e0)))
+    return math.log(v) + 1e-15 if v > 0 else -math.inf
+
+
+class Laplace(Mechanism):
+    kind = "laplace"
+    keys = (Key("scale", "pos", aliases=("b",)), Key("sensitivity", "pos", 1.0, aliases=("sens",)))
+    order = 20
+
+    def rdp(self, params, alphas):
+        return rdp_laplace(params["scale"], params["sensitivity"], alphas)
+
+    def pld_pair(self, params):
+        return loss_model(params["scale"], params.get("sensitivity", 1.0)), None
+
+    def per_release(self, params):
+        eps = params["sensitivity"] / params["scale"]
+        if not np.isfinite(eps):
+            return None, "sensitivity/scale overflows: no finite per-release epsilon"
+        return (eps, 0.0), None
+
+
+MECHANISM = Laplace()
