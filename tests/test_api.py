@@ -1,0 +1,80 @@
+"""The library facade (dpcalc.api) answers what the command line answers, as certified bounds."""
+
+import json
+
+import numpy as np
+import pytest
+
+from dpcalc import api
+from dpcalc.errors import InputError
+
+
+def test_sgd_epsilon_matches_the_command_line(invoke):
+    res = invoke(
+        [
+            "sgd-epsilon",
+            "--sigma",
+            "0.8,1.1",
+            "--sample-rate",
+            "0.01",
+            "--steps",
+            "3000",
+            "--delta",
+            "1e-5",
+            "-f",
+            "json",
+        ]
+    )
+    cli = [r["epsilon"] for r in json.loads(res.stdout)]
+    b = api.sgd_epsilon(0.01, np.array([0.8, 1.1]), 3000, 1e-5)
+    assert list(b.value) == cli
+    assert b.lower is None and b.estimate is None and np.all(b.alpha > 1)
+
+
+def test_pld_bounds_are_brackets_with_the_upper_end_as_value():
+    b = api.sgd_epsilon(0.01, 1.1, 3000, 1e-5, accountant="pld")
+    assert b.lower <= b.estimate <= b.value
+    rdp = api.sgd_epsilon(0.01, 1.1, 3000, 1e-5)
+    assert b.value <= rdp.value
+    c = api.compose(["gaussian:sigma=10,count=100"], delta=1e-5)
+    exact = api.compose("gaussian:sigma=10,count=100", delta=1e-5, method="exact")
+    assert c.lower <= exact.value <= c.value * (1 + 1e-12)
+
+
+def test_compose_rdp_is_the_conversion_of_the_summed_curve():
+    specs = ["gaussian:sigma=4,count=10", "laplace:scale=20,count=5"]
+    curve = api.rdp_curve(specs)
+    parts = api.rdp_curve(specs[0]) + api.rdp_curve(api.mechanism(specs[1]))
+    assert np.all(curve >= parts) and np.allclose(curve, parts, rtol=1e-14)
+    b = api.compose(specs, epsilon=1.0, method="rdp")
+    assert 0 < b.value < 1 and b.alpha > 1
+
+
+def test_inverse_questions_are_conservative():
+    sigma = api.sgd_noise_multiplier(0.01, 10_000, 1e-5, 3.0)
+    assert api.sgd_epsilon(0.01, sigma, 10_000, 1e-5).value <= 3.0
+    assert api.sgd_epsilon(0.01, sigma / (1 + 2e-4), 10_000, 1e-5).value > 3.0
+    steps = api.sgd_steps(0.01, 1.1, 1e-5, 3.0)
+    assert (
+        api.sgd_epsilon(0.01, 1.1, steps, 1e-5).value
+        <= 3.0
+        < api.sgd_epsilon(0.01, 1.1, steps + 1, 1e-5).value
+    )
+
+
+def test_conversions_round_trip():
+    alphas = np.array([2.0, 4.0, 8.0, 16.0])
+    e = api.epsilon_from_rdp(alphas, 0.01 * alphas, 1e-5)
+    d = api.delta_from_rdp(alphas, 0.01 * alphas, e.value)
+    assert d.value <= 1e-5 * (1 + 1e-9)
+    z = api.rdp_from_dp(10.0, 1.0, 1e-5)
+    assert api.epsilon_from_rdp(np.array([10.0]), np.array([z]), 1e-5).value <= 1.0 + 1e-12
+
+
+def test_bad_input_raises_input_error():
+    with pytest.raises(InputError):
+        api.compose("gaussian:sigma=1", delta=1e-5, epsilon=1.0)
+    with pytest.raises(InputError):
+        api.compose("laplace:scale=1", delta=1e-5, method="exact")
+    with pytest.raises(InputError, match="unknown kind"):
+        api.mechanism("gausian:sigma=1")
