@@ -47,16 +47,16 @@ def test_pure_dp_all_methods_ordered(invoke):
         invoke(["compose", "laplace:scale=10,count=100", "--delta", "1e-5", "--method", "all", "-f", "csv"])
     )
     eps = {r["method"]: float(r["epsilon"]) for r in rows if r["epsilon"]}
-    assert eps["optimal"] == pytest.approx(4.3067913725, abs=1e-9)  # formulas.md §2.3 (Laplace Δ/b = 0.1)
+    assert eps["optimal"] == pytest.approx(4.3067913725, abs=1e-9)  # docs/math.md §2.3 (Laplace Δ/b = 0.1)
     assert eps["advanced"] == pytest.approx(5.8502350929445575, rel=1e-14)  # §2.2
     assert eps["basic"] == pytest.approx(10.0, rel=1e-14)
     assert eps["optimal"] < eps["rdp"] < eps["advanced"] < eps["basic"]
     # best: the smallest *upper bound*; the Laplace PLD (tighter than the worst case over all 0.1-DP
     # mechanisms that KOV covers) wins, and its upper end is never above KOV's exact worst case
     best = _rows(invoke(["compose", "laplace:scale=10,count=100", "--delta", "1e-5", "-f", "csv"]))
-    uppers = {r["method"]: float(r["epsilon_upper"]) for r in rows if r["epsilon_upper"]}
+    uppers = {r["method"]: float(r["epsilon"]) for r in rows if r["epsilon"]}
     assert best[0]["method"] == min(uppers, key=uppers.get)
-    assert float(best[0]["epsilon_upper"]) == min(uppers.values()) <= eps["optimal"]
+    assert float(best[0]["epsilon"]) == min(uppers.values()) <= eps["optimal"]
 
 
 def test_heterogeneous_mix_under_rdp_matches_dp_accounting_curve(invoke):
@@ -89,9 +89,9 @@ def test_heterogeneous_mix_under_rdp_matches_dp_accounting_curve(invoke):
     assert ours <= acc.get_epsilon(1e-6) * (1 + 1e-12)
     # the heterogeneous mix also composes under pld, whose certified upper end is tighter than rdp's,
     # so best picks it
-    assert float(by["pld"]["epsilon_upper"]) <= ours
+    assert float(by["pld"]["epsilon"]) <= ours
     best = _rows(invoke(["compose", *texts, "--delta", "1e-6", "-f", "csv"]))
-    assert best[0]["method"] == "pld" and float(best[0]["epsilon_upper"]) == float(by["pld"]["epsilon_upper"])
+    assert best[0]["method"] == "pld" and float(best[0]["epsilon"]) == float(by["pld"]["epsilon"])
 
 
 def test_epsilon_sweep_gives_delta(invoke):
@@ -132,7 +132,7 @@ def test_quiet_and_budget(invoke):
 
 
 def _mp_delta(eps, r):
-    """Balle–Wang δ(ε) in 50-digit arithmetic (formulas.md §2.6)."""
+    """Balle–Wang δ(ε) in 50-digit arithmetic (docs/math.md §2.6)."""
     with mpmath.workdps(50):
         eps, r = mpmath.mpf(eps), mpmath.mpf(r)
         return mpmath.ncdf(r / 2 - eps / r) - mpmath.exp(eps) * mpmath.ncdf(-r / 2 - eps / r)

@@ -21,11 +21,13 @@ def test_pld_bracket_contains_exact_gaussian(invoke):
     for d in ("1e-05", "1e-08"):
         exact = float(gaussian.eps_gaussian(float(d), 1.0))
         pld = got[("pld", d)]
-        assert float(pld["epsilon_lower"]) <= exact <= float(pld["epsilon_upper"])
-        assert float(pld["epsilon_lower"]) <= float(pld["epsilon"]) <= float(pld["epsilon_upper"])
-        # other methods' values are upper bounds: their upper column repeats them
-        assert got[("rdp", d)]["epsilon_upper"] == got[("rdp", d)]["epsilon"]
-        assert float(pld["epsilon_upper"]) <= float(got[("rdp", d)]["epsilon"])
+        # epsilon is the certified upper end; the estimate lies inside the bracket and says so
+        assert float(pld["epsilon_lower"]) <= exact <= float(pld["epsilon"])
+        assert float(pld["epsilon_lower"]) <= float(pld["epsilon_estimate"]) <= float(pld["epsilon"])
+        assert "epsilon_upper" not in pld
+        # other methods report no bracket
+        assert got[("rdp", d)]["epsilon_lower"] == got[("rdp", d)]["epsilon_estimate"] == ""
+        assert float(pld["epsilon"]) <= float(got[("rdp", d)]["epsilon"])
 
 
 def test_best_picks_the_smallest_upper_bound_and_quiet_prints_it(invoke):
@@ -34,17 +36,19 @@ def test_best_picks_the_smallest_upper_bound_and_quiet_prints_it(invoke):
     (row,) = rows(r.stdout)
     assert row["method"] == "pld"
     q = invoke(["compose", *mix, "--delta", "1e-5", "-q"])
-    assert float(q.stdout) == float(row["epsilon_upper"])  # a guarantee, never the estimate
+    assert float(q.stdout) == float(row["epsilon"])  # a guarantee, never the estimate
+    assert float(row["epsilon_estimate"]) <= float(row["epsilon"])
     every = rows(invoke(["compose", *mix, "--delta", "1e-5", "--method", "all", "-f", "csv"]).stdout)
-    uppers = [float(x["epsilon_upper"]) for x in every if x["epsilon_upper"]]
-    assert float(row["epsilon_upper"]) == min(uppers)
+    uppers = [float(x["epsilon"]) for x in every if x["epsilon"]]
+    assert float(row["epsilon"]) == min(uppers)
 
 
 def test_delta_for_epsilon_bracket(invoke):
     r = invoke(["compose", "gaussian:sigma=2", "--epsilon", "1", "--method", "pld", "-f", "csv"])
     (row,) = rows(r.stdout)
     exact = float(gaussian.delta_gaussian(1.0, 0.5))
-    assert float(row["delta_lower"]) <= exact <= float(row["delta_upper"])
+    assert float(row["delta_lower"]) <= exact <= float(row["delta"])
+    assert float(row["delta_lower"]) <= float(row["delta_estimate"]) <= float(row["delta"])
 
 
 def test_pld_refusal_is_a_row_in_all_and_an_error_alone(invoke):

@@ -1,11 +1,4 @@
-"""``dpcalc compose``: many mechanisms, one guarantee (formulas.md §2).
-
-Each method is one entry of :data:`METHODS` (name -> function); a function returns, for an array of
-targets (δ values when ε is asked, or ε values when δ is asked), the bound per target and a note per
-target, or ``None`` and the reason the method does not apply.  Formulas live in the engine
-(``dpcalc.engine.composition.theorems``, ``mechanisms``, ``gaussian``, ``conversions``); numpy is imported
-only inside the functions, so ``dpcalc compose --help`` stays light.
-"""
+"""``dpcalc compose``: the command line (click options); the computation is :mod:`dpcalc.commands.compose`."""
 
 from __future__ import annotations
 
@@ -13,8 +6,7 @@ import click
 
 from dpcalc.cli.common import common_options, eps_error_option, run
 from dpcalc.cli.types import Grid
-from dpcalc.errors import DpcalcWarning, InputError
-from dpcalc.result import PlotSpec, Result
+from dpcalc.commands.compose import METHOD_ORDER  # pure Python: numpy loads only when a method runs
 
 MAN_EXAMPLES = [
     (
@@ -54,8 +46,9 @@ Gaussians of σ are one Gaussian of σ/√k, so it applies to compositions of pl
 
 pld — privacy loss distributions composed numerically (Koskela et al. 2020; Gopi, Lee and Wutschitz
 2021; Doroshenko et al. 2022): a pessimistic discretisation gives a certified upper end, an optimistic
-one a lower end, with truncation and aliasing counted in; the row reports epsilon_lower, epsilon (the
-estimate) and epsilon_upper, and budget checks, best and -q use the upper end.  --eps-error sets the
+one a lower end, with truncation and aliasing counted in; the row reports epsilon (the certified upper
+end, like every other epsilon), epsilon_lower and epsilon_estimate (a value inside the bracket, not a
+bound), and budget checks, best and -q read epsilon.  --eps-error sets the
 bracket width (default 0.5% of ε); a request past the memory cap is refused with the --eps-error
 that fits.  Applies to gaussian, laplace, randomized-response, dp and Poisson subsampled-gaussian.
 
@@ -86,169 +79,6 @@ it holds for every ε; --method all adds that classical value, which needs ε < 
 with --method all, one dot per method, and a method that does not apply is named with its reason."""
 
 
-# ------------------------------------------------------------------------------------------------ methods
-# Each takes (specs, want_eps, targets: np.ndarray) and returns (values | None, notes | reason, extra).
-
-
-def _exact(specs, want_eps, targets):
-    import numpy as np
-
-    from dpcalc.engine.mechanisms import gaussian_exact as gaussian
-    from dpcalc.engine.mechanisms.catalogue import gaussian_r2
-
-    r2 = gaussian_r2(specs)
-    if r2 is None:
-        return None, "only for compositions of plain gaussian specs", {}
-    r = float(np.sqrt(r2))
-    values = gaussian.eps_gaussian(targets, r) if want_eps else gaussian.delta_gaussian(targets, r)
-    return np.atleast_1d(values), f"one Gaussian with sensitivity/sigma = {r:.6g}", {}
-
-
-_EDGE_NOTE = "best order at the edge of the grid"
-
-
-def _rdp(specs, want_eps, targets):
-    import numpy as np
-
-    from dpcalc.engine.conversion import methods as conversions
-    from dpcalc.engine.mechanisms.catalogue import rdp_refusal, total_rdp
-    from dpcalc.engine.orders import DEFAULT_ORDERS
-
-    for s in specs:
-        if (refusal := rdp_refusal(s)) is not None:
-            return None, refusal, {}
-    curve = total_rdp(specs, DEFAULT_ORDERS)
-    fn = conversions.eps_from_curve if want_eps else conversions.delta_from_curve
-    bound = fn(DEFAULT_ORDERS, curve, targets, method="optimal")
-    values = np.atleast_1d(np.asarray(bound.value, float))
-    alphas = np.atleast_1d(np.asarray(bound.alpha, float))
-    edge = np.atleast_1d(np.asarray(bound.at_edge))
-    notes = [_EDGE_NOTE if e else "optimal conversion over 225 orders" for e in edge]
-    return values, notes, {"alpha": [None if np.isnan(a) else float(a) for a in alphas]}
-
-
-def _per_release(specs):
-    """(eps, delta, counts) arrays of every spec, or (None, reason)."""
-    pairs = []
-    for s in specs:
-        pair, reason = _per_release_dp(s)
-        if pair is None:
-            return None, reason
-        pairs.append((pair[0], pair[1], s.count))
-    return pairs, None
-
-
-def _per_release_dp(spec):
-    from dpcalc.engine.mechanisms.catalogue import per_release_dp
-
-    return per_release_dp(spec)
-
-
-def _optimal(specs, want_eps, targets):
-    import numpy as np
-
-    from dpcalc.engine.composition import theorems as composition
-
-    pairs, reason = _per_release(specs)
-    if pairs is None:
-        return None, reason, {}
-    if len({(e, d) for e, d, _ in pairs}) > 1:
-        return None, "mechanisms differ: exact composition is for identical (epsilon, delta) only", {}
-    eps, delta, _ = pairs[0]
-    k = sum(c for _, _, c in pairs)
-    if k > composition.KOV_MAX_COUNT:
-        return None, f"total count {k} above {composition.KOV_MAX_COUNT}", {}
-    if not k * eps < 1e300:
-        return None, "count*epsilon overflows", {}
-    fn = composition.kov_eps if want_eps else composition.kov_delta
-    values = np.atleast_1d(np.asarray(fn(eps, delta, k, targets), float))
-    return values, f"Kairouz-Oh-Viswanath, k = {k}", {}
-
-
-def _advanced(specs, want_eps, targets):
-    import numpy as np
-
-    from dpcalc.engine.composition import theorems as composition
-
-    pairs, reason = _per_release(specs)
-    if pairs is None:
-        return None, reason, {}
-    eps, delta, counts = (np.array(x, float) for x in zip(*pairs))
-    e_basic, d_basic = composition.basic(eps, delta, counts)
-    if want_eps:
-        values = np.atleast_1d(np.asarray(composition.advanced_eps(eps, delta, counts, targets), float))
-        short = targets <= d_basic
-        notes = [
-            f"needs --delta above sum of deltas = {d_basic!r}"
-            if low
-            else ("basic is smaller" if v >= e_basic * (1 - 1e-15) else "Dwork-Rothblum-Vadhan")
-            for v, low in zip(values, short)
-        ]
-        values = [None if low else float(v) for v, low in zip(values, short)]
-    else:
-        values = np.atleast_1d(np.asarray(composition.advanced_delta(eps, delta, counts, targets), float))
-        notes = ["basic is smaller" if t >= e_basic else "Dwork-Rothblum-Vadhan" for t in targets]
-    return values, notes, {}
-
-
-def _basic(specs, want_eps, targets):
-    from dpcalc.engine.composition import theorems as composition
-
-    pairs, reason = _per_release(specs)
-    if pairs is None:
-        return None, reason, {}
-    e_basic, d_basic = composition.basic(*zip(*pairs))
-    if want_eps:
-        values = [e_basic if t >= d_basic else None for t in targets]
-        notes = ["" if t >= d_basic else f"needs --delta >= sum of deltas = {d_basic!r}" for t in targets]
-    else:
-        values = [d_basic if t >= e_basic else None for t in targets]
-        notes = ["" if t >= e_basic else f"needs --epsilon >= sum of epsilons = {e_basic!r}" for t in targets]
-    return values, notes, {}
-
-
-class _PldOptions:
-    """Settings of the pld method for one invocation (set by the command before the methods run)."""
-
-    eps_error: float | None = None
-    strict = False  # --method pld alone: a refusal (memory cap, unsupported kind) is an error, not a row
-
-
-def _pld(specs, want_eps, targets):
-    """Tight numerical composition of privacy loss distributions, with a certified bracket
-    (``dpcalc.engine.pld.accountant``: pessimistic / optimistic discretisation, FFT composition)."""
-    import numpy as np
-
-    from dpcalc.engine.pld.accountant import compose_pld
-
-    try:
-        b = compose_pld(
-            specs,
-            **({"delta": targets} if want_eps else {"epsilon": targets}),
-            eps_error=_PldOptions.eps_error,
-        )
-    except InputError as exc:
-        if _PldOptions.strict:
-            raise
-        return None, str(exc), {}
-    lower, est, upper = (np.atleast_1d(np.asarray(x, float)) for x in b)
-    return est, "privacy loss distributions: certified [lower, upper]", {"lower": lower, "upper": upper}
-
-
-#: Name -> method, in the order ``--method all`` shows them; ``best`` picks among them.  Adding a method
-#: is one entry here: a function ``(specs, want_eps, targets) -> (values, notes, extra)``; ``extra`` may
-#: hold ``alpha`` (the best order) and ``lower``/``upper`` (a bracket around an estimate).
-METHODS = {
-    "exact": _exact,
-    "pld": _pld,
-    "rdp": _rdp,
-    "optimal": _optimal,
-    "advanced": _advanced,
-    "basic": _basic,
-}
-METHOD_ORDER = tuple(METHODS)
-
-
 # ------------------------------------------------------------------------------------------------ command
 
 
@@ -277,202 +107,14 @@ def command(mechanisms, delta, epsilon, method, eps_error, out):
     that leave sigma out, to calibrate σ.
     """
     from dpcalc.cli.common import single
+    from dpcalc.commands import compose as cmd
 
-    _PldOptions.eps_error = single(eps_error, "--eps-error")
-    _PldOptions.strict = method == "pld"
+    eps_error = single(eps_error, "--eps-error")
     if eps_error is not None and method not in ("pld", "best", "all"):
         raise click.UsageError("--eps-error applies to --method pld (or best, all)")
     if delta is not None and epsilon is not None:
-        run(out, lambda: _calibrate(mechanisms, epsilon, delta, method))
+        run(out, lambda: cmd.calibrate(mechanisms, epsilon, delta, method))
         return
     if delta is None and epsilon is None:
         raise click.UsageError("give --delta (to get ε) or --epsilon (to get δ); both to calibrate σ")
-    run(out, lambda: _compose(mechanisms, delta, epsilon, method))
-
-
-def _compose(texts, delta, epsilon, method) -> Result:
-    import numpy as np
-
-    from dpcalc.spec import parse_mechanisms
-
-    specs = parse_mechanisms(texts)
-    _check_relations(specs)
-    want_eps = delta is not None
-    targets = np.asarray(delta if want_eps else epsilon, float)
-    names = METHOD_ORDER if method in ("all", "best") else (method,)
-    headline, given = ("epsilon", "delta") if want_eps else ("delta", "epsilon")
-    cols: dict[str, list] = {"method": [], given: [], headline: [], "alpha": [], "note": []}
-    lower_name, upper_name = f"{headline}_lower", f"{headline}_upper"
-    per_method = {}
-    for name in names:
-        values, notes, extra = METHODS[name](specs, want_eps, targets)
-        n = targets.size
-        if values is None:
-            values, notes = [None] * n, [f"does not apply: {notes}"] * n
-        if isinstance(notes, str):
-            notes = [notes] * n
-        values = [None if v is None or np.isnan(v) else float(v) for v in values]
-        # every other method's value is itself an upper bound; a bracket has its own ends
-        lower = [None if v is None else float(v) for v in extra["lower"]] if "lower" in extra else [None] * n
-        upper = [None if v is None else float(v) for v in extra["upper"]] if "upper" in extra else values
-        per_method[name] = (values, notes, extra.get("alpha", [None] * n), lower, upper)
-    bracketed = any(v is not None for m in per_method.values() for v in m[3])
-    if bracketed:
-        cols[lower_name], cols[upper_name] = [], []
-    picks = []
-    if method == "best":
-        for i in range(targets.size):
-            cands = [
-                (per_method[m][4][i], k, m) for k, m in enumerate(names) if per_method[m][4][i] is not None
-            ]
-            if not cands:
-                raise InputError("MECHANISM: no method applies to these mechanisms at this target")
-            picks.append((i, min(cands)[2]))  # judged by the upper end: the tightest *guarantee*
-    else:
-        picks = [(i, m) for m in names for i in range(targets.size)]
-    for i, m in picks:
-        values, notes, alphas, lower, upper = per_method[m]
-        cols["method"].append(m)
-        cols[given].append(float(targets[i]))
-        cols[headline].append(values[i])
-        cols["alpha"].append(alphas[i])
-        cols["note"].append(notes[i])
-        if bracketed:
-            cols[lower_name].append(lower[i])
-            cols[upper_name].append(upper[i])
-    if bracketed:  # the bracket beside the estimate, then alpha and note
-        order = ["method", given, lower_name, headline, upper_name, "alpha", "note"]
-        cols = {k: cols[k] for k in order}
-    _warn_edge(cols, headline)
-    if all(a is None for a in cols["alpha"]):
-        del cols["alpha"]
-    result = Result(
-        cols,
-        headline=upper_name if bracketed else headline,  # -q prints a guarantee, never an estimate
-        title="composition",
-        caption="mechanisms: " + " + ".join(s.label() for s in specs) + _relation_caption(specs),
-    )
-    if len(cols["method"]) > 1:  # a curve over the targets, or the methods side by side at one target
-        result.plot = PlotSpec(
-            x=given,
-            y=headline,
-            series="method",
-            logx=want_eps,
-            logy=not want_eps,
-            autolog=True,
-            xlabel="δ (probability)" if want_eps else "ε (nats)",
-            ylabel="ε (nats)" if want_eps else "δ (probability)",
-            title=f"Composition: {'ε' if want_eps else 'δ'} "
-            + (f"by {'δ' if want_eps else 'ε'}" if targets.size > 1 else "by method"),
-            subtitle=" + ".join(s.text for s in specs)
-            + (f"; {'δ' if want_eps else 'ε'} = {float(targets[0]):g}" if targets.size == 1 else ""),
-        )
-    return result
-
-
-def _warn_edge(cols, headline) -> None:
-    """One stderr warning when a shown rdp row's best order is at the edge of the grid (and matters)."""
-    import warnings
-
-    trivial = (0.0,) if headline == "epsilon" else (0.0, 1.0)
-    for m, v, note in zip(cols["method"], cols[headline], cols["note"]):
-        if m == "rdp" and note == _EDGE_NOTE and v not in trivial:
-            warnings.warn(
-                "rdp: the best Rényi order is at the edge of the grid (1.01..1e4): the bound is valid but "
-                "a wider grid might give a smaller one",
-                DpcalcWarning,
-                stacklevel=2,
-            )
-            return
-
-
-def _check_relations(specs) -> None:
-    """Poisson (add/remove-one) and fixed-size (replace-one) bounds do not compose into one statement."""
-    from dpcalc.engine.mechanisms.catalogue import relations
-
-    if len(relations(specs)) > 1:
-        raise InputError(
-            "MECHANISM: subsampled-gaussian specs mix sampling=poisson (add/remove-one neighbours) and "
-            "sampling=fixed-size (replace-one neighbours); no single guarantee covers both: compose them separately"
-        )
-
-
-def _relation_caption(specs) -> str:
-    from dpcalc.engine.mechanisms.catalogue import relations
-
-    samplings = relations(specs)
-    if samplings == {"poisson"}:
-        return "; neighbours: add/remove-one (Poisson sampling)"
-    if samplings == {"fixed-size"}:
-        return "; neighbours: replace-one (fixed-size sampling)"
-    return ""
-
-
-def _calibrate(texts, epsilon, delta, method) -> Result:
-    """The smallest common σ making a composition of Gaussians (ε, δ)-DP (formulas.md §2.6)."""
-    import math
-
-    import numpy as np
-
-    from dpcalc.engine.grid import product
-    from dpcalc.engine.mechanisms import gaussian_exact as gaussian
-    from dpcalc.spec import parse_mechanisms
-
-    specs = parse_mechanisms(texts, omit=("sigma",))
-    for s in specs:
-        if s.kind != "gaussian":
-            raise InputError(
-                f"mechanism {s.text!r}: --epsilon with --delta calibrates σ of gaussian specs only "
-                "(give one of them to compose)"
-            )
-        if s.params["sigma"] is not None:
-            raise InputError(
-                f"mechanism {s.text!r}: --epsilon with --delta solves for sigma: leave sigma out "
-                "(or give only one of --epsilon/--delta)"
-            )
-    if method not in ("best", "all", "exact"):
-        raise click.BadParameter("calibration uses exact (or all)", param_hint="'--method'")
-    sens = math.sqrt(math.fsum(s.count * s.params["sensitivity"] ** 2 for s in specs))
-    g = product(epsilon=np.asarray(epsilon, float), delta=np.asarray(delta, float))
-    sigma = np.atleast_1d(gaussian.sigma_gaussian(g["epsilon"], g["delta"], sensitivity=sens))
-    n = sigma.size
-    cols = {
-        "method": ["exact"] * n,
-        "epsilon": list(g["epsilon"]),
-        "delta": list(g["delta"]),
-        "sigma": [float(s) for s in sigma],
-        "note": ["Balle-Wang exact Gaussian"] * n,
-    }
-    if method == "all":
-        for e, d in zip(g["epsilon"], g["delta"]):
-            ok = 0 < e < 1
-            cols["method"].append("classical")
-            cols["epsilon"].append(float(e))
-            cols["delta"].append(float(d))
-            cols["sigma"].append(
-                float(np.nextafter(math.sqrt(2 * math.log(1.25 / d)) * sens / e, np.inf)) if ok else None
-            )
-            cols["note"].append("Dwork-Roth Thm A.1" if ok else "does not apply: needs 0 < epsilon < 1")
-    plot = None
-    if len(cols["method"]) > 1:
-        plot = PlotSpec(
-            x="epsilon" if len(epsilon) > 1 or len(delta) == 1 else "delta",
-            y="sigma",
-            series="method",
-            group=("delta",) if len(epsilon) > 1 and len(delta) > 1 else (),
-            logx=len(epsilon) == 1 and len(delta) > 1,
-            autolog=True,
-            xlabel="target ε (nats)" if len(epsilon) > 1 or len(delta) == 1 else "target δ (probability)",
-            ylabel="noise σ (standard deviation of each release)",
-            title="Gaussian calibration: the smallest σ",
-            subtitle=" + ".join(s.text for s in specs)
-            + "".join(f"; {n} = {v[0]:g}" for n, v in (("ε", epsilon), ("δ", delta)) if len(v) == 1),
-        )
-    return Result(
-        cols,
-        plot=plot,
-        headline="sigma",
-        title="Gaussian calibration",
-        caption="sigma: the noise of every gaussian spec, so that their composition is (epsilon, delta)-DP; "
-        f"combined sensitivity sqrt(sum count*sensitivity^2) = {sens:.6g}",
-    )
+    run(out, lambda: cmd.compose(mechanisms, delta, epsilon, method, eps_error))

@@ -1,7 +1,7 @@
 """Regenerate tests/corpus/expected.jsonl from the current code (read the diff before committing).
 
-    python tests/corpus/regen.py            every case
-    python tests/corpus/regen.py TEXT ...   only the cases containing one of the TEXTs (the rest kept)
+python tests/corpus/regen.py            every case
+python tests/corpus/regen.py TEXT ...   only the cases containing one of the TEXTs (the rest kept)
 """
 
 import json

@@ -1,0 +1,362 @@
+"""``dpcalc compose``: many mechanisms, one guarantee (docs/math.md §2, §7) — the part without click.
+
+Each method is one entry of :data:`METHODS` (name -> function); a function returns, for an array of
+targets (δ values when ε is asked, or ε values when δ is asked), the bound per target and a note per
+target, or ``None`` and the reason the method does not apply.  Formulas live in the engine
+(:mod:`dpcalc.engine.composition`, :mod:`dpcalc.engine.mechanisms`, :mod:`dpcalc.engine.pld`,
+:mod:`dpcalc.engine.conversion`); numpy is imported only inside the functions, so that ``dpcalc compose
+--help`` stays light.  :func:`compose` and :func:`calibrate` return the :class:`~dpcalc.result.Result`.
+"""
+
+from __future__ import annotations
+
+from dpcalc.errors import DpcalcWarning, InputError
+from dpcalc.result import PlotSpec, Result
+
+# Each takes (specs, want_eps, targets: np.ndarray, opts: dict) and returns
+# (values | None, notes | reason, extra); opts holds eps_error and strict (for pld).
+
+
+def _exact(specs, want_eps, targets, opts):
+    import numpy as np
+
+    from dpcalc.engine.mechanisms import gaussian_exact as gaussian
+    from dpcalc.engine.mechanisms.catalogue import gaussian_r2
+
+    r2 = gaussian_r2(specs)
+    if r2 is None:
+        return None, "only for compositions of plain gaussian specs", {}
+    r = float(np.sqrt(r2))
+    values = gaussian.eps_gaussian(targets, r) if want_eps else gaussian.delta_gaussian(targets, r)
+    return np.atleast_1d(values), f"one Gaussian with sensitivity/sigma = {r:.6g}", {}
+
+
+_EDGE_NOTE = "best order at the edge of the grid"
+
+
+def _rdp(specs, want_eps, targets, opts):
+    import numpy as np
+
+    from dpcalc.engine.conversion import methods as conversions
+    from dpcalc.engine.mechanisms.catalogue import rdp_refusal, total_rdp
+    from dpcalc.engine.orders import DEFAULT_ORDERS
+
+    for s in specs:
+        if (refusal := rdp_refusal(s)) is not None:
+            return None, refusal, {}
+    curve = total_rdp(specs, DEFAULT_ORDERS)
+    fn = conversions.eps_from_curve if want_eps else conversions.delta_from_curve
+    bound = fn(DEFAULT_ORDERS, curve, targets, method="optimal")
+    values = np.atleast_1d(np.asarray(bound.value, float))
+    alphas = np.atleast_1d(np.asarray(bound.alpha, float))
+    edge = np.atleast_1d(np.asarray(bound.at_edge))
+    notes = [_EDGE_NOTE if e else "optimal conversion over 225 orders" for e in edge]
+    return values, notes, {"alpha": [None if np.isnan(a) else float(a) for a in alphas]}
+
+
+def _per_release(specs):
+    """(eps, delta, counts) arrays of every spec, or (None, reason)."""
+    pairs = []
+    for s in specs:
+        pair, reason = _per_release_dp(s)
+        if pair is None:
+            return None, reason
+        pairs.append((pair[0], pair[1], s.count))
+    return pairs, None
+
+
+def _per_release_dp(spec):
+    from dpcalc.engine.mechanisms.catalogue import per_release_dp
+
+    return per_release_dp(spec)
+
+
+def _optimal(specs, want_eps, targets, opts):
+    import numpy as np
+
+    from dpcalc.engine.composition import theorems as composition
+
+    pairs, reason = _per_release(specs)
+    if pairs is None:
+        return None, reason, {}
+    if len({(e, d) for e, d, _ in pairs}) > 1:
+        return None, "mechanisms differ: exact composition is for identical (epsilon, delta) only", {}
+    eps, delta, _ = pairs[0]
+    k = sum(c for _, _, c in pairs)
+    if k > composition.KOV_MAX_COUNT:
+        return None, f"total count {k} above {composition.KOV_MAX_COUNT}", {}
+    if not k * eps < 1e300:
+        return None, "count*epsilon overflows", {}
+    fn = composition.kov_eps if want_eps else composition.kov_delta
+    values = np.atleast_1d(np.asarray(fn(eps, delta, k, targets), float))
+    return values, f"Kairouz-Oh-Viswanath, k = {k}", {}
+
+
+def _advanced(specs, want_eps, targets, opts):
+    import numpy as np
+
+    from dpcalc.engine.composition import theorems as composition
+
+    pairs, reason = _per_release(specs)
+    if pairs is None:
+        return None, reason, {}
+    eps, delta, counts = (np.array(x, float) for x in zip(*pairs))
+    e_basic, d_basic = composition.basic(eps, delta, counts)
+    if want_eps:
+        values = np.atleast_1d(np.asarray(composition.advanced_eps(eps, delta, counts, targets), float))
+        short = targets <= d_basic
+        notes = [
+            f"needs --delta above sum of deltas = {d_basic!r}"
+            if low
+            else ("basic is smaller" if v >= e_basic * (1 - 1e-15) else "Dwork-Rothblum-Vadhan")
+            for v, low in zip(values, short)
+        ]
+        values = [None if low else float(v) for v, low in zip(values, short)]
+    else:
+        values = np.atleast_1d(np.asarray(composition.advanced_delta(eps, delta, counts, targets), float))
+        notes = ["basic is smaller" if t >= e_basic else "Dwork-Rothblum-Vadhan" for t in targets]
+    return values, notes, {}
+
+
+def _basic(specs, want_eps, targets, opts):
+    from dpcalc.engine.composition import theorems as composition
+
+    pairs, reason = _per_release(specs)
+    if pairs is None:
+        return None, reason, {}
+    e_basic, d_basic = composition.basic(*zip(*pairs))
+    if want_eps:
+        values = [e_basic if t >= d_basic else None for t in targets]
+        notes = ["" if t >= d_basic else f"needs --delta >= sum of deltas = {d_basic!r}" for t in targets]
+    else:
+        values = [d_basic if t >= e_basic else None for t in targets]
+        notes = ["" if t >= e_basic else f"needs --epsilon >= sum of epsilons = {e_basic!r}" for t in targets]
+    return values, notes, {}
+
+
+def _pld(specs, want_eps, targets, opts):
+    """Tight numerical composition of privacy loss distributions, with a certified bracket
+    (``dpcalc.engine.pld.accountant``: pessimistic / optimistic discretisation, FFT composition)."""
+    import numpy as np
+
+    from dpcalc.engine.pld.accountant import compose_pld
+
+    try:
+        b = compose_pld(
+            specs,
+            **({"delta": targets} if want_eps else {"epsilon": targets}),
+            eps_error=opts.get("eps_error"),
+        )
+    except InputError as exc:
+        if opts.get("strict"):  # --method pld alone: a refusal is an error, not a row
+            raise
+        return None, str(exc), {}
+    lower, est, upper = (np.atleast_1d(np.asarray(x, float)) for x in b)
+    return upper, "privacy loss distributions: certified [lower, upper]", {"lower": lower, "estimate": est}
+
+
+#: Name -> method, in the order ``--method all`` shows them; ``best`` picks among them.  Adding a method
+#: is one entry here: a function ``(specs, want_eps, targets, opts) -> (values, notes, extra)``; ``extra`` may
+#: hold ``alpha`` (the best order) and ``lower``/``estimate`` (where ``values`` is the upper end of a bracket).
+METHODS = {
+    "exact": _exact,
+    "pld": _pld,
+    "rdp": _rdp,
+    "optimal": _optimal,
+    "advanced": _advanced,
+    "basic": _basic,
+}
+METHOD_ORDER = tuple(METHODS)
+
+
+def compose(texts, delta, epsilon, method, eps_error=None) -> Result:
+    """One row per target (and per method with ``method="all"``): the composition's ε at each δ of
+    ``delta``, or δ at each ε of ``epsilon``; ``best`` keeps the smallest certified bound per target."""
+    import numpy as np
+
+    from dpcalc.spec import parse_mechanisms
+
+    specs = parse_mechanisms(texts)
+    _check_relations(specs)
+    opts = {"eps_error": eps_error, "strict": method == "pld"}
+    want_eps = delta is not None
+    targets = np.asarray(delta if want_eps else epsilon, float)
+    names = METHOD_ORDER if method in ("all", "best") else (method,)
+    headline, given = ("epsilon", "delta") if want_eps else ("delta", "epsilon")
+    cols: dict[str, list] = {"method": [], given: [], headline: [], "alpha": [], "note": []}
+    lower_name, estimate_name = f"{headline}_lower", f"{headline}_estimate"
+    per_method = {}
+    for name in names:
+        values, notes, extra = METHODS[name](specs, want_eps, targets, opts)
+        n = targets.size
+        if values is None:
+            values, notes = [None] * n, [f"does not apply: {notes}"] * n
+        if isinstance(notes, str):
+            notes = [notes] * n
+        # every method's value is an upper bound; a bracketed one also has a lower end and an estimate
+        values = [None if v is None or np.isnan(v) else float(v) for v in values]
+        lower, estimate = (
+            [None if v is None else float(v) for v in extra[k]] if k in extra else [None] * n
+            for k in ("lower", "estimate")
+        )
+        per_method[name] = (values, notes, extra.get("alpha", [None] * n), lower, estimate)
+    bracketed = any(v is not None for m in per_method.values() for v in m[3])
+    if bracketed:
+        cols[lower_name], cols[estimate_name] = [], []
+    picks = []
+    if method == "best":
+        for i in range(targets.size):
+            cands = [
+                (per_method[m][0][i], k, m) for k, m in enumerate(names) if per_method[m][0][i] is not None
+            ]
+            if not cands:
+                raise InputError("MECHANISM: no method applies to these mechanisms at this target")
+            picks.append((i, min(cands)[2]))  # the tightest *guarantee*
+    else:
+        picks = [(i, m) for m in names for i in range(targets.size)]
+    for i, m in picks:
+        values, notes, alphas, lower, estimate = per_method[m]
+        cols["method"].append(m)
+        cols[given].append(float(targets[i]))
+        cols[headline].append(values[i])
+        cols["alpha"].append(alphas[i])
+        cols["note"].append(notes[i])
+        if bracketed:
+            cols[lower_name].append(lower[i])
+            cols[estimate_name].append(estimate[i])
+    if bracketed:  # the certified bound first, then the bracket's lower end and the estimate
+        order = ["method", given, headline, lower_name, estimate_name, "alpha", "note"]
+        cols = {k: cols[k] for k in order}
+    _warn_edge(cols, headline)
+    if all(a is None for a in cols["alpha"]):
+        del cols["alpha"]
+    result = Result(
+        cols,
+        headline=headline,  # a certified upper bound in every row, never an estimate
+        title="composition",
+        caption="mechanisms: " + " + ".join(s.label() for s in specs) + _relation_caption(specs),
+    )
+    if len(cols["method"]) > 1:  # a curve over the targets, or the methods side by side at one target
+        result.plot = PlotSpec(
+            x=given,
+            y=headline,
+            series="method",
+            logx=want_eps,
+            logy=not want_eps,
+            autolog=True,
+            xlabel="δ (probability)" if want_eps else "ε (nats)",
+            ylabel="ε (nats)" if want_eps else "δ (probability)",
+            title=f"Composition: {'ε' if want_eps else 'δ'} "
+            + (f"by {'δ' if want_eps else 'ε'}" if targets.size > 1 else "by method"),
+            subtitle=" + ".join(s.text for s in specs)
+            + (f"; {'δ' if want_eps else 'ε'} = {float(targets[0]):g}" if targets.size == 1 else ""),
+        )
+    return result
+
+
+def _warn_edge(cols, headline) -> None:
+    """One stderr warning when a shown rdp row's best order is at the edge of the grid (and matters)."""
+    import warnings
+
+    trivial = (0.0,) if headline == "epsilon" else (0.0, 1.0)
+    for m, v, note in zip(cols["method"], cols[headline], cols["note"]):
+        if m == "rdp" and note == _EDGE_NOTE and v not in trivial:
+            warnings.warn(
+                "rdp: the best Rényi order is at the edge of the grid (1.01..1e4): the bound is valid but "
+                "a wider grid might give a smaller one",
+                DpcalcWarning,
+                stacklevel=2,
+            )
+            return
+
+
+def _check_relations(specs) -> None:
+    """Poisson (add/remove-one) and fixed-size (replace-one) bounds do not compose into one statement."""
+    from dpcalc.engine.mechanisms.catalogue import relations
+
+    if len(relations(specs)) > 1:
+        raise InputError(
+            "MECHANISM: subsampled-gaussian specs mix sampling=poisson (add/remove-one neighbours) and "
+            "sampling=fixed-size (replace-one neighbours); no single guarantee covers both: compose them separately"
+        )
+
+
+def _relation_caption(specs) -> str:
+    from dpcalc.engine.mechanisms.catalogue import relations
+
+    samplings = relations(specs)
+    if samplings == {"poisson"}:
+        return "; neighbours: add/remove-one (Poisson sampling)"
+    if samplings == {"fixed-size"}:
+        return "; neighbours: replace-one (fixed-size sampling)"
+    return ""
+
+
+def calibrate(texts, epsilon, delta, method) -> Result:
+    """The smallest common σ making a composition of Gaussians (ε, δ)-DP (formulas.md §2.6)."""
+    import math
+
+    import numpy as np
+
+    from dpcalc.engine.grid import product
+    from dpcalc.engine.mechanisms import gaussian_exact as gaussian
+    from dpcalc.spec import parse_mechanisms
+
+    specs = parse_mechanisms(texts, omit=("sigma",))
+    for s in specs:
+        if s.kind != "gaussian":
+            raise InputError(
+                f"mechanism {s.text!r}: --epsilon with --delta calibrates σ of gaussian specs only "
+                "(give one of them to compose)"
+            )
+        if s.params["sigma"] is not None:
+            raise InputError(
+                f"mechanism {s.text!r}: --epsilon with --delta solves for sigma: leave sigma out "
+                "(or give only one of --epsilon/--delta)"
+            )
+    if method not in ("best", "all", "exact"):
+        raise InputError("Invalid value for '--method': calibration uses exact (or all)")
+    sens = math.sqrt(math.fsum(s.count * s.params["sensitivity"] ** 2 for s in specs))
+    g = product(epsilon=np.asarray(epsilon, float), delta=np.asarray(delta, float))
+    sigma = np.atleast_1d(gaussian.sigma_gaussian(g["epsilon"], g["delta"], sensitivity=sens))
+    n = sigma.size
+    cols = {
+        "method": ["exact"] * n,
+        "epsilon": list(g["epsilon"]),
+        "delta": list(g["delta"]),
+        "sigma": [float(s) for s in sigma],
+        "note": ["Balle-Wang exact Gaussian"] * n,
+    }
+    if method == "all":
+        for e, d in zip(g["epsilon"], g["delta"]):
+            ok = 0 < e < 1
+            cols["method"].append("classical")
+            cols["epsilon"].append(float(e))
+            cols["delta"].append(float(d))
+            cols["sigma"].append(
+                float(np.nextafter(math.sqrt(2 * math.log(1.25 / d)) * sens / e, np.inf)) if ok else None
+            )
+            cols["note"].append("Dwork-Roth Thm A.1" if ok else "does not apply: needs 0 < epsilon < 1")
+    plot = None
+    if len(cols["method"]) > 1:
+        plot = PlotSpec(
+            x="epsilon" if len(epsilon) > 1 or len(delta) == 1 else "delta",
+            y="sigma",
+            series="method",
+            group=("delta",) if len(epsilon) > 1 and len(delta) > 1 else (),
+            logx=len(epsilon) == 1 and len(delta) > 1,
+            autolog=True,
+            xlabel="target ε (nats)" if len(epsilon) > 1 or len(delta) == 1 else "target δ (probability)",
+            ylabel="noise σ (standard deviation of each release)",
+            title="Gaussian calibration: the smallest σ",
+            subtitle=" + ".join(s.text for s in specs)
+            + "".join(f"; {n} = {v[0]:g}" for n, v in (("ε", epsilon), ("δ", delta)) if len(v) == 1),
+        )
+    return Result(
+        cols,
+        plot=plot,
+        headline="sigma",
+        title="Gaussian calibration",
+        caption="sigma: the noise of every gaussian spec, so that their composition is (epsilon, delta)-DP; "
+        f"combined sensitivity sqrt(sum count*sensitivity^2) = {sens:.6g}",
+    )
