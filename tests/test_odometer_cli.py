@@ -50,7 +50,7 @@ def readline(proc, timeout=30.0):
     return line.decode() + "\n"
 
 
-# -- formulas.md §6.3 ---------------------------------------------------------------------------
+# -- docs/math.md §6.3 ---------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "gamma, alphas, want",
     [

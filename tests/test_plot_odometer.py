@@ -1,4 +1,5 @@
-"""--plot for odometer: seed 004's figure (odometer vs plain RDP), from EVENTS and from a ledger."""
+"""--plot for odometer: the figure of Lécuyer 2021 (arXiv:2103.01379, Fig. 2b: odometer vs plain RDP), from
+EVENTS and from a ledger."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""``dpcalc odometer``: adaptive budgets — privacy filters, odometers, and a ledger for CI (formulas.md §6)."""
+"""``dpcalc odometer``: adaptive budgets — privacy filters, odometers, and a ledger for CI (docs/math.md §6)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import sys
 
 import click
 
-from dpcalc import odometer_run as session
 from dpcalc.cli.common import BudgetExceeded, common_options, run, single
 from dpcalc.cli.types import Grid
+from dpcalc.commands import odometer as session
 from dpcalc.errors import InputError
 
 CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")

@@ -293,7 +293,7 @@ def _relation_caption(specs) -> str:
 
 
 def calibrate(texts, epsilon, delta, method) -> Result:
-    """The smallest common σ making a composition of Gaussians (ε, δ)-DP (formulas.md §2.6)."""
+    """The smallest common σ making a composition of Gaussians (ε, δ)-DP (docs/math.md §2.6)."""
     import math
 
     import numpy as np

@@ -17,7 +17,7 @@ from dpcalc.engine.pld.loss_models import approx_dp
 def rdp_pure_dp(eps, alphas):
     """The tight RDP curve of an ε-DP mechanism: that of randomized response with p = e^ε/(1+e^ε).
 
-    formulas.md §1.4: ``ζ = log((e^{αε} + e^{(1−α)ε})/(1+e^ε))/(α−1)``, which is below both ``ε`` and
+    docs/math.md §1.4: ``ζ = log((e^{αε} + e^{(1−α)ε})/(1+e^ε))/(α−1)``, which is below both ``ε`` and
     ``αε²/2`` (Bun–Steinke).  Why it holds for every ε-DP mechanism: the privacy loss L lies in [−ε, ε]
     and satisfies ``E_P[e^{−L}] = 1``; ``E_P[e^{(α−1)L}]`` is a convex function of ``e^{−L}``, so it is
     largest when L takes only the values ±ε — which is randomized response.

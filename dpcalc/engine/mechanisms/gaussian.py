@@ -18,7 +18,7 @@ from dpcalc.errors import InputError
 
 
 def rdp_gaussian(sigma, sensitivity, alphas):
-    """``ζ(α) = αΔ²/(2σ²)`` (Mironov 2017, Table II; formulas.md §2.5 — the square on Δ, unlike seed 001)."""
+    """``ζ(α) = αΔ²/(2σ²)`` (Mironov 2017, Table II; docs/math.md §2.5 — the square on Δ, which some lecture slides omit)."""
     a = check_alphas(alphas)
     with np.errstate(over="ignore"):
         z = a * (sensitivity / sigma) ** 2 / 2.0
@@ -27,7 +27,7 @@ def rdp_gaussian(sigma, sensitivity, alphas):
 
 def loss_model(sigma: float, sensitivity: float = 1.0) -> LossModel:
     """Gaussian mechanism: ``L ~ N(r²/2, r²)`` under P with ``r = Δ/σ`` (Balle & Wang 2018 §3;
-    formulas.md §2.6).  Symmetric, so one direction suffices."""
+    docs/math.md §2.6).  Symmetric, so one direction suffices."""
     sigma, sensitivity = float(sigma), float(sensitivity)
     if not (sigma > 0 and math.isfinite(sigma)):
         raise InputError(f"sigma: must be a finite number > 0, got {sigma}")

@@ -1,10 +1,10 @@
-"""The exact privacy profile of the Gaussian mechanism (Balle & Wang 2018, Thm 8; formulas.md §2.6).
+"""The exact privacy profile of the Gaussian mechanism (Balle & Wang 2018, Thm 8; docs/math.md §2.6).
 
 A Gaussian mechanism with ℓ₂-sensitivity Δ and noise N(0, σ²I) is (ε, δ)-DP exactly for
 
     δ(ε) = Φ(r/2 − ε/r) − e^ε Φ(−r/2 − ε/r),     r = Δ/σ,
 
-which is also Asoodeh's θ_ε(r) (formulas.md §4.3).  k Gaussian mechanisms with the same r compose to
+which is also Asoodeh's θ_ε(r) (docs/math.md §4.3).  k Gaussian mechanisms with the same r compose to
 one Gaussian mechanism with ``r·√k`` (and heterogeneous ones to ``sqrt(Σ r_i²)``), so this profile is
 also the exact profile of any composition of Gaussian mechanisms.
 
@@ -54,7 +54,7 @@ def _prepare(eps, r):
 
 
 def log_delta_gaussian(eps, r):
-    """``log δ(ε)`` of the Gaussian mechanism with ``r = Δ/σ`` (Balle & Wang 2018, Thm 8; formulas.md §2.6).
+    """``log δ(ε)`` of the Gaussian mechanism with ``r = Δ/σ`` (Balle & Wang 2018, Thm 8; docs/math.md §2.6).
 
     ``log δ = log_sub(log Φ(r/2 − ε/r), ε + log Φ(−r/2 − ε/r))``.  The result is an upper bound: it is
     raised by the worst-case effect of the rounding errors of the two terms, amplified by their
@@ -89,10 +89,10 @@ def delta_gaussian(eps, r):
 
 
 def log_one_minus_delta_gaussian(eps, r):
-    """``log(1 − δ(ε))`` computed directly (formulas.md §2.6), never as ``1 − δ``.
+    """``log(1 − δ(ε))`` computed directly (docs/math.md §2.6), never as ``1 − δ``.
 
     ``1 − δ = Φ(ε/r − r/2) + e^ε Φ(−ε/r − r/2)`` (a logaddexp), accurate when δ is close to 1, i.e.
-    for Asoodeh's contraction coefficient 1 − θ_ε(r) (formulas.md §4.3).  A plain evaluation (no
+    for Asoodeh's contraction coefficient 1 − θ_ε(r) (docs/math.md §4.3).  A plain evaluation (no
     rounding to either side).  ``r = 0`` gives 0; ``r = inf`` with finite ε gives ``-inf``.
     """
     eps, r, finite, rs, es = _prepare(eps, r)
@@ -118,7 +118,7 @@ def _tail_eps(delta, r):
 def eps_gaussian(delta, r):
     """The smallest ε (rounded up) with δ(ε) ≤ ``delta`` for the Gaussian mechanism with ``r = Δ/σ``.
 
-    Balle & Wang 2018, Thm 8 (formulas.md §2.6), inverted by bisection on ``log δ`` (decreasing in ε).
+    Balle & Wang 2018, Thm 8 (docs/math.md §2.6), inverted by bisection on ``log δ`` (decreasing in ε).
     The bracket's upper end is the tail bound ``r²/2 + r·Q⁻¹(δ)`` (δ(ε) ≤ P[L > ε] for the privacy
     loss L ~ N(r²/2, r²)); the returned value is the bracket's safe (upper) end.  ε = 0 where
     ``delta ≥ δ(0) = 2Φ(r/2) − 1``; ``r = 0`` gives 0 and ``r = inf`` gives inf.
@@ -149,7 +149,7 @@ def eps_gaussian(delta, r):
 def sigma_gaussian(eps, delta, sensitivity=1.0):
     """The smallest noise σ (rounded up) that makes the Gaussian mechanism (ε, δ)-DP, exactly.
 
-    Balle & Wang 2018, Thm 8 / Alg. 1 in spirit (formulas.md §2.6): δ(ε; r) is increasing in r = Δ/σ,
+    Balle & Wang 2018, Thm 8 / Alg. 1 in spirit (docs/math.md §2.6): δ(ε; r) is increasing in r = Δ/σ,
     so bisect for the largest r with δ(ε; r) ≤ δ and return ``Δ / r`` from the bracket's safe (lower)
     end of r.  Valid for every ε ≥ 0 (unlike Dwork–Roth's ``sqrt(2 log(1.25/δ))Δ/ε``, which needs
     ε < 1).  Broadcasts ``eps``, ``delta`` and ``sensitivity``.

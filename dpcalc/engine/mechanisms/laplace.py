@@ -17,7 +17,7 @@ from dpcalc.errors import InputError
 
 
 def rdp_laplace(scale, sensitivity, alphas):
-    """Laplace mechanism with λ = b/Δ (Mironov 2017, Table II; formulas.md §2.5).
+    """Laplace mechanism with λ = b/Δ (Mironov 2017, Table II; docs/math.md §2.5).
 
     α > 1: ``log((α/(2α−1))e^{(α−1)/λ} + ((α−1)/(2α−1))e^{−α/λ})/(α−1)`` as a 2-term logaddexp;
     α = 1: ``1/λ + e^{−1/λ} − 1``; α = ∞: ``1/λ``.  Always capped at ``1/λ`` (the pure-DP level).

@@ -17,7 +17,7 @@ from dpcalc.errors import InputError
 
 
 def rdp_randomized_response(p, alphas, eps=None):
-    """Binary randomized response, truthful with probability p > 1/2 (formulas.md §2.5).
+    """Binary randomized response, truthful with probability p > 1/2 (docs/math.md §2.5).
 
     α > 1: ``log(p^α(1−p)^{1−α} + (1−p)^α p^{1−α})/(α−1)`` (logaddexp); α = 1: ``(2p−1)·log(p/(1−p))``;
     α = ∞: ``log(p/(1−p))``.  Capped at ``log(p/(1−p))`` and floored at 0.  Give ``eps`` (the log-odds)
@@ -43,7 +43,7 @@ def rdp_randomized_response(p, alphas, eps=None):
 
 def loss_model(p: float | None = None, epsilon: float | None = None) -> LossModel:
     """Binary randomized response truthful with probability p (or ε = log(p/(1−p))): the pair of
-    (ε, 0)-DP (formulas.md §2.5 for its RDP)."""
+    (ε, 0)-DP (docs/math.md §2.5 for its RDP)."""
     if epsilon is None:
         if p is None:
             raise InputError("randomized-response: give p or epsilon")

@@ -25,7 +25,7 @@ SAMPLINGS = ("poisson", "fixed-size")
 
 def loss_model(q: float, sigma: float, direction: str) -> LossModel:
     """Poisson-subsampled Gaussian, add/remove neighbours (Mironov, Talwar & Zhang 2019 §3.3;
-    formulas.md §3.2).  ``direction="remove"``: P = μ, Q = μ0, ``L(x) = log(1−q+q e^{(2x−1)/(2σ²)})``
+    docs/math.md §3.2).  ``direction="remove"``: P = μ, Q = μ0, ``L(x) = log(1−q+q e^{(2x−1)/(2σ²)})``
     (increasing, L > log(1−q)).  ``direction="add"``: P = μ0, Q = μ, ``L(x) = −log(1−q+q e^{(2x−1)/(2σ²)})``
     (decreasing, L < −log(1−q)).  q = 1 is the plain Gaussian with r = 1/σ."""
     q, sigma = float(q), float(sigma)

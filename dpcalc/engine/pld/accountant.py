@@ -2,7 +2,7 @@
 
 * :func:`sgd_epsilon_pld` / :func:`sgd_delta_pld` — DP-SGD (Poisson-subsampled Gaussian, add/remove
   neighbours: both directions are composed and the worse is reported; Mironov, Talwar & Zhang 2019,
-  formulas.md §3.2; Zhu, Dong & Wang 2022).
+  docs/math.md §3.2; Zhu, Dong & Wang 2022).
 * :func:`compose_pld` — heterogeneous lists of mechanisms (gaussian, laplace, randomized-response, dp,
   subsampled-gaussian), each with a count; ``MechanismSpec`` objects from :mod:`dpcalc.spec`, or
   ``(kind, params, count)`` tuples / dicts.
@@ -17,7 +17,7 @@ budget); the lower end uses a Hoeffding coupling of the same discretisation.  Th
 centred (mean-shift corrected) value and lies inside the bracket.  Exponential tilting lets δ go
 down to 1e-300 (see :mod:`dpcalc.engine.pld.convolution`).
 
-Reference formulas: formulas.md §0 (hockey-stick divergence, neighbouring relations), §2.6 (the exact
+Reference formulas: docs/math.md §0 (hockey-stick divergence, neighbouring relations), §2.6 (the exact
 Gaussian profile, used in the tests), §3.2 (the subsampled Gaussian's pair).
 
 Vectorisation: each distinct configuration needs its own grid and FFT, so the entry points loop over

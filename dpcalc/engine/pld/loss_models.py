@@ -2,7 +2,7 @@
 
 A mechanism's pair of output distributions (P, Q) on neighbouring inputs is described by its privacy
 loss ``L = log dP/dQ`` under ``P`` (Meiser & Mohammadi 2018; Koskela et al. 2020; Sommer et al. 2019).
-Its privacy profile is the hockey-stick divergence (formulas.md §0)
+Its privacy profile is the hockey-stick divergence (docs/math.md §0)
 
     δ(ε) = E_P[(1 − e^{ε−L})_+] + P(L = +∞),
 

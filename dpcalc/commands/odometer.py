@@ -1,6 +1,6 @@
 """The part of ``dpcalc odometer`` that needs no click: event curves, streaming rows, ledger accounting.
 
-Lécuyer, "Practical Privacy Filters and Odometers with Rényi Differential Privacy" (2021); formulas.md §6.
+Lécuyer, "Practical Privacy Filters and Odometers with Rényi Differential Privacy" (2021); docs/math.md §6.
 The numerics live in :mod:`dpcalc.engine.adaptive.odometer`; this module turns events (``dpcalc.events``) and
 ledger entries (``dpcalc.ledger``) into the rows, tables and figures the command prints.  Only light
 modules are imported at top level (numpy and the engine inside the functions), so that the command
@@ -207,7 +207,7 @@ def added_result(path, row) -> Result:
 
 
 def report_plot(h) -> PlotSpec | None:
-    """Seed 004's figure for a ledger report."""
+    """The figure of Lécuyer 2021 (arXiv:2103.01379) for a ledger report."""
     if h is None:
         return None
     return report_plot_spec(
@@ -216,7 +216,7 @@ def report_plot(h) -> PlotSpec | None:
 
 
 def report_plot_spec(subtitle: str) -> PlotSpec:
-    """Seed 004's figure: the running odometer ε against the plain (non-adaptive) RDP ε."""
+    """The figure of Lécuyer 2021 (arXiv:2103.01379): the running odometer ε against the plain (non-adaptive) RDP ε."""
     return PlotSpec(
         x="step",
         y="epsilon",
