@@ -161,7 +161,9 @@ def bench_calibration(repeat):
         noise_calibration.calibrate_noise(0.01, 100, DELTA, 1.0, conversion=conv)
 
     def ours(conv):
-        return lambda: noise_calibration.calibrate_noise(Q_A, STEPS_A, DELTA, target, conversion=conv, rtol=rtol)[0]
+        return lambda: noise_calibration.calibrate_noise(
+            Q_A, STEPS_A, DELTA, target, conversion=conv, rtol=rtol
+        )[0]
 
     t_ours, sigma = _median_time(ours("balle"), repeat)
     t_ours_opt, sigma_opt = _median_time(ours("optimal"), repeat)

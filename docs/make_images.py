@@ -23,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "docs" / "img"
 LANGEVIN = "--sigma 0.02 --sensitivity 4 --lr 0.02 --strong-convexity 1 --smoothness 1 --dataset-size 5000"
-FINETUNE_EPOCH = "subsampled-gaussian:q=0.01024,sigma=1,count=98"  # seed 004: one epoch, 98 steps
+# one epoch of the fine-tuning run of Lécuyer 2021 (arXiv:2103.01379): 98 steps
+FINETUNE_EPOCH = "subsampled-gaussian:q=0.01024,sigma=1,count=98"
 
 
 @dataclass(frozen=True)

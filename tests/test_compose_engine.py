@@ -1,4 +1,4 @@
-"""Composition theorems and mechanism curves (formulas.md §2): vectors, brute force, quadrature, peers."""
+"""Composition theorems and mechanism curves (docs/math.md §2): vectors, brute force, quadrature, peers."""
 
 import itertools
 import math

@@ -1,6 +1,6 @@
 """The exact conversion against an independent brute force over pairs of Bernoulli distributions.
 
-Definition followed (formulas.md §0, §1.3): a mechanism is (α, ζ)-RDP if D_α(M(x)‖M(y)) <= ζ for every
+Definition followed (docs/math.md §0, §1.3): a mechanism is (α, ζ)-RDP if D_α(M(x)‖M(y)) <= ζ for every
 ordered neighbouring pair (the relation is symmetric), and (ε, δ)-DP if E_{e^ε}(M(x)‖M(y)) <= δ likewise.
 Every pair P = Ber(p), Q = Ber(q) with D_α(P‖Q) <= ζ *and* D_α(Q‖P) <= ζ is the output pair of a
 two-input (α, ζ)-RDP mechanism, so
@@ -25,7 +25,7 @@ from dpcalc.engine.conversion import methods as conv
 
 
 def _renyi_bernoulli(alpha, lp, l1p, lq, l1q):
-    """D_α(Ber(p)‖Ber(q)) from log p, log(1−p), log q, log(1−q) (definition, formulas.md §0)."""
+    """D_α(Ber(p)‖Ber(q)) from log p, log(1−p), log q, log(1−q) (definition, docs/math.md §0)."""
     a = alpha * lp + (1.0 - alpha) * lq
     b = alpha * l1p + (1.0 - alpha) * l1q
     return np.logaddexp(a, b) / (alpha - 1.0)

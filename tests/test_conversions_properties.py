@@ -1,4 +1,4 @@
-"""Hypothesis property tests of the RDP ⇄ (ε, δ) conversions (formulas.md §1).
+"""Hypothesis property tests of the RDP ⇄ (ε, δ) conversions (docs/math.md §1).
 
 Tolerances: the closed forms are exact up to their explicit safe-side rounding (16 ulp per log-space summand,
 see ``conversions._up``), the optimal conversion up to its certification margin (stated: 1e-10 relative in

@@ -1,4 +1,4 @@
-"""The exact conversion where (α−1)ζ is tiny (formulas.md §1.3): monotone and sound there too.
+"""The exact conversion where (α−1)ζ is tiny (docs/math.md §1.3): monotone and sound there too.
 
 There log ψ ≈ 0 and the log-space evaluation loses its relative accuracy; the engine then also certifies with
 ψ − 1 computed without cancellation (``_optimal_phi._eval_v``).  These tests sweep densely around a
@@ -18,7 +18,8 @@ TOL = 1e-10  # stated tolerance of the optimal conversion
 
 
 def _zeta_exact(alpha, eps, delta):
-    """ζ_α^ε(δ) = ε + log M/(α−1) (formulas.md §1.3 item 1), M by golden section over log(p − δ) in mpmath."""
+    """ζ_α^ε(δ) = ε + log M/(α−1) (docs/math.md §1.3 item 1), M by golden section over log(p − δ) in
+    mpmath."""
     mp.mp.dps = 50
     a, e, d = mp.mpf(float(alpha)), mp.mpf(float(eps)), mp.mpf(float(delta))
     ee = mp.exp(e)

@@ -1,4 +1,4 @@
-"""Reference vectors for the RDP ⇄ (ε, δ) conversions (formulas.md §1.1–§1.6), peers, and edge cases."""
+"""Reference vectors for the RDP ⇄ (ε, δ) conversions (docs/math.md §1.1–§1.6), peers, and edge cases."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def close(x, ref, rel=REL):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# formulas.md §1.5 (α=10, ζ=0.5, δ=1e-5 unless stated)
+# docs/math.md §1.5 (α=10, ζ=0.5, δ=1e-5 unless stated)
 
 
 def test_eps_closed_forms_vectors():
@@ -70,7 +70,7 @@ def test_zeta_vectors_small_alpha():
 
 
 def test_dp_to_rdp_vector():
-    # formulas.md §1.4: α=10, ε=1, δ=1e-5
+    # docs/math.md §1.4: α=10, ε=1, δ=1e-5
     assert close(conv.zeta_mironov(10, 1, 1e-5), -0.2792139406, 1e-9)
     assert close(conv.zeta_g(10, 1, 1e-5), 0.0819893632, 1e-9)
     assert close(conv.zeta_f(10, 1, 1e-5), 0.0659379972, 1e-9)
@@ -108,7 +108,7 @@ def test_tightness_pair_attains_zeta_opt():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# curve level: the Gaussian mechanism on dp_accounting's default orders (formulas.md §1.5 last rows)
+# curve level: the Gaussian mechanism on dp_accounting's default orders (docs/math.md §1.5 last rows)
 
 
 @pytest.mark.parametrize(
@@ -174,7 +174,7 @@ def test_optimal_beats_dp_accounting():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# edge cases (formulas.md §1.2, §1.3)
+# edge cases (docs/math.md §1.2, §1.3)
 
 
 @pytest.mark.parametrize("method", conv.METHODS)

@@ -1,4 +1,4 @@
-"""The exact Gaussian mechanism (Balle & Wang 2018, Thm 8; formulas.md §2.6) against its vectors, mpmath and peers."""
+"""The exact Gaussian mechanism (Balle & Wang 2018, Thm 8; docs/math.md §2.6) against its vectors, mpmath and peers."""
 
 import math
 
@@ -110,7 +110,7 @@ def test_calibration_with_sensitivity_and_both_ways():
 
 
 def test_classical_calibration_fails_beyond_eps_1():
-    """formulas.md §2.6: σ = sqrt(2 log(1.25/δ))/ε at δ = 1e-5, ε = 10 gives exact δ ≈ 2.27e-5 > 1e-5."""
+    """docs/math.md §2.6: σ = sqrt(2 log(1.25/δ))/ε at δ = 1e-5, ε = 10 gives exact δ ≈ 2.27e-5 > 1e-5."""
     sigma = math.sqrt(2 * math.log(1.25 / 1e-5)) / 10.0
     assert float(delta_gaussian(10.0, 1 / sigma)) == pytest.approx(2.27e-5, rel=1e-2)
     assert float(sigma_gaussian(10.0, 1e-5)) > sigma

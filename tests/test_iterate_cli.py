@@ -1,4 +1,4 @@
-"""``dpcalc iterate`` end to end (formulas.md §4 table through the CLI, errors, contract)."""
+"""``dpcalc iterate`` end to end (docs/math.md §4 table through the CLI, errors, contract)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Engine tests for ``iterate`` (formulas.md §4): reference vectors, mpmath quadrature, properties."""
+"""Engine tests for ``iterate`` (docs/math.md §4): reference vectors, mpmath quadrature, properties."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from dpcalc.engine.hidden_state import iteration as it
 from dpcalc.errors import DpcalcWarning, InputError
 
-# formulas.md §4.3 test-vector table (diam(K) = 1): η, L, σ, T and the reported columns
+# docs/math.md §4.3 test-vector table (diam(K) = 1): η, L, σ, T and the reported columns
 TABLE_43 = [
     # eta, L, sigma, T, theta_1(2L/s), theta_1((1+2eta L)/(eta s)), delta(eps=1), eps ADC, FMTT+Mironov, FMTT+Asoodeh
     (0.05, 1.0, 5.0, 100, 1.299898e-03, 9.550603e-01, 2.892540e-04, 1.384608, 3.779260, 2.530711),
@@ -77,7 +77,7 @@ def test_theta_is_the_gaussian_hockey_stick_divergence(eps, r):
 
 
 def test_theta_matches_gaussian_mechanism_vectors():
-    # formulas.md §2.6, confirmed there against dp_accounting's PLD Gaussian
+    # docs/math.md §2.6, confirmed there against dp_accounting's PLD Gaussian
     for r, want in [(1.0, 0.12693673750664392), (4.4, 0.9550603191374223), (0.4, 0.0012998981331268152)]:
         assert _rel(math.exp(it.log_theta(1.0, r)), want) < 1e-9
 
@@ -139,7 +139,8 @@ def test_vacuous_delta_is_clipped_to_one():
 
 
 def test_feldman_rdp_formula_and_alpha_star_cut():
-    # T ≥ 37: the seed's 4αL² ln T/(Tσ²), rounded up by a few ulps
+    # T ≥ 37: the 4αL² ln T/(Tσ²) of Feldman et al.'s bound as stated in Asoodeh's talk "Privacy Analysis of
+    # Iterative Algorithms via f-divergences", rounded up by a few ulps
     z = float(it.rdp_feldman(2.0, 5.0, 1.0, 100))
     want = 4 * 2.0 * math.log(100) / (100 * 25.0)
     assert want <= z <= want * (1 + 1e-14)
@@ -159,7 +160,7 @@ def test_feldman_T1_is_not_zero_and_warns():
 
 
 def _mixture_bound(alpha, sigma, lip, steps):
-    """The derivation of formulas.md §4.2 before its last two inequalities (brute force over k ≤ T)."""
+    """The derivation of docs/math.md §4.2 before its last two inequalities (brute force over k ≤ T)."""
     mpmath.mp.dps = 30
     s = mpmath.fsum(
         mpmath.expm1(2 * alpha * (alpha - 1) * lip**2 / (sigma**2 * k)) for k in range(1, steps + 1)

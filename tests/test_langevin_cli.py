@@ -1,4 +1,4 @@
-"""``dpcalc langevin`` end to end (formulas.md §5 table through the CLI, conditions, the lower bound)."""
+"""``dpcalc langevin`` end to end (docs/math.md §5 table through the CLI, conditions, the lower bound)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from dpcalc.cli import main
 
+# the setting of Chourasia, Ye & Shokri's talk (NeurIPS 2021, arXiv 2102.05855)
 SEED = [
     "langevin",
     "--sigma",
@@ -27,7 +28,7 @@ SEED = [
     "--dataset-size",
     "5000",
 ]
-TABLE = {  # K: dynamics, lower, composition (α = 30), formulas.md §5
+TABLE = {  # K: dynamics, lower, composition (α = 30), docs/math.md §5
     1: (4.776080e-04, 2.376159e-04, 2.400000e-04),
     100: (3.034179e-02, 1.037598e-02, 2.400000e-02),
     159: (3.821157e-02, 1.150097e-02, 3.816000e-02),

@@ -1,4 +1,5 @@
-"""Engine tests for ``langevin`` (formulas.md §5): the seed-002 table, brute force, properties."""
+"""Engine tests for ``langevin`` (docs/math.md §5): the table at the setting of Chourasia, Ye & Shokri's talk
+(NeurIPS 2021, arXiv 2102.05855), brute force, properties."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ from hypothesis import strategies as st
 from dpcalc.engine.hidden_state import langevin as lg
 from dpcalc.errors import InputError
 
-# seed 002: α=30, σ=0.02, S_g=4, η=0.02, λ=1, n=5000
+# the setting of Chourasia, Ye & Shokri's talk (NeurIPS 2021, arXiv 2102.05855): α=30, σ=0.02, S_g=4, η=0.02,
+# λ=1, n=5000
 SEED = dict(sigma=0.02, sensitivity=4.0, lr=0.02, dataset_size=5000)
 ALPHA = 30.0
-# formulas.md §5 table: K, dynamics UB, lower bound, exact (squared loss), composition
+# docs/math.md §5 table: K, dynamics UB, lower bound, exact (squared loss), composition
 TABLE_5 = [
     (1, 4.776080e-04, 2.376159e-04, 2.400000e-04, 2.400000e-04),
     (10, 4.567804e-03, 2.175231e-03, 2.391952e-03, 2.400000e-03),
@@ -107,7 +109,7 @@ def test_lower_le_exact_le_dynamics_squared_loss(lr, k, sigma, n):
 
 
 def test_eps_linear_curve_mironov_closed_form():
-    # formulas.md §1.1: ε = c + 2√(c log(1/δ)) for a linear curve, at α = 1 + √(log(1/δ)/c)
+    # docs/math.md §1.1: ε = c + 2√(c log(1/δ)) for a linear curve, at α = 1 + √(log(1/δ)/c)
     for c, delta in [(0.048 / 30, 1e-5), (1e-6, 1e-8), (0.3, 1e-3)]:
         want = c + 2 * math.sqrt(c * math.log(1 / delta))
         got, a = lg.eps_linear_curve(delta, c, conversion="mironov")

@@ -1,4 +1,4 @@
-"""The odometer and filter mathematics (dpcalc.engine.adaptive.odometer) against formulas.md §6 and brute force."""
+"""The odometer and filter mathematics (dpcalc.engine.adaptive.odometer) against docs/math.md §6 and brute force."""
 
 import math
 
@@ -21,7 +21,7 @@ def dp_accounting_sgm(alphas):
 
 
 def mpmath_zeta_opt(alpha, eps, delta):
-    """ζ_α^ε(δ) = ε + log M/(α − 1), M minimised over p by a root of dM/dp (formulas.md §1.3; 50 digits)."""
+    """ζ_α^ε(δ) = ε + log M/(α − 1), M minimised over p by a root of dM/dp (docs/math.md §1.3; 50 digits)."""
     import mpmath as mp
 
     with mp.workdps(50):
@@ -66,7 +66,7 @@ def test_orders_match_the_paper_and_the_code():
 @pytest.mark.parametrize(
     "epochs, gamma_kind, want, want_alpha, want_level",
     [
-        (20, "code", 4.6550, 7.75, 2),  # formulas.md §6.3: the paper's 4.7 at epoch 20
+        (20, "code", 4.6550, 7.75, 2),  # docs/math.md §6.3: the paper's 4.7 at epoch 20
         (6, "code", 3.2047, 8.5, 1),
         (20, "paper", 4.8093, None, None),
         (6, "paper", 4.3721, None, None),
@@ -168,7 +168,7 @@ def test_bad_orders_are_input_errors(alphas):
 
 # -- filters ------------------------------------------------------------------------------------
 def test_paper_filter_budget_vector():
-    # formulas.md §6.1: α = 10, ε = 1, δ = 1e-5 gives ε_RDP = −0.2792 (Lécuyer/Mironov form);
+    # docs/math.md §6.1: α = 10, ε = 1, δ = 1e-5 gives ε_RDP = −0.2792 (Lécuyer/Mironov form);
     # §1.5: ε Mironov at (10, 0.5) is 1.7792139405522476, so the exact value is 1 − 1.2792139405522476
     exact = 1.0 - (1.7792139405522476 - 0.5)
     b = o.filter_budgets([10.0], 1.0, 1e-5, rule="paper")
@@ -176,7 +176,7 @@ def test_paper_filter_budget_vector():
 
 
 def test_union_budgets_with_one_order_are_the_section_1_4_values():
-    # with |Λ| = 1 the union bound costs nothing: the four DP → RDP values of formulas.md §1.4
+    # with |Λ| = 1 the union bound costs nothing: the four DP → RDP values of docs/math.md §1.4
     mir = o.filter_budgets([10.0], 1.0, 1e-5, rule="union", conversion="mironov")[0]
     balle = o.filter_budgets([10.0], 1.0, 1e-5, rule="union", conversion="balle")[0]
     asoodeh = o.filter_budgets([10.0], 1.0, 1e-5, rule="union", conversion="asoodeh")[0]
@@ -234,7 +234,7 @@ def test_accountant_with_filter_counts_only_steps_that_ran():
 # -- soundness against the exact privacy loss of Gaussian compositions --------------------------
 def exact_gaussian_delta(mu, eps):
     """δ(ε) of a composition of Gaussian mechanisms with Σ Δ²/σ² = 2μ (its privacy loss is N(μ, 2μ)):
-    Balle & Wang 2018 Thm 8 (formulas.md §2.6), an independent closed form."""
+    Balle & Wang 2018 Thm 8 (docs/math.md §2.6), an independent closed form."""
     from scipy.special import ndtr
 
     s = math.sqrt(2 * mu)

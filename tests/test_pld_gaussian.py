@@ -1,4 +1,4 @@
-"""PLD brackets for compositions of Gaussian mechanisms against the exact profile (formulas.md §2.6).
+"""PLD brackets for compositions of Gaussian mechanisms against the exact profile (docs/math.md §2.6).
 
 k Gaussians with noise σ (sensitivity Δ) compose to one Gaussian with r = Δ√k/σ, whose exact δ(ε) is
 Balle & Wang's formula; the reference here is evaluated with mpmath at 50 digits and inverted by
@@ -93,7 +93,7 @@ def test_delta_of_epsilon_bracket(sigma, k, eps):
 
 
 def test_formulas_vectors_single_gaussian():
-    """formulas.md §2.6 test vectors: r=1, ε=1 → 0.12693673750664392; r=0.4 → 0.0012998981331268152."""
+    """docs/math.md §2.6 test vectors: r=1, ε=1 → 0.12693673750664392; r=0.4 → 0.0012998981331268152."""
     b = compose_pld([("gaussian", {"sigma": 1.0}, 1)], epsilon=1.0)
     assert b.lower <= 0.12693673750664392 <= b.upper
     b = compose_pld([("gaussian", {"sigma": 2.5}, 1)], epsilon=1.0)

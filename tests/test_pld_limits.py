@@ -101,7 +101,7 @@ def test_delta_far_below_double_range():
 
 
 def test_delta_where_epsilon_is_far_below_the_loss():
-    """ε = 0 with r = Δ√k/σ = 8.49: δ(0) is the total variation 2Φ(r/2) − 1 (formulas.md §2.6)."""
+    """ε = 0 with r = Δ√k/σ = 8.49: δ(0) is the total variation 2Φ(r/2) − 1 (docs/math.md §2.6)."""
     from scipy import special
 
     r = math.sqrt(18) / 0.5

@@ -1,7 +1,7 @@
 """Property tests of the PLD brackets (hypothesis, modest example counts).
 
 * ``lower <= estimate <= upper`` always;
-* where an exact value is known (compositions of Gaussians, formulas.md §2.6, evaluated here with
+* where an exact value is known (compositions of Gaussians, docs/math.md §2.6, evaluated here with
   scipy's ``log_ndtr`` in log space and bisection), ``lower <= exact <= upper``;
 * monotone in the number of compositions: the bracket for k never lies above the one for k' > k.
 """

@@ -1,4 +1,4 @@
-"""DP-SGD accounting (dpcalc.engine.dpsgd.accounting): ε against dp_accounting and formulas.md §3, properties, inverses."""
+"""DP-SGD accounting (dpcalc.engine.dpsgd.accounting): ε against dp_accounting and docs/math.md §3, properties, inverses."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def test_formulas_end_to_end_vectors():
     assert e6.epsilon == pytest.approx(5.1941, abs=1e-4) and e6.alpha == 5.5
     assert e5.epsilon == pytest.approx(4.6628, abs=1e-4) and e5.alpha == 5.1
     # replace-one: dp_accounting's noise multiplier is relative to the replace-one sensitivity (2C), so its
-    # σ = 1 is dpcalc's noise multiplier 2 (formulas.md §3.3: 8.9602)
+    # σ = 1 is dpcalc's noise multiplier 2 (docs/math.md §3.3: 8.9602)
     w = sgd.epsilon_rdp(
         q,
         2.0,
@@ -86,7 +86,7 @@ def test_formulas_end_to_end_vectors():
         orders=DP_ACCOUNTING_ORDERS,
     )
     assert w.epsilon == pytest.approx(8.9602, abs=1e-4)
-    # formulas.md §3.1: the exact curve at q=0.04, σ=4, T=1000, δ=1e-5
+    # docs/math.md §3.1: the exact curve at q=0.04, σ=4, T=1000, δ=1e-5
     assert sgd.epsilon_rdp(0.04, 4.0, 1000, 1e-5, conversion="mironov").epsilon == pytest.approx(
         1.6228, abs=1e-4
     )
@@ -103,7 +103,7 @@ def test_formulas_end_to_end_vectors():
 def test_abadi_vectors(steps, value):
     e = sgd.epsilon_abadi(0.04, 4.0, steps, 1e-5)
     assert e.epsilon == pytest.approx(value, rel=1e-10)
-    assert not e.valid  # q = 0.04 >= 1/(16σ) = 0.015625 (formulas.md §3.1)
+    assert not e.valid  # q = 0.04 >= 1/(16σ) = 0.015625 (docs/math.md §3.1)
     assert sgd.abadi_rho(0.04, 4.0) == pytest.approx(1.0416666666666667e-4, rel=1e-15)
 
 
@@ -116,8 +116,9 @@ def test_abadi_validity_conditions():
 
 
 def test_bassily_vector():
-    # formulas.md §3.4: L=1, T=1000, n=10000, ε=0.5, δ=1e-6 → slide noise 1.3204590079144478 on the averaged
-    # gradient; with a batch of m = 100 (q = 0.01) that is the noise multiplier 132.04590079144478
+    # docs/math.md §3.4: L=1, T=1000, n=10000, ε=0.5, δ=1e-6 → noise 1.3204590079144478 (the formula on
+    # Bellet's 2022 slides) on the averaged gradient; with a batch of m = 100 (q = 0.01) that is the noise
+    # multiplier 132.04590079144478
     e = sgd.epsilon_bassily(0.01, 132.04590079144478, 1000, 1e-6, dataset_size=10000)
     assert e.epsilon == pytest.approx(0.5, rel=1e-12)
     assert e.valid
@@ -246,8 +247,9 @@ def test_max_steps_round_trip():
 
 
 def test_seed000_more_iterations_claim():
-    # seed 000: "a better conversion rule gives 100 more iterations" at q=0.04, σ=4 (δ=1e-5).  The closed
-    # form with the classic conversion allows far fewer steps than the exact curve with Balle's conversion.
+    # Asoodeh's talk "Privacy Analysis of Iterative Algorithms via f-divergences": "a better conversion rule
+    # gives 100 more iterations" at q=0.04, σ=4 (δ=1e-5).  The closed form with the classic conversion allows
+    # far fewer steps than the exact curve with Balle's conversion.
     t_abadi, _ = step_budget.max_steps(0.04, 4.0, 1e-5, 2.0, accountant="abadi")
     t_balle, _ = step_budget.max_steps(0.04, 4.0, 1e-5, 2.0, conversion="balle")
     t_opt, _ = step_budget.max_steps(0.04, 4.0, 1e-5, 2.0, conversion="optimal")

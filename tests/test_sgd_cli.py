@@ -130,7 +130,7 @@ def test_accountant_all_fixed_size():
     )
     assert [r["accountant"] for r in rows] == ["rdp", "bassily"]
     assert rows[0]["neighbors"] == "replace-one"
-    assert float(rows[0]["epsilon"]) == pytest.approx(8.9602, abs=1e-4)  # formulas.md §3.3 (σ/2 = 1)
+    assert float(rows[0]["epsilon"]) == pytest.approx(8.9602, abs=1e-4)  # docs/math.md §3.3 (σ/2 = 1)
     assert rows[1]["valid"] == "false"
 
 

@@ -1,6 +1,6 @@
-"""Exact RDP of the Poisson-subsampled Gaussian (dpcalc.engine.dpsgd.sgm.rdp_poisson; formulas.md §3.2).
+"""Exact RDP of the Poisson-subsampled Gaussian (dpcalc.engine.dpsgd.sgm.rdp_poisson; docs/math.md §3.2).
 
-References: formulas.md §3.2's table (mpmath quadrature), dp_accounting 0.6.0 at integer orders, exact
+References: docs/math.md §3.2's table (mpmath quadrature), dp_accounting 0.6.0 at integer orders, exact
 binomial sums and quadrature in mpmath, and hypothesis properties over the whole supported range.
 """
 
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from dpcalc.engine.dpsgd.sgm import rdp_poisson
 from dpcalc.engine.orders import DEFAULT_ORDERS
 
-# formulas.md §3.2: (q, σ, α, exact value from quadrature / the signed series)
+# docs/math.md §3.2: (q, σ, α, exact value from quadrature / the signed series)
 TABLE = [
     (0.01, 1.1, 1.5, 9.554528556016e-05),
     (0.01, 1.1, 2, 1.285100816052e-04),
@@ -39,7 +39,7 @@ def test_formulas_table(q, sigma, alpha, exact):
 
 
 def test_fractional_beats_dp_accounting_absolute_series():
-    # dp_accounting adds |terms| at fractional orders: +27% at q=0.04, σ=4, α=1.5 (formulas.md §3.2)
+    # dp_accounting adds |terms| at fractional orders: +27% at q=0.04, σ=4, α=1.5 (docs/math.md §3.2)
     from dp_accounting.rdp.rdp_privacy_accountant import _compute_rdp_poisson_subsampled_gaussian as ref
 
     ours = rdp_poisson(0.04, 4.0, [1.5])[0]
@@ -101,7 +101,7 @@ def test_integer_orders_exact_sum_mpmath(q, sigma, alpha):
 
 
 def _quad(q, sigma, alpha, dps=30):
-    """D_α(μ‖μ0) by mpmath quadrature, with breakpoints at the integrand's peak (formulas.md §3.2)."""
+    """D_α(μ‖μ0) by mpmath quadrature, with breakpoints at the integrand's peak (docs/math.md §3.2)."""
     mp.mp.dps = dps
     q, s, a = mp.mpf(q), mp.mpf(sigma), mp.mpf(alpha)
 

@@ -1,6 +1,6 @@
-"""RDP bound for sampling without replacement (dpcalc.engine.dpsgd.sgm.rdp_without_replacement; formulas.md §3.3).
+"""RDP bound for sampling without replacement (dpcalc.engine.dpsgd.sgm.rdp_without_replacement; docs/math.md §3.3).
 
-References: formulas.md §3.3 test vectors and dp_accounting 0.6.0 (``_compute_rdp_sample_wor_gaussian``),
+References: docs/math.md §3.3 test vectors and dp_accounting 0.6.0 (``_compute_rdp_sample_wor_gaussian``),
 which implements the same WBK 2019 bound.
 """
 
@@ -52,7 +52,7 @@ def test_agrees_with_dp_accounting_where_it_is_well_conditioned():
 
 
 def _wor_exact(q, sigma, a):
-    """formulas.md §3.3's display, in 80-digit arithmetic (the forward differences summed exactly)."""
+    """docs/math.md §3.3's display, in 80-digit arithmetic (the forward differences summed exactly)."""
     mp.mp.dps = 80
     q, s = mp.mpf(q), mp.mpf(sigma)
 
@@ -93,7 +93,7 @@ def test_special_cases_and_shape():
 
 
 def test_end_to_end_dp_accounting():
-    # formulas.md §3.3: 512 of 50000, σ=1 (replace-one sensitivity), 4900 steps, δ=1e-5 → ε = 8.9602
+    # docs/math.md §3.3: 512 of 50000, σ=1 (replace-one sensitivity), 4900 steps, δ=1e-5 → ε = 8.9602
     from dpcalc.engine.conversion import methods as conversions
     from dpcalc.engine.orders import DP_ACCOUNTING_ORDERS
 

@@ -1,6 +1,6 @@
 """Log-space helpers shared by the engine (numpy only: no scipy here, see ``convert``'s start-up budget).
 
-Conventions: ../shared/docs/formulas.md §0 (log means the natural log; ``log_sub`` and ``log1mexp``).
+Conventions: docs/math.md §0 (log means the natural log; ``log_sub`` and ``log1mexp``).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def logsumexp(x, axis=-1):
 
 
 def log_h(alpha):
-    """``log h_α`` with ``h_α = (1/α)(1 − 1/α)^(α−1)`` (formulas.md §0); ``log h_10 = −3.2508297339144825``."""
+    """``log h_α`` with ``h_α = (1/α)(1 − 1/α)^(α−1)`` (docs/math.md §0); ``log h_10 = −3.2508297339144825``."""
     alpha = np.asarray(alpha, dtype=float)
     return -np.log(alpha) + (alpha - 1.0) * np.log1p(-1.0 / alpha)
 

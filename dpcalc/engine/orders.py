@@ -1,4 +1,4 @@
-"""Default grids of Rényi orders α (formulas.md §1.6)."""
+"""Default grids of Rényi orders α (docs/math.md §1.6)."""
 
 from __future__ import annotations
 

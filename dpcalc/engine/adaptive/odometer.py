@@ -1,4 +1,4 @@
-"""Privacy filters and odometers over a set of Rényi orders (Lécuyer 2021; formulas.md §6).
+"""Privacy filters and odometers over a set of Rényi orders (Lécuyer 2021; docs/math.md §6).
 
 An adaptive interaction is a sequence of steps whose privacy parameters may depend on the answers
 of earlier steps.  Every step ``i`` is ``(α, ε_i(α))``-RDP at each tracked order ``α ∈ Λ``; the
@@ -11,7 +11,7 @@ and asks this module:
   through the filter ladder ``ε^f(α) = 2^{f−1} γ(α)`` (:func:`gamma`, :func:`odometer_level`).
 
 Everything is vectorised over leading axes (numpy only).  Reference: M. Lécuyer, "Practical
-Privacy Filters and Odometers with Rényi Differential Privacy" (2021; seed 004), Thm 1, Cor. 1,
+Privacy Filters and Odometers with Rényi Differential Privacy" (2021; arXiv:2103.01379), Thm 1, Cor. 1,
 §3.4, Thm 2, Eq. (5), §4.5.
 """
 
@@ -53,12 +53,12 @@ def check_delta(delta) -> float:
 
 
 def gamma(alphas, delta: float, kind: str = "paper") -> np.ndarray:
-    """The first rung ``γ(α)`` of the odometer's filter ladder (formulas.md §6.2–6.3).
+    """The first rung ``γ(α)`` of the odometer's filter ladder (docs/math.md §6.2–6.3).
 
     * ``"paper"``: ``γ(α) = log(2|Λ|/δ)/(α − 1)`` (Lécuyer §4.5), the smallest ε the odometer can
       ever report at order α, so the first filter is within a factor two of it;
     * ``"code"``: ``γ(α) = 6/(α − 1)``, what the paper's figures were computed with
-      (``plots.py::plot_finetuning_odometer_curves``; formulas.md §6.3).
+      (``plots.py::plot_finetuning_odometer_curves``; docs/math.md §6.3).
 
     Any γ fixed before the interaction gives a valid odometer; the choice only moves the ladder.
     """
@@ -84,7 +84,7 @@ def ladder(gam, level) -> np.ndarray:
 def odometer_level(rdp, gam) -> np.ndarray:
     """The level reached: the smallest ``f ≥ 1`` with ``r(α) ≤ 2^{f−1} γ(α)`` (Lécuyer Alg. 2, §4.4).
 
-    ``f = max(1, ⌈log₂(r/γ)⌉ + 1)`` (formulas.md §6.2), corrected by one where the logarithm
+    ``f = max(1, ⌈log₂(r/γ)⌉ + 1)`` (docs/math.md §6.2), corrected by one where the logarithm
     rounds the wrong way, so that ``r ≤ ε^f`` holds in floating point and ``f`` is the smallest
     such level.  ``r = ∞`` (an order where some step has no finite RDP bound) gives ``f = ∞``.
     Returned as floats (``inf`` where unbounded); ``rdp`` has orders on its last axis.
@@ -118,14 +118,14 @@ class OdometerBound(NamedTuple):
 def odometer_bound(alphas, rdp, delta: float, gamma_kind: str = "paper") -> OdometerBound:
     """Running (ε, δ)-DP bound of an adaptive interaction, valid at any stopping time.
 
-    Lécuyer Thm 2 with the union bound over orders of Eq. (5) (formulas.md §6.2)::
+    Lécuyer Thm 2 with the union bound over orders of Eq. (5) (docs/math.md §6.2)::
 
         ε(δ) = min_{α∈Λ} [ ε^{f(α)}(α) + log(2|Λ| f(α)²/δ)/(α − 1) ],   ε^f(α) = 2^{f−1} γ(α),
 
     where ``f(α)`` is the level reached by the running RDP sum ``r(α)`` (:func:`odometer_level`).
     Validity: at level f the interaction coincides with a filter of budget ``ε^f(α)``, which is
     ``(α, ε^f(α))``-RDP (Thm 1), hence loses more than the bracket with probability at most
-    ``δ/(2|Λ|f²)`` (Mironov's tail bound, formulas.md §1.1); ``Σ_f 1/(2f²) ≤ 1`` and the union over
+    ``δ/(2|Λ|f²)`` (Mironov's tail bound, docs/math.md §1.1); ``Σ_f 1/(2f²) ≤ 1`` and the union over
     the |Λ| orders give δ.  The sequence γ must not depend on the data (it depends on δ and Λ only).
 
     ``alphas``: shape (m,); ``rdp``: shape (..., m), the running sums; result arrays have shape
@@ -156,7 +156,7 @@ def odometer_bound(alphas, rdp, delta: float, gamma_kind: str = "paper") -> Odom
 def filter_budgets(
     alphas, epsilon: float, delta: float, rule: str = "union", conversion: str = "optimal"
 ) -> np.ndarray:
-    """Per-order RDP budgets ``ε_RDP(α)`` of the (ε, δ) filter (Lécuyer §3.4; formulas.md §6.1, §1.4).
+    """Per-order RDP budgets ``ε_RDP(α)`` of the (ε, δ) filter (Lécuyer §3.4; docs/math.md §6.1, §1.4).
 
     ``rule="union"`` (default, valid unconditionally): each order gets δ/|Λ|::
 
@@ -171,11 +171,11 @@ def filter_budgets(
     converted to (ε, δ/|Λ|)-DP for one pair of neighbouring inputs, which any valid per-order
     conversion provides — Mironov ``ε − log(|Λ|/δ)/(α − 1)``, Balle et al.'s inverse ``g``, the
     maximum of ``g`` and Asoodeh et al.'s ``f``, or the exact ``ζ_opt`` (``conversion`` = "mironov",
-    "balle", "asoodeh", "optimal"; formulas.md §1.4).
+    "balle", "asoodeh", "optimal"; docs/math.md §1.4).
 
     ``rule="paper"``: Lécuyer's Cor. 1 + Eq. 2 exactly, ``ε_RDP(α) = ε − log(1/δ)/(α − 1)``, with
     no union bound.  Cor. 1 applies a fixed-order theorem at an order chosen by the realised
-    answers, so this rule is *not* proven (formulas.md §6.1, caution); it is offered to reproduce
+    answers, so this rule is *not* proven (docs/math.md §6.1, caution); it is offered to reproduce
     the paper and is never tightened by another conversion (``conversion`` is ignored).
 
     Orders whose budget is ≤ 0 admit nothing.  Budgets are rounded down by two ulps.
@@ -246,7 +246,7 @@ def run_filter(curves, budgets) -> np.ndarray:
 
 def sgm_curve(sample_rate: float, noise_multiplier: float, steps: int, alphas) -> np.ndarray:
     """RDP of ``steps`` steps of the Poisson-subsampled Gaussian (Mironov–Talwar–Zhang 2019;
-    formulas.md §3.2; add/remove neighbours, as Lécuyer's §2.1), shape ``(len(alphas),)``."""
+    docs/math.md §3.2; add/remove neighbours, as Lécuyer's §2.1), shape ``(len(alphas),)``."""
     from dpcalc.engine.dpsgd import sgm
 
     a = check_orders(alphas)
@@ -338,7 +338,7 @@ def _check_curve(curve, alphas) -> np.ndarray:
 
 
 def accumulate(spent, curve, *, first: bool = False) -> np.ndarray:
-    """``spent + curve`` rounded up by one ulp (RDP composition, Mironov 2017 Prop. 1; formulas.md §2.4).
+    """``spent + curve`` rounded up by one ulp (RDP composition, Mironov 2017 Prop. 1; docs/math.md §2.4).
 
     The one definition of a running sum, shared by streaming and the ledger so both give the same
     digits.  The first step is taken as is."""

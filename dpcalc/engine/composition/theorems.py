@@ -1,10 +1,10 @@
-"""Composition theorems for (ε, δ)-DP mechanisms (formulas.md §2.1–§2.3).
+"""Composition theorems for (ε, δ)-DP mechanisms (docs/math.md §2.1–§2.3).
 
-* :func:`basic` — (Σε_i, Σδ_i) (Dwork–Roth 2014, Thm 3.16; formulas.md §2.1).
+* :func:`basic` — (Σε_i, Σδ_i) (Dwork–Roth 2014, Thm 3.16; docs/math.md §2.1).
 * :func:`advanced_eps` / :func:`advanced_delta` — Dwork–Rothblum–Vadhan 2010 (Dwork–Roth 2014, Thm 3.20),
-  in the heterogeneous form of Lécuyer §2.1 (formulas.md §2.2), reporting min(basic, advanced).
+  in the heterogeneous form of Lécuyer §2.1 (docs/math.md §2.2), reporting min(basic, advanced).
 * :func:`kov_log_delta` / :func:`kov_eps` / :func:`kov_delta` — the exact (optimal) homogeneous composition of
-  Kairouz–Oh–Viswanath 2015 (formulas.md §2.3): the hockey-stick divergence of the k-fold product of the
+  Kairouz–Oh–Viswanath 2015 (docs/math.md §2.3): the hockey-stick divergence of the k-fold product of the
   dominating pair of (ε, δ)-DP, in log space, for k up to 10^6.
 
 Mechanisms are given as arrays ``eps``, ``delta``, ``counts`` (one entry per mechanism kind, ``counts[j]``
@@ -54,7 +54,7 @@ def _fsum_up(values) -> float:
 
 
 def basic(eps, delta, counts=1):
-    """Basic composition (formulas.md §2.1): ``(Σ k_j ε_j, Σ k_j δ_j)``, both rounded up (δ capped at 1)."""
+    """Basic composition (docs/math.md §2.1): ``(Σ k_j ε_j, Σ k_j δ_j)``, both rounded up (δ capped at 1)."""
     eps, delta, counts = _mechs(eps, delta, counts)
     return _fsum_up(counts * eps), min(1.0, _fsum_up(counts * delta))
 
@@ -72,7 +72,7 @@ def _advanced_sums(eps, counts):
 
 
 def drv_eps(eps, counts, delta_hat):
-    """The Dwork–Rothblum–Vadhan ε alone: ``sqrt(2 log(1/δ̂) Σ k ε²) + Σ k ε (e^ε − 1)`` (formulas.md §2.2).
+    """The Dwork–Rothblum–Vadhan ε alone: ``sqrt(2 log(1/δ̂) Σ k ε²) + Σ k ε (e^ε − 1)`` (docs/math.md §2.2).
 
     Dwork–Roth 2014 Thm 3.20 in Lécuyer's heterogeneous form; rounded up; ``inf`` where ``δ̂ = 0``.  The
     total δ is ``δ̂ + Σ k δ_i``.  ``delta_hat`` is an array; the result has its shape.
@@ -89,7 +89,7 @@ def drv_eps(eps, counts, delta_hat):
 def advanced_eps(eps, delta, counts, delta_target):
     """ε of heterogeneous advanced composition at total δ = ``delta_target``, min(basic, DRV).
 
-    Dwork–Rothblum–Vadhan 2010 / Dwork–Roth 2014 Thm 3.20 as stated by Lécuyer §2.1 (formulas.md §2.2):
+    Dwork–Rothblum–Vadhan 2010 / Dwork–Roth 2014 Thm 3.20 as stated by Lécuyer §2.1 (docs/math.md §2.2):
     ``ε_g = sqrt(2 log(1/δ̂) Σ ε_i²) + Σ ε_i (e^{ε_i} − 1)`` with ``δ̂ = delta_target − Σ δ_i``.  Basic
     composition applies where ``delta_target ≥ Σ δ_i``; the minimum of the two is reported.  ``inf``
     where ``delta_target ≤ Σ δ_i`` (neither certifies anything).  With all ε_i equal this is the
@@ -107,7 +107,7 @@ def advanced_eps(eps, delta, counts, delta_target):
 
 
 def advanced_delta(eps, delta, counts, eps_target):
-    """δ of heterogeneous advanced composition at total ε = ``eps_target``, min(basic, DRV) (formulas.md §2.2).
+    """δ of heterogeneous advanced composition at total ε = ``eps_target``, min(basic, DRV) (docs/math.md §2.2).
 
     Inverting the DRV bound: ``δ̂ = exp(−(ε − S1)²/(2 S2))`` for ε > S1, where ``S1 = Σ ε_i(e^{ε_i} − 1)``
     and ``S2 = Σ ε_i²``; total ``δ̂ + Σ δ_i``.  Basic composition gives ``Σ δ_i`` for ε ≥ Σ ε_i.
@@ -165,7 +165,7 @@ def _kov_setup(eps: float, delta: float, k: int):
 def kov_log_delta(eps, delta, k, eps_g):
     """``log δ(ε_g)`` of the k-fold composition of (ε, δ)-DP mechanisms, exactly (an upper bound).
 
-    Kairouz–Oh–Viswanath 2015 (Thm 3.3 as recalled in formulas.md §2.3):
+    Kairouz–Oh–Viswanath 2015 (Thm 3.3 as recalled in docs/math.md §2.3):
     ``δ(ε_g) = 1 − (1−δ)^k + (1−δ)^k Σ_l C(k,l) [e^{(k−l)ε} − e^{ε_g + lε}]_+ / (1+e^ε)^k``.
     Each term is ``log C(k,l) + (k−l)ε − k·log(1+e^ε) + log1mexp(ε_g + (2l−k)ε)`` (gammaln), summed by
     logsumexp.  Safe side: the exponent of ``log1mexp`` is lowered by its rounding error, terms more than
@@ -197,7 +197,7 @@ def kov_log_delta(eps, delta, k, eps_g):
 
 
 def kov_delta(eps, delta, k, eps_target):
-    """δ at total ε = ``eps_target`` of k-fold (ε, δ)-DP composition, exactly (KOV; formulas.md §2.3), rounded up."""
+    """δ at total ε = ``eps_target`` of k-fold (ε, δ)-DP composition, exactly (KOV; docs/math.md §2.3), rounded up."""
     ld = kov_log_delta(eps, delta, k, eps_target)
     with np.errstate(over="ignore"):
         out = np.where(np.isneginf(ld), 0.0, np.minimum(next_up(np.exp(ld)), 1.0))
@@ -205,7 +205,7 @@ def kov_delta(eps, delta, k, eps_target):
 
 
 def kov_eps(eps, delta, k, delta_target):
-    """The smallest ε_g (rounded up) with δ(ε_g) ≤ ``delta_target`` under KOV (formulas.md §2.3).
+    """The smallest ε_g (rounded up) with δ(ε_g) ≤ ``delta_target`` under KOV (docs/math.md §2.3).
 
     δ(ε_g) is decreasing on [0, kε]: bisection on ``log δ``, returning the bracket's upper end.  0 where
     δ(0) ≤ target; ``inf`` where the target is below ``1 − (1−δ)^k`` (no ε reaches it).

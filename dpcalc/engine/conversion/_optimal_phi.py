@@ -1,7 +1,7 @@
 """The function φ of the optimal RDP → (ε, δ) conversion and its minimiser (numpy only).
 
 φ(p) = p^α (p−δ)^{1−α} + (1−p)^α (e^ε − p + δ)^{1−α}, parametrised by t with p − δ = (1−δ)·sigmoid(t)
-(Asoodeh et al., arXiv 2008.06529, Thm 3; formulas.md §1.3).  This module evaluates log φ, its slope,
+(Asoodeh et al., arXiv 2008.06529, Thm 3; docs/math.md §1.3).  This module evaluates log φ, its slope,
 ψ − 1 without cancellation in the small-(α−1)ζ regime, and locates the minimiser; the certified bounds
 built from these evaluations, and why they are safe, are in :mod:`dpcalc.engine.conversion.optimal`.
 """

@@ -1,9 +1,9 @@
-"""Closed-form RDP ⇄ (ε, δ) conversions, per order (formulas.md §1.1–§1.4), with input checks and safe-side
+"""Closed-form RDP ⇄ (ε, δ) conversions, per order (docs/math.md §1.1–§1.4), with input checks and safe-side
 rounding shared by :mod:`dpcalc.engine.conversion.methods` (which re-exports everything public here).
 
 numpy only.  Every function broadcasts its arguments and returns float arrays of the broadcast shape.
 
-* ``eps_mironov`` / ``delta_mironov``   Mironov 2017, Prop. 3 (formulas.md §1.1)
+* ``eps_mironov`` / ``delta_mironov``   Mironov 2017, Prop. 3 (docs/math.md §1.1)
 * ``eps_balle`` / ``delta_balle``       Balle et al. 2020, Thm 21 = Canonne–Kamath–Steinke 2020, Prop. 12 (§1.2)
 * ``eps_asoodeh`` / ``delta_asoodeh``   Asoodeh et al. (arXiv 2008.06529) closed-form bound (§1.3 items 3, 5, 6)
 * ``zeta_mironov``, ``zeta_g``, ``zeta_f``   DP → RDP lower bounds on ζ_α^ε(δ) (§1.3 item 4, §1.4)
@@ -111,11 +111,11 @@ def _finish_delta(delta, rdp, eps):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Mironov 2017, Prop. 3 (formulas.md §1.1)
+# Mironov 2017, Prop. 3 (docs/math.md §1.1)
 
 
 def eps_mironov(alpha, rdp, delta):
-    """ε = ζ + log(1/δ)/(α−1): Mironov 2017 ("Rényi differential privacy"), Prop. 3; formulas.md §1.1."""
+    """ε = ζ + log(1/δ)/(α−1): Mironov 2017 ("Rényi differential privacy"), Prop. 3; docs/math.md §1.1."""
     alpha, rdp, delta = _prep_eps(alpha, rdp, delta)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         term = -np.log(delta) / (alpha - 1.0)
@@ -124,7 +124,7 @@ def eps_mironov(alpha, rdp, delta):
 
 
 def delta_mironov(alpha, rdp, eps):
-    """δ = exp((α−1)(ζ−ε)), clipped at 1: the inverse of Mironov 2017, Prop. 3; formulas.md §1.1."""
+    """δ = exp((α−1)(ζ−ε)), clipped at 1: the inverse of Mironov 2017, Prop. 3; docs/math.md §1.1."""
     alpha, rdp, eps = _prep_delta(alpha, rdp, eps)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         a, b = (alpha - 1.0) * rdp, (alpha - 1.0) * eps
@@ -133,11 +133,11 @@ def delta_mironov(alpha, rdp, eps):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Balle et al. 2020, Thm 21 = Canonne–Kamath–Steinke 2020, Prop. 12 (formulas.md §1.2)
+# Balle et al. 2020, Thm 21 = Canonne–Kamath–Steinke 2020, Prop. 12 (docs/math.md §1.2)
 
 
 def _kl_tv_ok(rdp, delta):
-    """dp_accounting's KL shortcut (formulas.md §1.2 rule 2): δ² + expm1(−ζ) > 0 ⇒ (0, δ)-DP.
+    """dp_accounting's KL shortcut (docs/math.md §1.2 rule 2): δ² + expm1(−ζ) > 0 ⇒ (0, δ)-DP.
 
     Sound: TV(P, Q) <= sqrt(1 − e^{−KL}) (Bretagnolle–Huber), KL = D_1 <= D_α <= ζ, and (0, δ)-DP is
     exactly TV <= δ.
@@ -159,7 +159,7 @@ def eps_balle(alpha, rdp, delta):
     """ε = ζ + (log h_α − log δ)/(α−1), h_α = (1/α)(1−1/α)^{α−1}.
 
     Balle, Barthe, Gaboardi, Hsu, Sato 2020 (arXiv 1905.09982) Thm 21 = Canonne, Kamath, Steinke 2020
-    (arXiv 2004.00010 v4) Prop. 12; formulas.md §1.2.  Follows dp_accounting 0.6.0's rules: (1) the KL
+    (arXiv 2004.00010 v4) Prop. 12; docs/math.md §1.2.  Follows dp_accounting 0.6.0's rules: (1) the KL
     shortcut ε = 0 where δ² + expm1(−ζ) > 0 (sound, see :func:`_kl_tv_ok`); (2) orders α <= 1.01 give ∞
     (the library deems the formula unstable there; this only discards orders); (3) ε >= 0.
     """
@@ -174,7 +174,7 @@ def eps_balle(alpha, rdp, delta):
 def delta_balle(alpha, rdp, eps):
     """δ = min(sqrt(1 − e^{−ζ}), h_α e^{(α−1)(ζ−ε)}), as dp_accounting 0.6.0 ``compute_delta``.
 
-    The inverse of Balle et al. 2020 Thm 21 / Canonne–Kamath–Steinke Prop. 12 (formulas.md §1.2); the first
+    The inverse of Balle et al. 2020 Thm 21 / Canonne–Kamath–Steinke Prop. 12 (docs/math.md §1.2); the first
     term is the KL/TV bound (valid for every ε >= 0); orders α <= 1.01 use it alone.
     """
     alpha, rdp, eps = _prep_delta(alpha, rdp, eps)
@@ -186,7 +186,7 @@ def delta_balle(alpha, rdp, eps):
 
 
 def _kl_delta(rdp):
-    """sqrt(1 − e^{−ζ}) rounded up: TV <= sqrt(1 − e^{−KL}) and KL <= D_α (formulas.md §1.2)."""
+    """sqrt(1 − e^{−ζ}) rounded up: TV <= sqrt(1 − e^{−KL}) and KL <= D_α (docs/math.md §1.2)."""
     return _exp_up(0.5 * log1mexp(-rdp), rdp)
 
 
@@ -198,12 +198,13 @@ def _balle_log_delta(alpha, rdp, eps):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Asoodeh et al. closed form (formulas.md §1.3 items 3, 5, 6)
+# Asoodeh et al. closed form (docs/math.md §1.3 items 3, 5, 6)
 
 
 def eps_asoodeh(alpha, rdp, delta):
-    """Closed-form upper bound on the optimal ε (Asoodeh, Liao, Calmon, Kosut, Sankar, arXiv 2008.06529;
-    seed 000; formulas.md §1.3 items 3 and 5).
+    """Closed-form upper bound on the optimal ε (Asoodeh, Liao, Calmon, Kosut, Sankar, arXiv 2008.06529, as
+    presented in Asoodeh's talk "Privacy Analysis of Iterative Algorithms via f-divergences";
+    docs/math.md §1.3 items 3 and 5).
 
     For 0 < αδ < 1: ε = min{ζ − log(δ/h_α)/(α−1), log((e^{(α−1)ζ} − 1)/(αδ) + 1)/(α−1)}; the first term is
     Balle et al. (without their α <= 1.01 cut-off: it is computed in log space and is stable).
@@ -237,8 +238,8 @@ def _log_expm1(x):
 
 
 def delta_asoodeh(alpha, rdp, eps):
-    """Closed-form upper bound on the optimal δ for a given ε (Asoodeh et al., arXiv 2008.06529; seed 000;
-    formulas.md §1.3 item 6).
+    """Closed-form upper bound on the optimal δ for a given ε (Asoodeh et al., arXiv 2008.06529, as presented
+    in Asoodeh's talk; docs/math.md §1.3 item 6).
 
     δ = min{h_α e^{(α−1)(ζ−ε)}, (e^{(α−1)ζ} − 1)/(α(e^{(α−1)ε} − 1))} where that value is < 1/α (the second
     term is ∞ at ε = 0); otherwise the αδ >= 1 branch δ = max(1/α, 1 − e^{ε−ζ}) (exact where the true δ is
@@ -263,7 +264,7 @@ def delta_asoodeh(alpha, rdp, eps):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# DP → RDP (formulas.md §1.4): lower bounds on ζ_α^ε(δ)
+# DP → RDP (docs/math.md §1.4): lower bounds on ζ_α^ε(δ)
 
 
 def _prep_zeta(alpha, eps, delta):
@@ -271,7 +272,7 @@ def _prep_zeta(alpha, eps, delta):
 
 
 def zeta_mironov(alpha, eps, delta):
-    """ζ = ε − log(1/δ)/(α−1) (Lécuyer's filter / the inverse of Mironov 2017 Prop. 3; formulas.md §1.4).
+    """ζ = ε − log(1/δ)/(α−1) (Lécuyer's filter / the inverse of Mironov 2017 Prop. 3; docs/math.md §1.4).
 
     May be negative (then no RDP level at this order certifies (ε, δ)).  δ = 0 gives −∞.
     """
@@ -282,7 +283,7 @@ def zeta_mironov(alpha, eps, delta):
 
 
 def zeta_g(alpha, eps, delta):
-    """g(α, ε, δ) = ε − log(h_α/δ)/(α−1): the inverse of Balle et al. 2020 Thm 21 (formulas.md §1.3 item 4,
+    """g(α, ε, δ) = ε − log(h_α/δ)/(α−1): the inverse of Balle et al. 2020 Thm 21 (docs/math.md §1.3 item 4,
     §1.4).  A lower bound on ζ_α^ε(δ); may be negative."""
     alpha, eps, delta = _prep_zeta(alpha, eps, delta)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -292,9 +293,9 @@ def zeta_g(alpha, eps, delta):
 
 
 def zeta_f(alpha, eps, delta):
-    """f(α, ε, δ) = ε + log((e^ε − αδ)((1−δ)/(e^ε−δ))^α + αδ)/(α−1) for 0 < αδ < 1 (Asoodeh et al.; seed 000;
-    formulas.md §1.3 item 4, §1.4).  A lower bound on ζ_α^ε(δ).  For αδ >= 1 returns the exact
-    ε − log(1−δ) (item 3)."""
+    """f(α, ε, δ) = ε + log((e^ε − αδ)((1−δ)/(e^ε−δ))^α + αδ)/(α−1) for 0 < αδ < 1 (Asoodeh et al.,
+    arXiv 2008.06529, as presented in Asoodeh's talk; docs/math.md §1.3 item 4, §1.4).  A lower bound on
+    ζ_α^ε(δ).  For αδ >= 1 returns the exact ε − log(1−δ) (item 3)."""
     alpha, eps, delta = _prep_zeta(alpha, eps, delta)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ad = alpha * delta

@@ -1,11 +1,11 @@
-"""Rényi DP ⇄ (ε, δ)-DP conversions, per order and over a curve of orders (formulas.md §1).
+"""Rényi DP ⇄ (ε, δ)-DP conversions, per order and over a curve of orders (docs/math.md §1).
 
 numpy only (no scipy: ``dpcalc convert`` pays only for numpy at start-up).  Every function broadcasts
 its arguments and returns float arrays of the broadcast shape; no Python loop over elements.
 
 Per order (``alpha`` > 1, ``rdp`` = ζ >= 0, ``delta`` in [0, 1], ``eps`` >= 0):
 
-* ``eps_mironov`` / ``delta_mironov``   Mironov 2017, Prop. 3 (formulas.md §1.1)
+* ``eps_mironov`` / ``delta_mironov``   Mironov 2017, Prop. 3 (docs/math.md §1.1)
 * ``eps_balle`` / ``delta_balle``       Balle et al. 2020, Thm 21 = Canonne–Kamath–Steinke 2020, Prop. 12 (§1.2)
 * ``eps_asoodeh`` / ``delta_asoodeh``   Asoodeh et al. (arXiv 2008.06529) closed-form bound (§1.3 items 3, 5, 6)
 * ``eps_optimal`` / ``delta_optimal``   the exact ("lossless") conversion of Asoodeh et al. (§1.3 items 1–3),
@@ -76,12 +76,13 @@ class CurveBound(NamedTuple):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# the exact conversion (formulas.md §1.3 items 1–3)
+# the exact conversion (docs/math.md §1.3 items 1–3)
 
 
 def eps_optimal(alpha, rdp, delta):
     """The smallest ε certified by one (α, ζ)-RDP guarantee at δ: the exact ("lossless") conversion of Asoodeh,
-    Liao, Calmon, Kosut, Sankar (arXiv 2008.06529, Thm 3 as cited; seed 000; formulas.md §1.3 items 1–3).
+    Liao, Calmon, Kosut, Sankar (arXiv 2008.06529, Thm 3 as cited; presented in Asoodeh's talk "Privacy
+    Analysis of Iterative Algorithms via f-divergences"; docs/math.md §1.3 items 1–3).
 
     ε = min{ε' >= 0 : ζ_α^{ε'}(δ) >= ζ} with ζ_α^ε(δ) = ε + log M(α, ε, δ)/(α−1).  Solved numerically and
     rounded to the safe side: the reported ε satisfies ζ_lower(α, ε, δ) > ζ for a *certified lower bound*
@@ -108,7 +109,7 @@ def eps_optimal(alpha, rdp, delta):
 
 def delta_optimal(alpha, rdp, eps):
     """The smallest δ certified by one (α, ζ)-RDP guarantee at ε (the exact conversion of Asoodeh et al.,
-    formulas.md §1.3 items 1–3), rounded up: the reported δ satisfies ζ_lower(α, ε, δ) > ζ for a certified
+    docs/math.md §1.3 items 1–3), rounded up: the reported δ satisfies ζ_lower(α, ε, δ) > ζ for a certified
     lower bound ζ_lower <= ζ_α^ε(δ) (see :mod:`dpcalc.engine.conversion.optimal`); never above
     :func:`delta_asoodeh`.  Where the root lies at αδ >= 1 it is exact: δ = 1 − e^{ε−ζ} (item 3).
     """
@@ -146,7 +147,7 @@ def delta_optimal(alpha, rdp, eps):
 
 def zeta_opt(alpha, eps, delta):
     """ζ_α^ε(δ): the largest ζ such that every (α, ζ)-RDP mechanism is (ε, δ)-DP, as a certified *lower* bound
-    (Asoodeh et al., arXiv 2008.06529; formulas.md §1.3 item 1, §1.4).  What a privacy filter needs.
+    (Asoodeh et al., arXiv 2008.06529; docs/math.md §1.3 item 1, §1.4).  What a privacy filter needs.
 
     ζ = ε + log M(α, ε, δ)/(α−1), computed as log(min_p ψ)/(α−1) with ψ = φ e^{(α−1)ε} and rounded down by
     tangent-line and round-off margins (see :mod:`dpcalc.engine.conversion.optimal`); never below the closed
@@ -173,7 +174,7 @@ def zeta_opt(alpha, eps, delta):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# curve level (formulas.md §1.6)
+# curve level (docs/math.md §1.6)
 
 _EPS_FUNCS = {"optimal": eps_optimal, "asoodeh": eps_asoodeh, "balle": eps_balle, "mironov": eps_mironov}
 _DELTA_FUNCS = {
@@ -225,7 +226,7 @@ def _curve_args(alphas, rdp, other):
 
 
 def eps_from_curve(alphas, rdp, delta, method="optimal") -> CurveBound:
-    """ε(δ) = min over orders of the per-order conversion (formulas.md §1.6); orders with ζ = ∞ are skipped.
+    """ε(δ) = min over orders of the per-order conversion (docs/math.md §1.6); orders with ζ = ∞ are skipped.
 
     ``alphas`` shape (m,), ``rdp`` shape (..., m), ``delta`` broadcastable to ``rdp.shape[:-1]``.  Where
     every order is infinite the value is ∞, ``alpha`` nan, ``index`` −1.
@@ -238,7 +239,7 @@ def eps_from_curve(alphas, rdp, delta, method="optimal") -> CurveBound:
 
 
 def delta_from_curve(alphas, rdp, eps, method="optimal") -> CurveBound:
-    """δ(ε) = min over orders of the per-order conversion (formulas.md §1.6); orders with ζ = ∞ are skipped
+    """δ(ε) = min over orders of the per-order conversion (docs/math.md §1.6); orders with ζ = ∞ are skipped
     (their δ is 1).  Same shapes as :func:`eps_from_curve`."""
     _check_method(method)
     alphas, rdp, eps = _curve_args(alphas, rdp, eps)

@@ -1,5 +1,6 @@
 """The exact ("lossless") RDP ⇄ (ε, δ) conversion of Asoodeh, Liao, Calmon, Kosut, Sankar (arXiv 2008.06529,
-Thm 3 as cited by third-party code; seed 000), solved numerically and certified (formulas.md §1.3 items 1–3).
+Thm 3 as cited by third-party code; presented in Asoodeh's talk "Privacy Analysis of Iterative Algorithms via
+f-divergences"), solved numerically and certified (docs/math.md §1.3 items 1–3).
 
     ζ_α^ε(δ) = ε + log M(α, ε, δ)/(α−1),   M = min_{p∈(δ,1)} φ(p),
     φ(p) = p^α (p−δ)^{1−α} + (1−p)^α (e^ε − p + δ)^{1−α}.
@@ -46,10 +47,10 @@ Every decision uses a certified **lower** bound L <= log min ψ instead:
    never loosens anything.  The mode is chosen from the input (α−1)ζ, so along ε and δ it does not switch.
    Checked against the M formula in 50-digit mpmath (tests/test_conversions_small.py).
 
-Net effect (tests/test_conversions_*.py): within ~1e-11 relative of the exact value at the formulas.md
+Net effect (tests/test_conversions_*.py): within ~1e-11 relative of the exact value at the docs/math.md
 vectors, never below an independent mpmath/brute-force value; stated tolerance 1e-10 relative.
 
-Numerics (formulas.md §1.3): p − δ = (1−δ)·sigmoid(t), 1 − p = (1−δ)·sigmoid(−t) (no cancellation when
+Numerics (docs/math.md §1.3): p − δ = (1−δ)·sigmoid(t), 1 − p = (1−δ)·sigmoid(−t) (no cancellation when
 p* ≈ αδ is tiny or p* is close to 1); log(e^ε − 1 + δ) via expm1 for ε < 1 and ε + log1p(−(1−δ)e^{−ε})
 above (no overflow).  numpy only; vectorised over 1-D arrays (callers flatten), loops only over iterations,
 each on the still-active elements.
@@ -378,7 +379,7 @@ def log_delta_certified(alpha, rdp, eps, hi, maxiter=60):
     small = (alpha - 1.0) * rdp < SMALL
     hi = hi.copy()
     lo = np.minimum(hi, -800.0)
-    # push lo down until ζ(lo) < ζ (ζ_α^ε(δ) → 0 as δ → 0, formulas.md §1.3 item 2)
+    # push lo down until ζ(lo) < ζ (ζ_α^ε(δ) → 0 as δ → 0, docs/math.md §1.3 item 2)
     pend = np.arange(n)
     for _ in range(12):
         _, zap, _ = zeta_lower(alpha[pend], eps[pend], lo[pend], certify=False, small=small[pend])

@@ -2,7 +2,7 @@
 
 Input checks and de-duplication of (q, σ) pairs, the special cases q = 0, q = 1, σ = 0, the table of log A
 at the integer orders with the log-convex chord bound between them (Hölder; WBK 2019 Cor. 10), rounding
-up by one ulp and the suffix minimum over orders (RDP is non-decreasing in α).  formulas.md §3.2–§3.3.
+up by one ulp and the suffix minimum over orders (RDP is non-decreasing in α).  docs/math.md §3.2–§3.3.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Windowed binomial sums for the subsampled-Gaussian RDP (:mod:`dpcalc.engine.dpsgd.sgm`, formulas.md §3.2–§3.3).
+"""Windowed binomial sums for the subsampled-Gaussian RDP (:mod:`dpcalc.engine.dpsgd.sgm`, docs/math.md §3.2–§3.3).
 
 ``S = log Σ_{k=kmin}^{α} exp(F(k) + extra(k))`` with ``F(k) = log C(α,k) + k·a + (α−k)·b + c·k(k−1)``, for
 whole-number orders α: only the terms within ``e^-45/(α+1)`` of the largest are summed (located by

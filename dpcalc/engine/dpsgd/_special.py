@@ -2,7 +2,7 @@
 
 scipy.special for large arrays; for small ones (one query from the command line) the C routines of the
 math module, so that a single query does not pay scipy's import time (:class:`light_start`).  Also a cached
-table of log Γ at whole numbers, which the binomial series of formulas.md §3.2 and §3.3 evaluate most.
+table of log Γ at whole numbers, which the binomial series of docs/math.md §3.2 and §3.3 evaluate most.
 """
 
 from __future__ import annotations

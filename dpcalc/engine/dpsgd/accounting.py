@@ -1,17 +1,18 @@
-"""DP-SGD accounting: (q, σ, steps, δ) → ε (formulas.md §3, §1.6).
+"""DP-SGD accounting: (q, σ, steps, δ) → ε (docs/math.md §3, §1.6).
 
 Accountants (one entry each in :data:`ACCOUNTANTS`, all with the signature of :func:`epsilon_rdp`):
 
 * ``rdp``: the exact per-step RDP curve of the subsampled Gaussian (:mod:`dpcalc.engine.dpsgd.sgm`; MTZ 2019 for
   Poisson sampling, WBK 2019 for sampling without replacement), times the number of steps (RDP composition,
-  Mironov 2017 Prop. 1), converted to (ε, δ) and minimised over the orders (formulas.md §1.6).
+  Mironov 2017 Prop. 1), converted to (ε, δ) and minimised over the orders (docs/math.md §1.6).
 * ``abadi``: the moments-accountant closed form ε = ρT + √(4ρT·log(1/δ)), ρ = q²/((1−q)σ²) (Abadi et al.
-  2016 Lemma 3's leading term, as in seed 000; formulas.md §3.1) — **asymptotic**, with its validity
-  conditions reported in ``valid``.
-* ``bassily``: the noise formula of Bassily–Smith–Thakurta 2014 as in Bellet's slides (seed 001;
-  formulas.md §3.4), solved for ε — a reference row, valid only where it yields ε <= 1.
+  2016 Lemma 3's leading term, as in Asoodeh's talk "Privacy Analysis of Iterative Algorithms via
+  f-divergences"; docs/math.md §3.1) — **asymptotic**, with its validity conditions reported in ``valid``.
+* ``bassily``: the noise formula of Bassily–Smith–Thakurta 2014 as in Bellet's slides ("Differentially
+  Private Machine Learning", Journées de Statistique 2022; docs/math.md §3.4), solved for ε — a reference
+  row, valid only where it yields ε <= 1.
 
-Neighbouring relations and sampling (formulas.md §0): ``noise_multiplier`` is the noise standard deviation
+Neighbouring relations and sampling (docs/math.md §0): ``noise_multiplier`` is the noise standard deviation
 divided by the clipping norm C.  Poisson sampling is analysed under add/remove-one (sensitivity C);
 fixed-size batches (sampling without replacement) under replace-one (sensitivity 2C, so the theorem sees
 σ/2).  The other two combinations have no theorem here and raise :class:`InputError`.
@@ -74,15 +75,15 @@ def check_setting(sampling: str, neighbors: str) -> None:
 
 
 def sensitivity_factor(neighbors: str) -> float:
-    """ℓ₂ sensitivity of the clipped-gradient sum in units of the clipping norm (formulas.md §0)."""
+    """ℓ₂ sensitivity of the clipped-gradient sum in units of the clipping norm (docs/math.md §0)."""
     return 2.0 if neighbors == "replace-one" else 1.0
 
 
 def rdp_per_step(q, sigma, alphas=DEFAULT_ORDERS, *, sampling="poisson", neighbors="add-remove"):
     """Per-step RDP curve of DP-SGD, shape ``broadcast(q, sigma).shape + (len(alphas),)``.
 
-    Poisson/add-remove: :func:`sgm.rdp_poisson` (exact, MTZ 2019; formulas.md §3.2) at σ.
-    Fixed-size/replace-one: :func:`sgm.rdp_without_replacement` (WBK 2019 bound; formulas.md §3.3) at σ/2
+    Poisson/add-remove: :func:`sgm.rdp_poisson` (exact, MTZ 2019; docs/math.md §3.2) at σ.
+    Fixed-size/replace-one: :func:`sgm.rdp_without_replacement` (WBK 2019 bound; docs/math.md §3.3) at σ/2
     (the replace-one sensitivity of the clipped sum is 2C).
     """
     check_setting(sampling, neighbors)
@@ -100,7 +101,7 @@ def _bcast(*xs):
 
 
 def eps_of_curve(alphas, total_rdp, delta, conversion="optimal"):
-    """min over orders of the per-order conversion of a total RDP curve (formulas.md §1.6).
+    """min over orders of the per-order conversion of a total RDP curve (docs/math.md §1.6).
 
     ``balle`` and ``mironov`` use every order.  ``optimal`` (the exact per-order conversion of Asoodeh et al.,
     §1.3, costly per order) is evaluated on the 2·OPTIMAL_STRIDE+1 orders around the best order of its
@@ -168,7 +169,7 @@ def epsilon_rdp(
     orders=DEFAULT_ORDERS,
     warn=True,
 ) -> Epsilon:
-    """ε of ``steps`` DP-SGD steps by RDP accounting (formulas.md §3.2/§3.3, §2.4 composition, §1 conversion).
+    """ε of ``steps`` DP-SGD steps by RDP accounting (docs/math.md §3.2/§3.3, §2.4 composition, §1 conversion).
 
     All of q, sigma, steps, delta broadcast; the RDP curve is computed once per distinct (q, σ).
     Warns (DpcalcWarning) where the best order is the first or last of ``orders``.
@@ -200,7 +201,8 @@ def abadi_rho(q, sigma):
 
 
 def epsilon_abadi(q, sigma, steps, delta, *, sampling="poisson", neighbors="add-remove", **_) -> Epsilon:
-    """Abadi et al. 2016 moments accountant in closed form, as in seed 000 (formulas.md §3.1):
+    """Abadi et al. 2016 moments accountant in closed form, as in Asoodeh's talk "Privacy Analysis of
+    Iterative Algorithms via f-divergences" (docs/math.md §3.1):
     ``ε = ρT + √(4ρT·log(1/δ))`` at ``α* = 1 + √(log(1/δ)/(ρT))`` — the classic conversion of the linear
     curve (α, αρT).  **Asymptotic**: ``valid`` is σ >= 1, q < 1/(16σ) and α* − 1 <= σ²·log(1/(qσ))
     (Lemma 3's conditions on λ = α − 1); outside them it is not a bound.  Poisson sampling, add/remove only.
@@ -225,7 +227,8 @@ def epsilon_abadi(q, sigma, steps, delta, *, sampling="poisson", neighbors="add-
 def epsilon_bassily(
     q, sigma, steps, delta, *, sampling="fixed-size", neighbors="replace-one", dataset_size=None, **_
 ) -> Epsilon:
-    """The Bassily–Smith–Thakurta 2014 noise formula as in Bellet's 2022 slides (seed 001; formulas.md §3.4),
+    """The Bassily–Smith–Thakurta 2014 noise formula as in Bellet's 2022 slides ("Differentially
+    Private Machine Learning", Journées de Statistique 2022; docs/math.md §3.4),
     solved for ε: the slide adds N(0, s²) to the averaged gradient of a batch of m = qn with
     ``s = 16L·√(T·ln(2/δ)·ln(1.25T/(δn)))/(nε)``; with the clipping norm C = L the noise multiplier is
     σ = m·s/L, so ``ε = 16q·√(T·ln(2/δ)·ln(1.25T/(δn)))/σ``.  Its theorem needs ε <= 1 (and 1.25T > δn):

@@ -68,7 +68,7 @@ def _thresholds(alphas, target, delta, conversion):
     """The total RDP at each order up to which that order's conversion meets the ε target (shape (rows, m)).
 
     Only a guide for the search (every answer is checked with the real conversion afterwards): Balle et al.
-    ``target − (log h_α − log δ)/(α−1)`` (formulas.md §1.2; none at α <= 1.01), Mironov
+    ``target − (log h_α − log δ)/(α−1)`` (docs/math.md §1.2; none at α <= 1.01), Mironov
     ``target − log(1/δ)/(α−1)`` (§1.1), optimal: the certified lower bound of ζ_α^ε(δ) (:func:`zeta_opt`, §1.3)."""
     t, d = target[:, None], delta[:, None]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -134,7 +134,7 @@ def _fast_rdp_estimate(qf, tf, df, ef, lo0, hi0, orders, coarse, conversion, set
     """Estimates of the smallest σ meeting the target per row, on sub-grids of the orders: a guide only (the
     caller accepts a σ only where ε on the full grid with the requested conversion confirms it).
 
-    Vectorised evaluations of the per-step RDP curve (formulas.md §3.2/§3.3) at a dozen σ values per row,
+    Vectorised evaluations of the per-step RDP curve (docs/math.md §3.2/§3.3) at a dozen σ values per row,
     compared with each order's threshold (:func:`_thresholds`; ε is the min over orders, so the target is met
     where some order's total RDP is within its threshold): (1) the coarse integer orders (those above
     _FAST_LOW_MAX only where needed) over the whole σ range with Balle's conversion: a bracket within a

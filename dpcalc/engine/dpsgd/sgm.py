@@ -1,10 +1,10 @@
-"""Rényi DP of the subsampled Gaussian mechanism (formulas.md §3.2 and §3.3).
+"""Rényi DP of the subsampled Gaussian mechanism (docs/math.md §3.2 and §3.3).
 
 * :func:`rdp_poisson` — exact RDP of the Poisson-subsampled Gaussian under add/remove-one neighbours
-  (Mironov–Talwar–Zhang 2019, arXiv 1908.10530 §3.3; formulas.md §3.2).
+  (Mironov–Talwar–Zhang 2019, arXiv 1908.10530 §3.3; docs/math.md §3.2).
 * :func:`rdp_without_replacement` — the Wang–Balle–Kasiviswanathan upper bound for sampling without
   replacement under replace-one neighbours (AISTATS 2019, arXiv 1808.00087, Thm 9 / "Thm 27" / Cor. 10;
-  formulas.md §3.3).
+  docs/math.md §3.3).
 
 Both take ``q`` and ``sigma`` (broadcast against each other) and a 1-D array of orders, and return
 ``broadcast(q, sigma).shape + (len(alphas),)``: the RDP of **one** step (multiply by the number of steps).

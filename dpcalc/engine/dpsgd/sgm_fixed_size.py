@@ -1,4 +1,4 @@
-"""Rényi DP bound of the Gaussian sampled without replacement, replace-one neighbours (formulas.md §3.3).
+"""Rényi DP bound of the Gaussian sampled without replacement, replace-one neighbours (docs/math.md §3.3).
 
 Wang–Balle–Kasiviswanathan, AISTATS 2019 (arXiv 1808.00087): Thm 9 with the strengthened Gaussian term
 ("Thm 27") for integer orders, Cor. 10 (log-convex interpolation) for fractional ones.  An upper bound, not
@@ -20,7 +20,7 @@ WOR_FORWARD_DIFF_MAX = 256
 
 def _log_even_forward_diffs(sigma, n):
     """log Δ_l for even l = 0, 2, …, ≤ n, per σ (rows; odd columns unused): Δ_l = Σ_i (−1)^{l−i}C(l,i)z_i with
-    z_i = e^{(i−1)i/(2σ²)} (WBK 2019 "Thm 27"; formulas.md §3.3).  Shape (len(sigma), n+1).
+    z_i = e^{(i−1)i/(2σ²)} (WBK 2019 "Thm 27"; docs/math.md §3.3).  Shape (len(sigma), n+1).
 
     The alternating sum cancels catastrophically at large σ or l (dp_accounting's iterated differences in log
     space can come out far too high or too low), so it is evaluated instead as a Gaussian integral with a
@@ -61,7 +61,7 @@ def _log_even_forward_diffs(sigma, n):
 def _log_a_wor_int(q, sigma, alpha):
     """log of the WBK bound on A_α = e^{(α−1)RDP(α)} for integer α ≥ 2, 0 < q < 1 (flat arrays):
     ``1 + q²C(α,2)min{4(e^{ε(2)}−1), 2e^{ε(2)}} + Σ_{j≥3} q^j C(α,j) min{4√(Δ_{2⌊j/2⌋}Δ_{2⌈j/2⌉}), 2e^{(j−1)ε(j)}}``
-    with ε(j) = j/(2σ²) (WBK 2019 Thm 9 and "Thm 27"; formulas.md §3.3).  The forward-difference term is
+    with ε(j) = j/(2σ²) (WBK 2019 Thm 9 and "Thm 27"; docs/math.md §3.3).  The forward-difference term is
     used for α ≤ 256 as in dp_accounting; above, only ``2e^{(j−1)ε(j)}`` (still a valid bound)."""
     c = 0.5 / sigma**2
     lq = np.log(q)
@@ -110,7 +110,7 @@ def rdp_without_replacement(q, sigma, alphas):
     Wang, Balle, Kasiviswanathan, "Subsampled Rényi Differential Privacy and Analytical Moments Accountant"
     (AISTATS 2019, arXiv 1808.00087): Thm 9 specialised to the Gaussian with the strengthened Gaussian
     term ("Thm 27") for integer α; Cor. 10 (linear interpolation of the CGF) for fractional α
-    (formulas.md §3.3).  An **upper bound**, not exact.  ``sigma`` is the noise standard deviation over
+    (docs/math.md §3.3).  An **upper bound**, not exact.  ``sigma`` is the noise standard deviation over
     the replace-one ℓ₂ sensitivity.  Special cases: q=1 → α/(2σ²), q=0 → 0, σ=0 → ∞.
 
     ``q`` and ``sigma`` broadcast; returns ``broadcast(q, sigma).shape + (len(alphas),)`` (per step).

@@ -1,4 +1,4 @@
-"""Exact Rényi DP of the Poisson-subsampled Gaussian, add/remove-one neighbours (formulas.md §3.2).
+"""Exact Rényi DP of the Poisson-subsampled Gaussian, add/remove-one neighbours (docs/math.md §3.2).
 
 Mironov–Talwar–Zhang 2019 (arXiv 1908.10530) §3.3.  Integer orders sum the binomial expansion of
 ``A_α − 1`` in log space (all its terms are positive, so tiny RDP values keep full relative precision).
@@ -34,7 +34,7 @@ _FRAC_BLOCK = 8
 
 def _log_a_int_poisson(q, sigma, alpha):
     """log A_α for integer α ≥ 2 and 0 < q < 1 (flat arrays), via A_α − 1 = Σ_{k≥2} C(α,k) q^k (1−q)^{α−k}
-    (e^{k(k−1)/(2σ²)} − 1) — MTZ 2019 §3.3 (formulas.md §3.2, integer α), all terms positive."""
+    (e^{k(k−1)/(2σ²)} − 1) — MTZ 2019 §3.3 (docs/math.md §3.2, integer α), all terms positive."""
     c = 0.5 / sigma**2
     a, b = np.log(q), np.log1p(-q)
     log_am1 = np.empty(alpha.size)
@@ -92,7 +92,7 @@ def _add_err(new, block, nterms):
 
 def _log_a_frac_poisson(q, sigma, alpha):
     """log A_α for fractional α (flat arrays) by the signed two-sided series of MTZ 2019 §3.3
-    (formulas.md §3.2, fractional α).  Returns (log A upper bound, ok, precise); ``ok`` is False where the
+    (docs/math.md §3.2, fractional α).  Returns (log A upper bound, ok, precise); ``ok`` is False where the
     series was abandoned (the caller then uses the quadrature or the interpolation bound).
 
     Terms k = 0, 1, …: ``C(α,k)·[q^k(1−q)^{α−k}e^{(k²−k)/(2σ²)}Q((k−z0)/σ) + q^{α−k}(1−q)^k e^{((α−k)²−(α−k))/(2σ²)}
@@ -190,7 +190,7 @@ _QUAD_MAX_POINTS = 40_000
 
 def _log_a_frac_quad(q, sigma, alpha):
     """log A_α for fractional α by quadrature of a positive integrand, where the series gives up (large σ with
-    q near 1/2, or A − 1 too small for the series' digits).  MTZ 2019 §3.3 (formulas.md §3.2):
+    q near 1/2, or A − 1 too small for the series' digits).  MTZ 2019 §3.3 (docs/math.md §3.2):
     ``A_α − 1 = E_{z~N(0,σ²)}[(1+u)^α − 1 − αu]`` with ``u = q(e^{(2z−1)/(2σ²)} − 1)``, since E[u] = 0; the
     integrand is ≥ 0 by convexity and is evaluated stably (its Taylor series where α|u| < 0.01).  The
     trapezoid rule with step ``h = min(σ/4, πσ²/6)`` over ``[−30σ, α + 30σ]`` converges geometrically for
@@ -281,7 +281,7 @@ def rdp_poisson(q, sigma, alphas):
 
     Mironov, Talwar, Zhang, "Rényi Differential Privacy of the Sampled Gaussian Mechanism" (2019,
     arXiv 1908.10530) §3.3: ``RDP(α) = log A_α/(α−1)`` with ``A_α = E_{z~N(0,σ²)}[((1−q) + q·e^{(2z−1)/(2σ²)})^α]``
-    (the direction D_α(μ‖μ0), which dominates for this mechanism — MTZ Thm 4; formulas.md §3.2).
+    (the direction D_α(μ‖μ0), which dominates for this mechanism — MTZ Thm 4; docs/math.md §3.2).
     Integer orders: binomial expansion (exact up to rounding, 45+log(α+1) nats of truncation bounded and
     added); fractional orders up to :data:`FRAC_SERIES_MAX`: the signed two-sided series (exact), or where it
     fails the quadrature of A − 1, capped by the log-convex interpolation bound; above it: the

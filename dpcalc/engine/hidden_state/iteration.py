@@ -1,6 +1,6 @@
 """Privacy amplification by iteration: the last iterate of noisy SGD with hidden intermediate iterates.
 
-formulas.md §4.  Three bounds for (projected) noisy SGD, ``W_{t+1} = Π_K(W_t − η∇ℓ(W_t; x_{t+1}) + ηZ)``
+docs/math.md §4.  Three bounds for (projected) noisy SGD, ``W_{t+1} = Π_K(W_t − η∇ℓ(W_t; x_{t+1}) + ηZ)``
 with ``Z ~ N(0, σ²I)``, one pass over the data (record ``x_t`` is used at step t only), replace-one
 neighbours, L-Lipschitz losses:
 
@@ -9,7 +9,7 @@ neighbours, L-Lipschitz losses:
   ``ζ(α) = 4αL² log T/(Tσ²)`` for ``α ≤ α* = (1 + √(1 + 2σ²/L²))/2`` (:func:`rdp_feldman`), converted
   to (ε, δ) through :mod:`dpcalc.engine.conversion.methods` and optimised over α ∈ (1, α*].
 * **asoodeh** — Asoodeh, Diaz & Calmon (arXiv 2012.11035): E_γ contraction of the Gaussian kernel,
-  ``θ_ε(r) = Q(ε/r − r/2) − e^ε Q(ε/r + r/2)`` (the Gaussian mechanism's exact δ, formulas.md §2.6)
+  ``θ_ε(r) = Q(ε/r − r/2) − e^ε Q(ε/r + r/2)`` (the Gaussian mechanism's exact δ, docs/math.md §2.6)
   and ``δ(ε) = θ_ε(2L/σ) / (T (1 − θ_ε((D + 2ηL)/(ησ))))`` (:func:`delta_asoodeh`).
 * **composition** — the baseline that releases every iterate: each record enters one Gaussian step
   with shift 2ηL against noise std ησ, i.e. a Gaussian mechanism with ``r = 2L/σ`` (exact, §2.6).
@@ -29,13 +29,13 @@ from dpcalc.engine._roots import bisect, golden_min
 from dpcalc.engine.mechanisms import gaussian_exact as gaussian
 from dpcalc.errors import DpcalcWarning, InputError
 
-#: ``--feldman-log`` forms of the log factor of FMTT's randomly-stopped bound (formulas.md §4.2).
+#: ``--feldman-log`` forms of the log factor of FMTT's randomly-stopped bound (docs/math.md §4.2).
 LOG_FORMS = ("seed", "harmonic")
 #: Per-order conversions (names of :mod:`dpcalc.engine.conversion.methods` functions ``eps_<m>``/``delta_<m>``).
 CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
 
 _EPS_MACH = float(np.finfo(float).eps)
-_TWO_E_MINUS_ONE = 2.0 * np.expm1(1.0)  # the constant 2(e − 1) of the derivation in formulas.md §4.2
+_TWO_E_MINUS_ONE = 2.0 * np.expm1(1.0)  # the constant 2(e − 1) of the derivation in docs/math.md §4.2
 
 
 # -- checks ---------------------------------------------------------------------------------------
@@ -80,8 +80,9 @@ def _out(x):
 def rdp_contractive_iteration(alpha, distance, sigma, steps):
     """Rényi bound of a contractive noisy iteration started from two points ``distance`` apart.
 
-    Feldman, Mironov, Talwar & Thakurta 2018 (arXiv 1808.06651), Thm 1 as restated in formulas.md §4.1
-    (seed 000): for ``X_{t+1} = ψ_{t+1}(X_t) + Z_{t+1}`` with contractive ψ_t and ``Z ~ N(0, σ²I)``,
+    Feldman, Mironov, Talwar & Thakurta 2018 (arXiv 1808.06651), Thm 1 as restated in docs/math.md §4.1
+    (after Asoodeh's talk "Privacy Analysis of Iterative Algorithms via f-divergences"): for
+    ``X_{t+1} = ψ_{t+1}(X_t) + Z_{t+1}`` with contractive ψ_t and ``Z ~ N(0, σ²I)``,
     ``D_α(X_T ‖ X'_T) ≤ α‖x0 − x0'‖²/(2σ²T)``.
     """
     alpha = _alpha(alpha)
@@ -110,7 +111,7 @@ def alpha_star_minus_one(sigma, lipschitz):
 def alpha_star(sigma, lipschitz):
     """The largest order of FMTT's randomly-stopped bound: ``α* = (1 + √(1 + 2σ²/L²))/2``.
 
-    It is the larger root of ``σ² = 2α(α − 1)L²`` (formulas.md §4.2, §7 item 5); rounded down (a safe
+    It is the larger root of ``σ² = 2α(α − 1)L²`` (docs/math.md §4.2, §8 item 5); rounded down (a safe
     side: the bound is claimed only for α ≤ α*).  For σ ≪ L it rounds to 1 (see
     :func:`alpha_star_minus_one`).
     """
@@ -124,13 +125,14 @@ def harmonic_number(steps):
 
 
 def feldman_log_factor(steps, log_form="seed"):
-    """The log factor ``λ_T`` of ``ζ(α) = 4αL²λ_T/(Tσ²)`` (formulas.md §4.2, §7 item 7).
+    """The log factor ``λ_T`` of ``ζ(α) = 4αL²λ_T/(Tσ²)`` (docs/math.md §4.2, §8 item 7).
 
-    * ``"harmonic"``: ``1 + ln T`` (≥ H_T), the conservative form of the derivation in formulas.md §4.2.
-    * ``"seed"``: the seed's ``ln T``, wherever the derivation certifies it: with ``e^x − 1 ≤ (e−1)x``
-      the mixture over the stopping time gives ``2(e−1)αL²H_T/(Tσ²)``, which is ≤ ``4αL² ln T/(Tσ²)``
-      once T ≥ 37.  Below that (T = 1 gives ln T = 0, an unsound 0) the factor is ``(e−1)H_T/2``
-      instead, i.e. ``max(ln T, (e−1)H_T/2)`` throughout; a :class:`DpcalcWarning` says so.
+    * ``"harmonic"``: ``1 + ln T`` (≥ H_T), the conservative form of the derivation in docs/math.md §4.2.
+    * ``"seed"``: the ``ln T`` of Feldman et al.'s bound as stated in Asoodeh's talk "Privacy Analysis of
+      Iterative Algorithms via f-divergences", wherever the derivation certifies it: with
+      ``e^x − 1 ≤ (e−1)x`` the mixture over the stopping time gives ``2(e−1)αL²H_T/(Tσ²)``, which is
+      ≤ ``4αL² ln T/(Tσ²)`` once T ≥ 37.  Below that (T = 1 gives ln T = 0, an unsound 0) the factor is
+      ``(e−1)H_T/2`` instead, i.e. ``max(ln T, (e−1)H_T/2)`` throughout; a :class:`DpcalcWarning` says so.
     """
     t = _steps(steps)
     if log_form == "harmonic":
@@ -152,7 +154,8 @@ def feldman_log_factor(steps, log_form="seed"):
 def rdp_feldman(alpha, sigma, lipschitz, steps, log_form="seed"):
     """RDP of randomly-stopped projected noisy SGD, ``ζ(α) = 4αL²λ_T/(Tσ²)``, for ``α ≤ α*``.
 
-    Feldman et al. 2018 as in seed 000 (formulas.md §4.2): f(·, x) convex, L-Lipschitz and β-smooth,
+    Feldman et al. 2018 (arXiv 1808.06651) as stated in Asoodeh's talk "Privacy Analysis of Iterative
+    Algorithms via f-divergences" (docs/math.md §4.2): f(·, x) convex, L-Lipschitz and β-smooth,
     η ≤ 2/β, output ``X_τ`` with τ uniform on {1..T}, valid **only if** ``σ² ≥ 2α(α−1)L²``, i.e.
     ``α ≤ α*`` (:func:`alpha_star`).  Orders beyond α* get ``inf`` (the theorem gives no bound there).
     ``λ_T`` is :func:`feldman_log_factor`.  Rounded up.
@@ -240,15 +243,16 @@ def _feldman_search(sigma, lipschitz, steps, log_form, target, kind, conversion)
 def eps_feldman(delta, sigma, lipschitz, steps, *, conversion="asoodeh", log_form="seed"):
     """ε at ``delta`` of randomly-stopped PNSGD from FMTT's RDP bound, optimised over α ∈ (1, α*].
 
-    formulas.md §4.3 ("α* corollary", with the seed's "(α−1)αζ" read as (α−1)ζ(α), §7 item 5):
+    docs/math.md §4.3 ("α* corollary", with the "(α−1)αζ" of Asoodeh's talk read as (α−1)ζ(α), §8 item 5):
     ``ε = inf_{α∈(1,α*]} conv(α, ζ(α), δ)`` with ``conv`` one of :mod:`dpcalc.engine.conversion.methods`'
-    per-order ``eps_<conversion>`` (``asoodeh`` is the seed's closed form).  Returns ``(ε, α)``.
+    per-order ``eps_<conversion>`` (``asoodeh`` is the closed form of Asoodeh et al., arXiv 2008.06529, as
+    presented in the same talk).  Returns ``(ε, α)``.
     """
     return _feldman_search(sigma, lipschitz, steps, log_form, _delta(delta), "eps", conversion)
 
 
 def delta_feldman(eps, sigma, lipschitz, steps, *, conversion="asoodeh", log_form="seed"):
-    """δ at ``eps`` from FMTT's RDP bound, minimised over α ∈ (1, α*] (formulas.md §4.2–4.3).
+    """δ at ``eps`` from FMTT's RDP bound, minimised over α ∈ (1, α*] (docs/math.md §4.2–4.3).
 
     Returns ``(δ, α)``; δ from :mod:`dpcalc.engine.conversion.methods`' per-order ``delta_<conversion>``.
     """
@@ -260,8 +264,8 @@ def log_theta(eps, r):
     """``log θ_ε(r)``, ``θ_ε(r) = Q(ε/r − r/2) − e^ε Q(ε/r + r/2)``, rounded up.
 
     Asoodeh, Diaz & Calmon (arXiv 2012.11035), the E_γ contraction coefficient of a Gaussian kernel
-    whose means differ by at most rσ (formulas.md §4.3).  It is the Gaussian mechanism's exact δ(ε)
-    (Balle & Wang 2018, Thm 8; formulas.md §2.6): :func:`dpcalc.engine.mechanisms.gaussian_exact.log_delta_gaussian`.
+    whose means differ by at most rσ (docs/math.md §4.3).  It is the Gaussian mechanism's exact δ(ε)
+    (Balle & Wang 2018, Thm 8; docs/math.md §2.6): :func:`dpcalc.engine.mechanisms.gaussian_exact.log_delta_gaussian`.
     """
     e = np.asarray(eps, dtype=float)
     r = np.asarray(r, dtype=float)
@@ -274,7 +278,7 @@ def log_theta(eps, r):
 
 
 def log_one_minus_theta(eps, r):
-    """``log(1 − θ_ε(r))`` computed directly (no cancellation), rounded down (formulas.md §2.6, §4.3)."""
+    """``log(1 − θ_ε(r))`` computed directly (no cancellation), rounded down (docs/math.md §2.6, §4.3)."""
     v = np.asarray(gaussian.log_one_minus_delta_gaussian(eps, r), dtype=float)
     e = np.asarray(eps, dtype=float)
     with np.errstate(invalid="ignore"):
@@ -297,8 +301,9 @@ def _asoodeh_radii(sigma, lipschitz, lr, diameter):
 def log_delta_asoodeh(eps, sigma, lipschitz, lr, steps, diameter=1.0):
     """``log δ(ε)`` of randomly-stopped projected noisy SGD, unclipped (may exceed 0 where vacuous).
 
-    Asoodeh, Diaz & Calmon (arXiv 2012.11035), PNSGD corollary as in seed 000 with the seed's "1" read
-    as diam(K) (formulas.md §4.3, §7 item 6): K compact convex, ℓ(·, x) L-Lipschitz,
+    Asoodeh, Diaz & Calmon (arXiv 2012.11035), PNSGD corollary as presented in Asoodeh's talk "Privacy
+    Analysis of Iterative Algorithms via f-divergences", with the talk's "1" read as diam(K)
+    (docs/math.md §4.3, §8 item 6): K compact convex, ℓ(·, x) L-Lipschitz,
     ``log δ = log θ_ε(2L/σ) − log T − log(1 − θ_ε((D + 2ηL)/(ησ)))``.  Rounded up.
     """
     e = _epsilon(eps)
@@ -319,7 +324,7 @@ def delta_asoodeh(eps, sigma, lipschitz, lr, steps, diameter=1.0):
 
 
 def eps_asoodeh(delta, sigma, lipschitz, lr, steps, diameter=1.0):
-    """The smallest ε (rounded up) with Asoodeh et al.'s PNSGD ``δ(ε) ≤ delta`` (formulas.md §4.3).
+    """The smallest ε (rounded up) with Asoodeh et al.'s PNSGD ``δ(ε) ≤ delta`` (docs/math.md §4.3).
 
     ``log δ(ε)`` decreases in ε; bisection on it in log space.  ε = 0 where ``δ(0) ≤ delta``;
     ``inf`` where no finite ε is certified (the bracket cannot be found below 1e300).

@@ -1,7 +1,7 @@
 """Privacy dynamics of noisy gradient descent with hidden intermediate models (Langevin).
 
-formulas.md §5: Chourasia, Ye & Shokri, "Differential Privacy Dynamics of Langevin Diffusion and Noisy
-Gradient Descent" (NeurIPS 2021; arXiv 2102.05855), as in seed 002.  The algorithm is
+docs/math.md §5: Chourasia, Ye & Shokri, "Differential Privacy Dynamics of Langevin Diffusion and Noisy
+Gradient Descent" (NeurIPS 2021; arXiv 2102.05855), as presented in the authors' talk.  The algorithm is
 
     θ_{k+1} = Π_C(θ_k − (η/n)·g(θ_k; D) + sqrt(2ησ²)·N(0, I_d)),   g(θ; D) = Σ_i ∇ℓ(θ; x_i),
 
@@ -24,7 +24,7 @@ from dpcalc.engine.mechanisms import gaussian_exact as gaussian
 from dpcalc.errors import InputError
 
 #: The root u* > 0 of ``u = 2(1 − e^{−u})``, i.e. ``2 + W₀(−2e^{−2})``: the dynamics bound equals the
-#: composition baseline at ``ληK/2 = u*`` (formulas.md §5: K ≈ 159.36 for λ = 1, η = 0.02).
+#: composition baseline at ``ληK/2 = u*`` (docs/math.md §5: K ≈ 159.36 for λ = 1, η = 0.02).
 CROSSING_U = float(2.0 + special.lambertw(-2.0 * np.exp(-2.0), 0).real)
 
 
@@ -41,7 +41,7 @@ def _positive(x, option):
 
 
 def check_conditions(lr, strong_convexity, smoothness, dataset_size):
-    """Check the theorem's conditions (formulas.md §5); raise :class:`InputError` naming the one violated.
+    """Check the theorem's conditions (docs/math.md §5); raise :class:`InputError` naming the one violated.
 
     ``η ≤ 1/β`` (step size), ``0 < λ ≤ β`` (a λ-strongly convex, β-smooth loss), ``n ≥ 1`` (a whole number).
     """
@@ -90,7 +90,7 @@ def _alpha(alpha):
 def coef_dynamics(sigma, sensitivity, lr, strong_convexity, dataset_size, steps):
     """c of the dynamics bound ``ε(α) = α·S_g²/(λσ²n²)·(1 − e^{−ληK/2})`` (an upper bound, rounded up).
 
-    Chourasia, Ye & Shokri 2021, main theorem (seed 002; formulas.md §5), valid at every α > 1 for a
+    Chourasia, Ye & Shokri 2021, main theorem (arXiv 2102.05855; docs/math.md §5), valid at every α > 1 for a
     λ-strongly convex, β-smooth loss on a closed convex set with η ≤ 1/β (see :func:`check_conditions`)
     and a data-independent start.  ``1 − e^{−x}`` is ``−expm1(−x)``.
     """
@@ -106,7 +106,7 @@ def coef_lower(sigma, sensitivity, lr, dataset_size, steps):
     """c of Chourasia et al.'s lower bound ``α·S_g²/(4σ²n²)·(1 − e^{−ηK})`` (rounded down).
 
     A **lower bound** on the true Rényi privacy loss of noisy GD on ``ℓ(θ; x) = ‖θ − x‖²/2`` (λ = β = 1):
-    neighbouring datasets exist whose loss is at least this (seed 002; formulas.md §5, §7 item 9).
+    neighbouring datasets exist whose loss is at least this (arXiv 2102.05855; docs/math.md §5, §8 item 9).
     It is never a guarantee; it shows how far any upper bound is from the truth.
     """
     lr = _positive(lr, "--lr")
@@ -117,7 +117,7 @@ def coef_lower(sigma, sensitivity, lr, dataset_size, steps):
 
 
 def coef_exact_squared(sigma, sensitivity, lr, dataset_size, steps):
-    """c of the exact Rényi divergence for ``ℓ = ‖θ−x‖²/2`` on ℝ^d from a fixed θ0 (formulas.md §5).
+    """c of the exact Rényi divergence for ``ℓ = ‖θ−x‖²/2`` on ℝ^d from a fixed θ0 (docs/math.md §5).
 
     ``α S_g²(2−η)(1−c)/(4σ²n²(1+c))`` with ``c = (1−η)^K`` (η ≤ 1); a plain evaluation, for comparison.
     """
@@ -133,7 +133,7 @@ def coef_composition(sigma, sensitivity, lr, dataset_size, steps):
     """c of the composition baseline ``K·α·η·S_g²/(4σ²n²)`` (every iterate released; rounded up).
 
     Each step is a Gaussian mechanism with sensitivity ηS_g/n and noise std √(2η)σ (Mironov 2017,
-    Table II; RDP composition, Prop. 1); the projection is post-processing (formulas.md §5).
+    Table II; RDP composition, Prop. 1); the projection is post-processing (docs/math.md §5).
     """
     lr = _positive(lr, "--lr")
     k = _steps(steps)
@@ -148,7 +148,7 @@ def crossing_steps(lr, strong_convexity):
     Both bounds are linear in α, so K* does not depend on α, σ, S_g or n: with u = ληK/2 the equality
     ``(1 − e^{−u})/λ = Kη/4`` reads ``u = 2(1 − e^{−u})``, whose positive root is :data:`CROSSING_U`
     (≈ 1.5936).  Composition is the smaller bound for K < K*, the dynamics bound for K > K*
-    (formulas.md §5: K* ≈ 159.36 for λ = 1, η = 0.02).
+    (docs/math.md §5: K* ≈ 159.36 for λ = 1, η = 0.02).
     """
     lam = _positive(strong_convexity, "--strong-convexity")
     lr = _positive(lr, "--lr")
@@ -163,7 +163,7 @@ def rdp(alpha, coef):
 
 
 def eps_linear_curve(delta, coef, *, conversion="asoodeh"):
-    """ε at ``delta`` of a mechanism that is ``(α, α·c)``-RDP for every α > 1 (formulas.md §1, §1.6).
+    """ε at ``delta`` of a mechanism that is ``(α, α·c)``-RDP for every α > 1 (docs/math.md §1, §1.6).
 
     The per-order conversion ``eps_<conversion>`` of :mod:`dpcalc.engine.conversion.methods`, minimised over
     continuous α (a geometric grid around Mironov's optimum ``1 + √(log(1/δ)/c)``, then golden
@@ -197,7 +197,7 @@ def _order_range(log_opt):
 
 
 def delta_linear_curve(eps, coef, *, conversion="asoodeh"):
-    """δ at ``eps`` of a mechanism that is ``(α, α·c)``-RDP for every α > 1 (formulas.md §1, §1.6).
+    """δ at ``eps`` of a mechanism that is ``(α, α·c)``-RDP for every α > 1 (docs/math.md §1, §1.6).
 
     The per-order ``delta_<conversion>`` of :mod:`dpcalc.engine.conversion.methods`, minimised over continuous
     α around the Mironov optimum ``1 + ε/(2c)`` of ``(α−1)(αc − ε)``.  ``c = 0`` gives 0.  Returns ``(δ, α)``.

@@ -6,7 +6,7 @@ Given a list of ``(LossModel, count)`` (one direction of each mechanism's domina
 
 1. **Guess.**  The cumulant function ``κ(t) = Σ count·log E_P[e^{tL}]`` (quadrature) gives the
    Chernoff-type bound ``δ(ε) <= e^{κ(t)−tε}·t^t/(t+1)^{t+1}`` (the optimal RDP conversion in PLD
-   form; Canonne, Kamath & Steinke 2020, Prop. 12; formulas.md §1.2).  Its minimiser ``t*`` is the
+   form; Canonne, Kamath & Steinke 2020, Prop. 12; docs/math.md §1.2).  Its minimiser ``t*`` is the
    tilt λ (the saddle point of the composed loss near the answer) and its ε the scale of the answer.
 2. **Grid.**  The bracket width is at most ``r + K·b_max(h) + 2h`` plus small terms (below), with
    ``r = h·sqrt(K·log(1/η)/2)``; ``h`` is chosen so that this meets ``eps_error``.  The grid range of
