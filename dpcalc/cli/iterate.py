@@ -1,4 +1,5 @@
-"""``dpcalc iterate``: privacy amplification by iteration, the intermediate iterates hidden (formulas.md §4)."""
+"""``dpcalc iterate``: the options of privacy amplification by iteration (docs/math.md §4); the work is
+:func:`dpcalc.commands.iterate.iterate`."""
 
 from __future__ import annotations
 
@@ -6,20 +7,7 @@ import click
 
 from dpcalc.cli.common import common_options, run
 from dpcalc.cli.types import Grid
-from dpcalc.result import PlotSpec, Result
-
-METHODS = ("feldman", "asoodeh", "composition")
-_SYMBOL = {"sigma": "σ", "lipschitz": "L", "lr": "η", "steps": "T", "diameter": "D", "initial_distance": "R"}
-CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
-# --plot: words for titles and subtitles, axis labels with units
-_WORD = {"delta": "δ", "epsilon": "ε", "alpha": "α", "rdp": "Rényi bound", **_SYMBOL}
-_AXIS = {
-    "steps": "steps T (= n, one pass)",
-    "delta": "δ (probability)",
-    "epsilon": "ε (nats)",
-    "alpha": "Rényi order α",
-    "rdp": "Rényi DP ε(α) (nats)",
-}
+from dpcalc.commands.iterate import CONVERSIONS, METHODS, IterateParams, iterate
 
 MAN_EXAMPLES = [
     (
@@ -151,151 +139,19 @@ def command(
     Feldman et al.'s amplification by iteration, Asoodeh et al.'s contraction bound and the
     composition baseline that releases every iterate.  Every numeric option takes sweeps.
     """
-    given = [name for name, v in (("delta", delta), ("epsilon", epsilon), ("alpha", alpha)) if v is not None]
-    if len(given) != 1:
-        raise click.UsageError(
-            "give exactly one of --delta (to get ε), --epsilon (to get δ) or --alpha (RDP)"
-        )
-    if method == "cni" and initial_distance is None:
-        raise click.UsageError("--method cni needs --initial-distance R")
-    if method == "all":
-        methods = (*METHODS, "cni") if initial_distance is not None else METHODS
-    else:
-        methods = (method,)
-    query = given[0]
-    target = {"delta": delta, "epsilon": epsilon, "alpha": alpha}[query]
-    params = dict(sigma=sigma, lipschitz=lipschitz, lr=lr, steps=steps, diameter=diameter)
-    if initial_distance is not None:
-        params["initial_distance"] = initial_distance
-    run(out, lambda: _compute(params, query, target, methods, conversion, feldman_log, smoothness))
-
-
-def _compute(params, query, target, methods, conversion, feldman_log, smoothness) -> Result:
-    import numpy as np
-
-    from dpcalc.engine.grid import product
-    from dpcalc.engine.hidden_state import iteration as it
-    from dpcalc.errors import InputError
-
-    g = product(**{k: np.asarray(v, float) for k, v in params.items()}, target=np.asarray(target, float))
-    s, lip, lr, t, diam, x = (g[k] for k in ("sigma", "lipschitz", "lr", "steps", "diameter", "target"))
-    dist = g.get("initial_distance")
-    if smoothness is not None and "feldman" in methods:
-        worst = float(np.max(lr)) * float(np.max(smoothness))
-        if worst > 2.0:
-            raise InputError(
-                f"--lr: feldman needs the step size η <= 2/β (a contractive gradient step), "
-                f"got η = {float(np.max(lr))!r} with β = {float(np.max(smoothness))!r}"
-            )
-    nan = np.full(x.shape, np.nan)
-    answer = {"delta": "epsilon", "epsilon": "delta", "alpha": "rdp"}[query]
-    # parameters given one value go to the caption; swept ones (and steps, the main axis) are columns
-    shown = [k for k in params if k == "steps" or len(params[k]) > 1]
-    fixed = ", ".join(f"{_SYMBOL[k]} = {params[k][0]:g}" for k in params if k not in shown)
-    names = ["method", *shown]
-    names += {"delta": ["delta", "epsilon", "alpha"], "epsilon": ["epsilon", "delta", "alpha"]}.get(
-        query, ["alpha", "rdp"]
+    params = IterateParams(
+        sigma=sigma,
+        lipschitz=lipschitz,
+        lr=lr,
+        steps=steps,
+        diameter=diameter,
+        delta=delta,
+        epsilon=epsilon,
+        alpha=alpha,
+        method=method,
+        initial_distance=initial_distance,
+        conversion=conversion,
+        feldman_log=feldman_log,
+        smoothness=smoothness,
     )
-    cols: dict[str, list] = {n: [] for n in [*names, "note"]}
-    notes: list[str] = []
-    for m in methods:
-        value, order, note = nan, nan, np.full(x.shape, "", dtype=object)
-        if m == "feldman":
-            a_star = it.alpha_star(s, lip)
-            if query == "alpha":
-                value = it.rdp_feldman(x, s, lip, t, log_form=feldman_log)
-                over = ~np.isfinite(value)
-                value = np.where(over, np.nan, value)
-                note = np.where(
-                    over,
-                    [f"no bound: α > α* = {a:.7g} (needs σ² >= 2α(α−1)L²)" for a in np.atleast_1d(a_star)],
-                    note,
-                )
-            else:
-                fn = it.eps_feldman if query == "delta" else it.delta_feldman
-                value, order = fn(x, s, lip, t, conversion=conversion, log_form=feldman_log)
-                bad = "no finite ε certified" if query == "delta" else "vacuous: the bound is >= 1"
-                note = np.where((value >= 1) if query == "epsilon" else np.isinf(value), bad, note)
-                note = np.where(
-                    np.asarray(it.alpha_star_minus_one(s, lip)) <= 1e-9,
-                    "no usable order: α* ≈ 1 (σ ≪ L)",
-                    note,
-                )
-        elif m == "asoodeh":
-            if query == "alpha":
-                note[:] = "no Rényi bound: this bound is (ε, δ) only"
-            elif query == "epsilon":
-                value = it.delta_asoodeh(x, s, lip, lr, t, diam)
-                vacuous = np.asarray(it.log_delta_asoodeh(x, s, lip, lr, t, diam)) >= 0
-                note = np.where(vacuous, "vacuous: the bound is >= 1", note)
-                if np.any(vacuous):
-                    notes.append("asoodeh: δ >= 1 (vacuous) on some rows, reported as 1")
-            else:
-                value = it.eps_asoodeh(x, s, lip, lr, t, diam)
-                note = np.where(np.isinf(value), "no finite ε certified", note)
-        elif m == "cni":
-            # noise std ησ per step, the shift R spread over the T steps (formulas.md §4.1)
-            with np.errstate(over="ignore", under="ignore"):
-                noise = lr * s
-            # an underflowed ησ certifies nothing (inf); an overflowed one is replaced by a smaller std (safe)
-            gone = noise == 0
-            noise = np.where(gone, 1.0, np.minimum(noise, 1e308))
-            if query == "alpha":
-                value = np.where(gone, np.inf, it.rdp_contractive_iteration(x, dist, noise, t))
-            else:
-                from dpcalc.engine.hidden_state import langevin as lg
-
-                coef = np.where(gone, np.inf, it.rdp_contractive_iteration(2.0, dist, noise, t) / 2.0)
-                fn = lg.eps_linear_curve if query == "delta" else lg.delta_linear_curve
-                value, order = fn(x, coef, conversion=conversion)
-        else:
-            if query == "alpha":
-                value = it.rdp_composition(x, s, lip)
-            elif query == "epsilon":
-                value = it.delta_composition(x, s, lip)
-            else:
-                value = it.eps_composition(x, s, lip)
-        value = np.broadcast_to(np.asarray(value, float), x.shape)
-        order = np.broadcast_to(np.asarray(order, float), x.shape)
-        cols["method"] += [m] * x.size
-        for k in shown:
-            cols[k] += [int(v) for v in g[k]] if k == "steps" else list(g[k])
-        cols[query] += list(x)
-        cols[answer] += list(value)
-        if query != "alpha":
-            cols["alpha"] += list(order)
-        cols["note"] += [str(n) for n in np.broadcast_to(note, x.shape)]
-    if not any(cols["note"]):
-        del cols["note"]
-    caption = (
-        (f"{fixed}; " if fixed else "")
-        + "randomly-stopped projected noisy SGD, one pass (T = n), replace-one; "
-        "feldman: convex β-smooth loss, η <= 2/β"
-        + (f", converted with {conversion}, alpha = best order" if query != "alpha" else "")
-        + "; asoodeh: K of diameter D; composition: every iterate released"
-        + ("; cni: same data, starts R apart" if "cni" in methods else "")
-    )
-    result = Result(
-        cols, headline=answer, title="Privacy amplification by iteration", caption=caption, notes=notes
-    )
-    # --plot: against T if swept, else the target, else another swept parameter; the other swept ones
-    # split the lines; nothing swept: the methods side by side (a dot chart)
-    axes = {"steps": params["steps"], query: target, **params}
-    swept = [k for k, v in axes.items() if len(v) > 1]
-    x = swept[0] if swept else query
-    if len(cols["method"]) > 1:
-        result.plot = PlotSpec(
-            x=x,
-            y=answer,
-            series="method",
-            group=tuple(swept[1:]),
-            logx=x in ("steps", "delta"),
-            logy=answer != "epsilon",
-            autolog=True,
-            xlabel=_AXIS.get(x, ""),
-            ylabel=_AXIS["rdp" if answer == "rdp" else answer],
-            title=f"Hidden iterates: {_WORD[answer]} " + (f"by {_WORD[x]}" if swept else "by method"),
-            subtitle=", ".join(f"{_WORD[k]} = {v[0]:g}" for k, v in axes.items() if len(v) == 1)
-            + "; projected noisy SGD, one pass, replace-one",
-        )
-    return result
+    run(out, lambda: iterate(params))

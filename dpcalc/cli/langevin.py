@@ -1,4 +1,5 @@
-"""``dpcalc langevin``: privacy dynamics of noisy gradient descent, last model released (formulas.md §5)."""
+"""``dpcalc langevin``: the options of the privacy dynamics of noisy gradient descent (docs/math.md §5);
+the work is :func:`dpcalc.commands.langevin.langevin`."""
 
 from __future__ import annotations
 
@@ -6,19 +7,7 @@ import click
 
 from dpcalc.cli.common import common_options, run
 from dpcalc.cli.types import Grid
-from dpcalc.result import PlotSpec, Result
-
-METHODS = ("dynamics", "lower", "composition")
-_SYMBOL = {
-    "sigma": "σ",
-    "sensitivity": "S_g",
-    "lr": "η",
-    "strong_convexity": "λ",
-    "smoothness": "β",
-    "dataset_size": "n",
-    "steps": "K",
-}
-CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
+from dpcalc.commands.langevin import CONVERSIONS, METHODS, LangevinParams, langevin
 
 MAN_EXAMPLES = [
     (
@@ -133,149 +122,18 @@ def command(
     --delta (ε).  S_g is the sensitivity of the SUM of gradients under replace-one; --lipschitz L
     means S_g = 2L.  One row per step count, order and bound; every numeric option takes sweeps.
     """
-    if (sensitivity is None) == (lipschitz is None):
-        raise click.UsageError("give exactly one of --sensitivity (S_g) or --lipschitz (S_g = 2L)")
-    if alpha is None and delta is None:
-        raise click.UsageError("give --alpha (Rényi bounds) and/or --delta (ε)")
-    methods = METHODS if method == "all" else (method,)
-    sens = sensitivity if sensitivity is not None else tuple(2.0 * v for v in lipschitz)
-    params = dict(
+    params = LangevinParams(
         sigma=sigma,
-        sensitivity=sens,
         lr=lr,
         strong_convexity=strong_convexity,
         smoothness=smoothness,
         dataset_size=dataset_size,
         steps=steps,
+        sensitivity=sensitivity,
+        lipschitz=lipschitz,
+        alpha=alpha,
+        delta=delta,
+        method=method,
+        conversion=conversion,
     )
-    run(out, lambda: _compute(params, alpha, delta, methods, conversion, lipschitz is not None))
-
-
-def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Result:
-    import numpy as np
-
-    from dpcalc.engine.grid import product
-    from dpcalc.engine.hidden_state import langevin as lg
-
-    lg.check_conditions(
-        np.asarray(params["lr"])[:, None, None],
-        np.asarray(params["strong_convexity"])[None, :, None],
-        np.asarray(params["smoothness"])[None, None, :],
-        np.asarray(params["dataset_size"]),
-    )
-    axes = {k: np.asarray(v, float) for k, v in params.items()}
-    if alpha is not None:
-        axes["alpha"] = np.asarray(alpha, float)
-    if delta is not None:
-        axes["delta"] = np.asarray(delta, float)
-    g = product(**axes)
-    s, sg, lr, lam, n, k = (
-        g[x] for x in ("sigma", "sensitivity", "lr", "strong_convexity", "dataset_size", "steps")
-    )
-    coefs = {
-        "dynamics": lambda: lg.coef_dynamics(s, sg, lr, lam, n, k),
-        "lower": lambda: lg.coef_lower(s, sg, lr, n, k),
-        "composition": lambda: lg.coef_composition(s, sg, lr, n, k),
-    }
-    # parameters given one value go to the caption; swept ones (and steps, the main axis) are columns
-    shown = [k for k in params if k == "steps" or len(params[k]) > 1]
-    fixed = ", ".join(f"{_SYMBOL[k]} = {params[k][0]:g}" for k in params if k not in shown)
-    names = ["method", "bound", *shown]
-    if alpha is not None:
-        names += ["alpha", "rdp", "rdp_lower"]
-    if delta is not None:
-        names += ["delta", "epsilon", "epsilon_lower", "best_alpha"]
-    names.append("crossing_steps")
-    cols: dict[str, list] = {x: [] for x in names}
-    nan = np.full(s.shape, np.nan)
-    crossing = lg.crossing_steps(lr, lam)
-    for m in methods:
-        c = np.asarray(coefs[m](), float)
-        lower = m == "lower"
-        cols["method"] += [m] * s.size
-        cols["bound"] += ["lower" if lower else "upper"] * s.size
-        for key in shown:
-            cols[key] += [int(v) for v in g[key]] if key in ("dataset_size", "steps") else list(g[key])
-        if alpha is not None:
-            with np.errstate(over="ignore"):
-                r = g["alpha"] * c if lower else np.asarray(lg.rdp(g["alpha"], c), float)
-            cols["alpha"] += list(g["alpha"])
-            cols["rdp"] += list(nan if lower else r)
-            cols["rdp_lower"] += list(r if lower else nan)
-        if delta is not None:
-            best = nan
-            if m == "dynamics":
-                eps, best = lg.eps_linear_curve(g["delta"], c, conversion=conversion)
-            elif m == "composition":
-                eps = lg.eps_gaussian_coef(g["delta"], c)
-            else:
-                eps = lg.eps_gaussian_coef_lower(g["delta"], c)
-            eps = np.broadcast_to(np.asarray(eps, float), s.shape)
-            cols["delta"] += list(g["delta"])
-            cols["epsilon"] += list(nan if lower else eps)
-            cols["epsilon_lower"] += list(eps if lower else nan)
-            cols["best_alpha"] += list(np.broadcast_to(np.asarray(best, float), s.shape))
-        cols["crossing_steps"] += list(np.broadcast_to(np.asarray(crossing, float), s.shape))
-    for key in ("rdp", "rdp_lower", "epsilon", "epsilon_lower", "best_alpha"):
-        if key in cols and all(v != v for v in cols[key]):  # all NaN: drop (e.g. --method dynamics)
-            del cols[key]
-    notes = []
-    pairs = sorted({(float(a), float(b)) for a, b in zip(lam, lr)})
-    for lam_v, lr_v in pairs[:3]:
-        k_star = float(lg.crossing_steps(lr_v, lam_v))
-        notes.append(
-            f"λ = {lam_v:g}, η = {lr_v:g}: the dynamics bound is below composition for K > {k_star:.6g} "
-            f"in Rényi terms at every order (crossing_steps); composition is smaller before"
-        )
-    if len(pairs) > 3:
-        notes.append(f"... and {len(pairs) - 3} more (λ, η) pairs: see the crossing_steps column")
-    if "lower" in methods and (np.any(lam > 1.0) or np.any(g["smoothness"] < 1.0)):
-        notes.append(
-            "lower: the squared loss (λ = β = 1) is outside a class with λ > 1 or β < 1; there the lower bound "
-            "describes that loss only, not your class"
-        )
-    caption = (
-        (f"{fixed}; " if fixed else "")
-        + "noisy GD, last model released, replace-one; S_g = sensitivity of the gradient sum"
-        + (" = 2L (from --lipschitz)" if from_lipschitz else "")
-        + "; lower = a lower bound for ℓ = ‖θ−x‖²/2, not a guarantee"
-    )
-    headline = "epsilon" if delta is not None else "rdp"
-    if methods == ("lower",):
-        headline += "_lower"
-    result = Result(cols, headline=headline, title="Langevin privacy dynamics", caption=caption, notes=notes)
-    # --plot (seed 002's figure): against K if swept, else α or δ, else another swept parameter (the
-    # other swept ones split the lines), the lower bound dashed, K* dotted; nothing swept: a dot chart
-    y = "epsilon" if delta is not None else "rdp"
-    axes = {"steps": params["steps"], "alpha": alpha or (), "delta": delta or (), **params}
-    swept = [k for k, v in axes.items() if len(v) > 1]
-    x = swept[0] if swept else "steps"
-    if len(s) * len(methods) > 1:
-        result.plot = PlotSpec(
-            x=x,
-            y=y if y in cols else f"{y}_lower",
-            y_extra=(f"{y}_lower",),
-            series="method",
-            group=tuple(swept[1:]),
-            logx=x == "delta",
-            autolog=True,
-            xref="crossing_steps" if x == "steps" else None,
-            labels={
-                "dynamics": "dynamics (last model only)",
-                "lower": "lower bound, ℓ = ‖θ−x‖²/2",
-                "composition": "composition (every iterate)",
-                "crossing_steps": "crossing K*",
-            },
-            xlabel={"steps": "iterations K", "alpha": "Rényi order α", "delta": "δ (probability)"}.get(x, ""),
-            ylabel="ε (nats)" if delta is not None else "Rényi DP ε(α) (nats)",
-            title="Privacy dynamics vs composition: "
-            + ("ε" if delta is not None else "Rényi bound")
-            + (f" by {_SYMBOL.get(x, x) if x != 'delta' else 'δ'}" if swept else " by method"),
-            subtitle=", ".join(
-                f"{_SYMBOL.get(k, {'alpha': 'α', 'delta': 'δ'}.get(k, k))} = {v[0]:g}"
-                for k, v in axes.items()
-                if len(v) == 1
-            )
-            + "; noisy GD, last model released, replace-one",
-        )
-    return result
+    run(out, lambda: langevin(params))

@@ -1,0 +1,205 @@
+"""Privacy dynamics of noisy gradient descent that releases only its last model (docs/math.md §5).
+
+:func:`langevin` checks the combination of inputs and the theorem's conditions, asks
+:mod:`dpcalc.engine.hidden_state.langevin` for the dynamics bound of Chourasia, Ye and Shokri
+(NeurIPS 2021, arXiv 2102.05855), their lower bound and the composition baseline at every
+combination of the values given, and packs the answer into a :class:`~dpcalc.result.Result`.
+numpy loads only when it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dpcalc.errors import InputError
+from dpcalc.result import PlotSpec, Result
+
+METHODS = ("dynamics", "lower", "composition")
+CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
+_SYMBOL = {
+    "sigma": "σ",
+    "sensitivity": "S_g",
+    "lr": "η",
+    "strong_convexity": "λ",
+    "smoothness": "β",
+    "dataset_size": "n",
+    "steps": "K",
+}
+
+
+@dataclass(frozen=True)
+class LangevinParams:
+    """The inputs of ``dpcalc langevin``: each numeric field a sequence of values (a sweep) or None.
+
+    Give ``sigma``, ``lr``, ``strong_convexity``, ``smoothness``, ``dataset_size``, ``steps``,
+    exactly one of ``sensitivity`` (S_g, of the gradient sum under replace-one) or ``lipschitz``
+    (S_g = 2L), and ``alpha`` (Rényi bounds) and/or ``delta`` (ε).  ``method`` is one of
+    :data:`METHODS` or ``"all"``; ``conversion`` one of :data:`CONVERSIONS`.
+    """
+
+    sigma: Sequence[float]
+    lr: Sequence[float]
+    strong_convexity: Sequence[float]
+    smoothness: Sequence[float]
+    dataset_size: Sequence[int]
+    steps: Sequence[int]
+    sensitivity: Sequence[float] | None = None
+    lipschitz: Sequence[float] | None = None
+    alpha: Sequence[float] | None = None
+    delta: Sequence[float] | None = None
+    method: str = "all"
+    conversion: str = "asoodeh"
+
+
+def langevin(params: LangevinParams) -> Result:
+    """One row per method and combination of the values given: the Rényi bound and/or ε of the
+    last model.  Raises :class:`~dpcalc.errors.InputError` for an impossible combination or a
+    violated condition of the theorem (naming it)."""
+    p = params
+    if (p.sensitivity is None) == (p.lipschitz is None):
+        raise InputError("give exactly one of --sensitivity (S_g) or --lipschitz (S_g = 2L)")
+    if p.alpha is None and p.delta is None:
+        raise InputError("give --alpha (Rényi bounds) and/or --delta (ε)")
+    methods = METHODS if p.method == "all" else (p.method,)
+    sens = p.sensitivity if p.sensitivity is not None else tuple(2.0 * v for v in p.lipschitz)
+    grid = dict(
+        sigma=p.sigma,
+        sensitivity=sens,
+        lr=p.lr,
+        strong_convexity=p.strong_convexity,
+        smoothness=p.smoothness,
+        dataset_size=p.dataset_size,
+        steps=p.steps,
+    )
+    return _compute(grid, p.alpha, p.delta, methods, p.conversion, p.lipschitz is not None)
+
+
+def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Result:
+    import numpy as np
+
+    from dpcalc.engine.grid import product
+    from dpcalc.engine.hidden_state import langevin as lg
+
+    lg.check_conditions(
+        np.asarray(params["lr"])[:, None, None],
+        np.asarray(params["strong_convexity"])[None, :, None],
+        np.asarray(params["smoothness"])[None, None, :],
+        np.asarray(params["dataset_size"]),
+    )
+    axes = {k: np.asarray(v, float) for k, v in params.items()}
+    if alpha is not None:
+        axes["alpha"] = np.asarray(alpha, float)
+    if delta is not None:
+        axes["delta"] = np.asarray(delta, float)
+    g = product(**axes)
+    s, sg, lr, lam, n, k = (
+        g[x] for x in ("sigma", "sensitivity", "lr", "strong_convexity", "dataset_size", "steps")
+    )
+    coefs = {
+        "dynamics": lambda: lg.coef_dynamics(s, sg, lr, lam, n, k),
+        "lower": lambda: lg.coef_lower(s, sg, lr, n, k),
+        "composition": lambda: lg.coef_composition(s, sg, lr, n, k),
+    }
+    # parameters given one value go to the caption; swept ones (and steps, the main axis) are columns
+    shown = [k for k in params if k == "steps" or len(params[k]) > 1]
+    fixed = ", ".join(f"{_SYMBOL[k]} = {params[k][0]:g}" for k in params if k not in shown)
+    names = ["method", "bound", *shown]
+    if alpha is not None:
+        names += ["alpha", "rdp", "rdp_lower"]
+    if delta is not None:
+        names += ["delta", "epsilon", "epsilon_lower", "best_alpha"]
+    names.append("crossing_steps")
+    cols: dict[str, list] = {x: [] for x in names}
+    nan = np.full(s.shape, np.nan)
+    crossing = lg.crossing_steps(lr, lam)
+    for m in methods:
+        c = np.asarray(coefs[m](), float)
+        lower = m == "lower"
+        cols["method"] += [m] * s.size
+        cols["bound"] += ["lower" if lower else "upper"] * s.size
+        for key in shown:
+            cols[key] += [int(v) for v in g[key]] if key in ("dataset_size", "steps") else list(g[key])
+        if alpha is not None:
+            with np.errstate(over="ignore"):
+                r = g["alpha"] * c if lower else np.asarray(lg.rdp(g["alpha"], c), float)
+            cols["alpha"] += list(g["alpha"])
+            cols["rdp"] += list(nan if lower else r)
+            cols["rdp_lower"] += list(r if lower else nan)
+        if delta is not None:
+            best = nan
+            if m == "dynamics":
+                eps, best = lg.eps_linear_curve(g["delta"], c, conversion=conversion)
+            elif m == "composition":
+                eps = lg.eps_gaussian_coef(g["delta"], c)
+            else:
+                eps = lg.eps_gaussian_coef_lower(g["delta"], c)
+            eps = np.broadcast_to(np.asarray(eps, float), s.shape)
+            cols["delta"] += list(g["delta"])
+            cols["epsilon"] += list(nan if lower else eps)
+            cols["epsilon_lower"] += list(eps if lower else nan)
+            cols["best_alpha"] += list(np.broadcast_to(np.asarray(best, float), s.shape))
+        cols["crossing_steps"] += list(np.broadcast_to(np.asarray(crossing, float), s.shape))
+    for key in ("rdp", "rdp_lower", "epsilon", "epsilon_lower", "best_alpha"):
+        if key in cols and all(v != v for v in cols[key]):  # all NaN: drop (e.g. --method dynamics)
+            del cols[key]
+    notes = []
+    pairs = sorted({(float(a), float(b)) for a, b in zip(lam, lr)})
+    for lam_v, lr_v in pairs[:3]:
+        k_star = float(lg.crossing_steps(lr_v, lam_v))
+        notes.append(
+            f"λ = {lam_v:g}, η = {lr_v:g}: the dynamics bound is below composition for K > {k_star:.6g} "
+            f"in Rényi terms at every order (crossing_steps); composition is smaller before"
+        )
+    if len(pairs) > 3:
+        notes.append(f"... and {len(pairs) - 3} more (λ, η) pairs: see the crossing_steps column")
+    if "lower" in methods and (np.any(lam > 1.0) or np.any(g["smoothness"] < 1.0)):
+        notes.append(
+            "lower: the squared loss (λ = β = 1) is outside a class with λ > 1 or β < 1; there the lower bound "
+            "describes that loss only, not your class"
+        )
+    caption = (
+        (f"{fixed}; " if fixed else "")
+        + "noisy GD, last model released, replace-one; S_g = sensitivity of the gradient sum"
+        + (" = 2L (from --lipschitz)" if from_lipschitz else "")
+        + "; lower = a lower bound for ℓ = ‖θ−x‖²/2, not a guarantee"
+    )
+    headline = "epsilon" if delta is not None else "rdp"
+    if methods == ("lower",):
+        headline += "_lower"
+    result = Result(cols, headline=headline, title="Langevin privacy dynamics", caption=caption, notes=notes)
+    # --plot: against K if swept, else α or δ, else another swept parameter (the other swept ones
+    # split the lines), the lower bound dashed, K* dotted; nothing swept: a dot chart
+    y = "epsilon" if delta is not None else "rdp"
+    axes = {"steps": params["steps"], "alpha": alpha or (), "delta": delta or (), **params}
+    swept = [k for k, v in axes.items() if len(v) > 1]
+    x = swept[0] if swept else "steps"
+    if len(s) * len(methods) > 1:
+        result.plot = PlotSpec(
+            x=x,
+            y=y if y in cols else f"{y}_lower",
+            y_extra=(f"{y}_lower",),
+            series="method",
+            group=tuple(swept[1:]),
+            logx=x == "delta",
+            autolog=True,
+            xref="crossing_steps" if x == "steps" else None,
+            labels={
+                "dynamics": "dynamics (last model only)",
+                "lower": "lower bound, ℓ = ‖θ−x‖²/2",
+                "composition": "composition (every iterate)",
+                "crossing_steps": "crossing K*",
+            },
+            xlabel={"steps": "iterations K", "alpha": "Rényi order α", "delta": "δ (probability)"}.get(x, ""),
+            ylabel="ε (nats)" if delta is not None else "Rényi DP ε(α) (nats)",
+            title="Privacy dynamics vs composition: "
+            + ("ε" if delta is not None else "Rényi bound")
+            + (f" by {_SYMBOL.get(x, x) if x != 'delta' else 'δ'}" if swept else " by method"),
+            subtitle=", ".join(
+                f"{_SYMBOL.get(k, {'alpha': 'α', 'delta': 'δ'}.get(k, k))} = {v[0]:g}"
+                for k, v in axes.items()
+                if len(v) == 1
+            )
+            + "; noisy GD, last model released, replace-one",
+        )
+    return result
