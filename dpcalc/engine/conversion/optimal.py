@@ -341,11 +341,12 @@ def _newton_in_bracket(step, x, lo, hi, tol, maxiter):
 
 
 @_quiet
-def eps_certified(alpha, rdp, delta, hi, maxiter=60):
-    """Smallest certified ε for (α, ζ, δ) (1-D arrays; 0 < δ < 1, αδ < 1, 0 < ζ < ∞, 0 <= ε <= hi).
+def eps_estimate(alpha, rdp, delta, hi, maxiter=60):
+    """Newton's estimate of the exact ε for (α, ζ, δ) (1-D arrays; as :func:`eps_certified`), *not* certified.
 
-    ``hi`` is a valid upper bound (the closed form).  Returns the certified ε, or nan where no candidate
-    could be certified (the caller then keeps ``hi``).
+    Returns ``(e, t)``: the estimate (the root of the approximate ζ_α^ε(δ) = ζ, within [0, hi]) and the
+    minimisers found on the way (warm starts for :func:`certify_eps`).  Used to rank orders: only the
+    best few are certified (an uncertified number never reaches an output).
     """
     n = alpha.shape[0]
     ld = np.log(delta)
@@ -364,8 +365,27 @@ def eps_certified(alpha, rdp, delta, hi, maxiter=60):
     _newton_in_bracket(step, e, lo, hi, lambda x: 4e-15 * x + 1e-300, maxiter)
     # a root this close to 0 means ζ_α^0(δ) is (nearly) >= ζ: try ε = 0 itself first
     e = np.where(e <= 1e-12 * (1.0 + rdp), 0.0, e)
+    return e, t
+
+
+@_quiet
+def certify_eps(alpha, rdp, delta, e, t):
+    """The smallest certified ε near the estimate ``e`` (from :func:`eps_estimate`, with its minimisers
+    ``t``); nan where no candidate could be certified (the caller then keeps the closed form)."""
+    ld = np.log(delta)
+    small = (alpha - 1.0) * rdp < SMALL
     zl_of = lambda idx, x: zeta_lower(alpha[idx], x, ld[idx], t[idx], small=small[idx])[0]  # noqa: E731
     return _certify(zl_of, rdp, e, x_min=0.0)
+
+
+def eps_certified(alpha, rdp, delta, hi, maxiter=60):
+    """Smallest certified ε for (α, ζ, δ) (1-D arrays; 0 < δ < 1, αδ < 1, 0 < ζ < ∞, 0 <= ε <= hi).
+
+    ``hi`` is a valid upper bound (the closed form).  Returns the certified ε, or nan where no candidate
+    could be certified (the caller then keeps ``hi``).
+    """
+    e, t = eps_estimate(alpha, rdp, delta, hi, maxiter)
+    return certify_eps(alpha, rdp, delta, e, t)
 
 
 @_quiet

@@ -127,11 +127,8 @@ def eps_of_curve(alphas, total_rdp, delta, conversion="optimal"):
     def try_orders(rows, idx):
         """Evaluate the exact conversion at orders ``idx`` (len(rows), k) of the given rows; keep improvements."""
         z = rdp_b[rows[:, None], idx]
-        vals = np.full(z.shape, np.inf)
-        fin = np.isfinite(z)
-        if np.any(fin):
-            d = np.broadcast_to(d_b[rows, None], z.shape)
-            vals[fin] = conversions.eps_optimal(alphas[idx][fin], z[fin], d[fin])
+        d = np.broadcast_to(d_b[rows, None], z.shape)
+        vals = np.where(np.isfinite(z), conversions.eps_optimal_min(alphas[idx], z, d), np.inf)
         j = np.argmin(vals, axis=1)
         v = vals[np.arange(rows.size), j]
         better = v < best[rows]
