@@ -5,7 +5,7 @@ user would run a one-off query; the CLI wiring of dpcalc comes later, so its sid
 snippet calling the engine.  Reported: median wall time over ``--repeat`` runs, peak resident memory
 of the child (``ru_maxrss``), the answer, and the ratios.
 
-Contenders (peers.md §d configs A and B):
+Contenders (configs A and B of the peer measurements):
 
 * ``dpcalc pld`` — :func:`dpcalc.engine.pld.sgd_epsilon_pld` with the default tolerance (the whole
   certified bracket within 0.5 % of ε) vs ``dp-accounting pld`` — its PLD accountant with defaults

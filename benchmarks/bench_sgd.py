@@ -1,7 +1,7 @@
 """Benchmarks of ``dpcalc sgd-epsilon`` against its peers, side by side in one run.
 
 1. One query as a whole process: ``dpcalc sgd-epsilon`` vs prv-accountant's ``compute-dp-epsilon``
-   (both run by this interpreter, median of N runs; config A of peers.md: q=256/60000, σ=1.1,
+   (both run by this interpreter, median of N runs; config A of the peer measurements: q=256/60000, σ=1.1,
    T=14063, δ=1e-5).
 2. A 10,000-configuration grid (20 sample rates × 20 noise multipliers × 25 step counts, δ=1e-5):
    dpcalc's vectorised engine in one call vs dp_accounting's RDP accountant per configuration (its

@@ -1,6 +1,6 @@
 """EVENTS: the steps of an adaptive interaction, read row by row as they arrive (pure Python).
 
-A CSV text with a header row, one row per adaptive step (``dpcalc odometer``; docs/cli.md):
+A CSV text with a header row, one row per adaptive step (``dpcalc odometer``; see its man page):
 
 * a ``mechanism`` column holding a mechanism spec (``gaussian:sigma=2``, ``subsampled-gaussian:
   q=0.01,sigma=1,count=98``, ... as in ``dpcalc compose``), or

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from dpcalc.cli import main
 
 # the setting of Chourasia, Ye & Shokri's talk (NeurIPS 2021, arXiv 2102.05855)
-SEED = [
+PAPER_SETTING = [
     "langevin",
     "--sigma",
     "0.02",
@@ -47,7 +47,7 @@ def _rows(args):
 
 
 def test_table_5_through_the_cli():
-    rows, res = _rows([*SEED, "--steps", "1,100,159,1000", "--alpha", "30"])
+    rows, res = _rows([*PAPER_SETTING, "--steps", "1,100,159,1000", "--alpha", "30"])
     for r in rows:
         dyn, low, comp = TABLE[int(r["steps"])]
         if r["method"] == "dynamics":
@@ -62,8 +62,8 @@ def test_table_5_through_the_cli():
 
 
 def test_lipschitz_means_twice_the_sensitivity():
-    a, _ = _rows([*SEED, "--steps", "100", "--alpha", "30"])
-    args = list(SEED)
+    a, _ = _rows([*PAPER_SETTING, "--steps", "100", "--alpha", "30"])
+    args = list(PAPER_SETTING)
     i = args.index("--sensitivity")
     args[i : i + 2] = ["--lipschitz", "2"]
     b, _ = _rows([*args, "--steps", "100", "--alpha", "30"])
@@ -72,14 +72,14 @@ def test_lipschitz_means_twice_the_sensitivity():
 
 def test_lower_bound_is_never_judged():
     # the lower rows are below the budget only when the upper ones are: a budget between them must fail
-    rows, _ = _rows([*SEED, "--steps", "1000", "--delta", "1e-5"])
+    rows, _ = _rows([*PAPER_SETTING, "--steps", "1000", "--delta", "1e-5"])
     up = max(float(r["epsilon"]) for r in rows if r["epsilon"])
     low = float(next(r["epsilon_lower"] for r in rows if r["method"] == "lower"))
     assert low < up
-    res = _invoke([*SEED, "--steps", "1000", "--delta", "1e-5", "--method", "lower", "--max-epsilon", "0"])
+    res = _invoke([*PAPER_SETTING, "--steps", "1000", "--delta", "1e-5", "--method", "lower", "--max-epsilon", "0"])
     # only a lower bound reported: no ε to judge, which is a usage error, never a pass
     assert res.exit_code == 2 and "reports no epsilon" in res.stderr
-    res = _invoke([*SEED, "--steps", "1000", "--delta", "1e-5", "--max-epsilon", str(low)])
+    res = _invoke([*PAPER_SETTING, "--steps", "1000", "--delta", "1e-5", "--max-epsilon", str(low)])
     assert res.exit_code == 3
 
 
@@ -93,7 +93,7 @@ def test_lower_bound_is_never_judged():
     ],
 )
 def test_out_of_theorem_inputs_exit_2(change, needle):
-    args = list(SEED)
+    args = list(PAPER_SETTING)
     i = args.index(change[0])
     args[i + 1] = change[1]
     res = _invoke([*args, "--steps", "10", "--alpha", "30"])
@@ -103,8 +103,8 @@ def test_out_of_theorem_inputs_exit_2(change, needle):
 
 
 def test_usage_errors():
-    assert _invoke([*SEED, "--steps", "10"]).exit_code == 2  # neither --alpha nor --delta
-    args = [*SEED, "--lipschitz", "1", "--steps", "10", "--alpha", "2"]
+    assert _invoke([*PAPER_SETTING, "--steps", "10"]).exit_code == 2  # neither --alpha nor --delta
+    args = [*PAPER_SETTING, "--lipschitz", "1", "--steps", "10", "--alpha", "2"]
     res = _invoke(args)
     assert res.exit_code == 2 and "exactly one of --sensitivity" in res.stderr
 

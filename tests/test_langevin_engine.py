@@ -42,7 +42,7 @@ def test_formulas_table_5(k, dyn, low, exact, comp):
     assert _rel(float(lg.rdp(ALPHA, lg.coef_composition(steps=k, **SEED))), comp) < 1e-6
 
 
-def test_seed_asymptotes_and_crossing():
+def test_paper_setting_asymptotes_and_crossing():
     big = 10**9
     assert float(lg.rdp(ALPHA, lg.coef_dynamics(strong_convexity=1.0, steps=big, **SEED))) == pytest.approx(
         0.048, rel=1e-12

@@ -1,4 +1,4 @@
-"""Reach and refusals of the PLD accountant: the peers' failure cases (peers.md §b, §d edge probe).
+"""Reach and refusals of the PLD accountant: the peers' failure cases (the peer measurements and edge-case probe).
 
 * σ = 0, q > 1, δ ∉ (0, 1), steps = 0: clear input errors, never a hang (prv hangs at σ = 0).
 * high ε (σ = 0.3, q = 0.01, T = 1e5; prv reaches 11 GB, dp-accounting's PLD takes 9 s): a finite

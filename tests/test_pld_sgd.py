@@ -3,7 +3,7 @@
 References (test-only dependencies): prv-accountant 0.2.0 (Gopi, Lee & Wutschitz 2021) returns a
 certified [lower, upper]; dp-accounting 0.6.0's PLD accountant (pessimistic, value discretisation
 interval 1e-4) returns a tight upper estimate.  The configurations include the peers' configs A and
-B (peers.md §d) and the 1e7-step row of the edge-case probe.
+B (the peer measurements) and the 1e7-step row of the edge-case probe.
 """
 
 import math
@@ -71,7 +71,7 @@ def test_dpsgd_inside_prv_bracket_and_near_dp_accounting(q, sigma, steps, delta)
 
 
 def test_peer_values_configs_a_and_b():
-    """peers.md §d: PLD/PRV estimates 2.3818/2.3817 (A) and 6.9074 (B); prv eps_error=0.01 brackets
+    """peer measurements: PLD/PRV estimates 2.3818/2.3817 (A) and 6.9074 (B); prv eps_error=0.01 brackets
     [2.3715, 2.3918] and [6.8971, 6.9177]."""
     a = sgd_epsilon_pld(256 / 60000, 1.1, 14063, 1e-5)
     assert abs(float(a.estimate) - 2.3817) <= 5e-4
@@ -103,7 +103,7 @@ def test_vectorised_over_configurations():
 
 
 def test_ten_million_steps():
-    """peers.md §d edge probe: T=1e7, q=1e-4, σ=1, δ=1e-5; prv (eps_error 0.1) 1.52/1.62/1.72, opacus'
+    """the peer edge-case probe: T=1e7, q=1e-4, σ=1, δ=1e-5; prv (eps_error 0.1) 1.52/1.62/1.72, opacus'
     PRV upper 1.6297.  The bracket must overlap both certified ranges."""
     b = sgd_epsilon_pld(1e-4, 1.0, 10**7, 1e-5, eps_error=0.05)
     lo, up = float(b.lower), float(b.upper)

@@ -205,7 +205,7 @@ def test_calibration_round_trip_sweep():
 
 
 def test_calibration_peers_value():
-    # peers.md §d: dp_accounting's RDP calibration at config A, ε = 3, δ = 1e-5 → σ = 1.0140
+    # peer measurements: dp_accounting's RDP calibration at config A, ε = 3, δ = 1e-5 → σ = 1.0140
     sigma, _ = noise_calibration.calibrate_noise(
         256 / 60000, 14063, 1e-5, 3.0, conversion="balle", orders=DP_ACCOUNTING_ORDERS
     )
@@ -246,7 +246,7 @@ def test_max_steps_round_trip():
         np.testing.assert_allclose(here[:3], e[:3], rtol=1e-12)
 
 
-def test_seed000_more_iterations_claim():
+def test_better_conversion_more_iterations_claim():
     # Asoodeh's talk "Privacy Analysis of Iterative Algorithms via f-divergences": "a better conversion rule
     # gives 100 more iterations" at q=0.04, σ=4 (δ=1e-5).  The closed form with the classic conversion allows
     # far fewer steps than the exact curve with Balle's conversion.

@@ -21,7 +21,7 @@ def test_all_has_pld_bracket_below_rdp(invoke):
     lo, est, up = (float(pld[k]) for k in ("epsilon_lower", "epsilon", "epsilon_upper"))
     assert lo <= est <= up < float(rdp["epsilon"])
     assert rdp["epsilon_upper"] == rdp["epsilon"] and rdp["epsilon_lower"] == ""
-    # peers.md §d, config A: PLD (dp-accounting) 2.3818 and PRV 2.3817 lie in the bracket
+    # the peer measurements, config A: PLD (dp-accounting) 2.3818 and PRV 2.3817 lie in the bracket
     assert lo <= 2.3817 and 2.3818 <= up * (1 + 1e-4)
 
 

@@ -162,7 +162,7 @@ def test_special_cases():
 
 
 def test_orders_beyond_ten_thousand():
-    # peers.md §d: per-step RDP at q=0.01, σ=1: α=1e5 → 49995.4 (opacus gives nan, dp_accounting ok)
+    # peer measurements: per-step RDP at q=0.01, σ=1: α=1e5 → 49995.4 (opacus gives nan, dp_accounting ok)
     r = rdp_poisson(0.01, 1.0, [1024.0, 4096.5, 1e5, 1e6 + 0.5])
     assert np.all(np.isfinite(r))
     assert r[0] == pytest.approx(507.39, abs=0.01)

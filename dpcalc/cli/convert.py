@@ -51,7 +51,7 @@ valid bound and the minimum is reported with its order; a warning on stderr says
 order lies at the edge of the orders given (add orders beyond it).  --from dp gives the largest ζ
 such that every (α, ζ)-RDP mechanism is (ε, δ)-DP: exactly (optimal), or the lower bounds
 max(f, g) (asoodeh), g (balle) and ε − log(1/δ)/(α − 1) (mironov), each clipped at 0.
-Formulas and test vectors: formulas.md §1."""
+Formulas and test vectors: docs/math.md §1."""
 
 HELP_METHOD = (
     "optimal (exact, Asoodeh et al.; rounded up), asoodeh (closed form), balle (Balle et al. 2020 / "

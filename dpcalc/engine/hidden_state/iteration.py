@@ -143,8 +143,8 @@ def feldman_log_factor(steps, log_form="seed"):
     derived = next_up(0.25 * _TWO_E_MINUS_ONE * harmonic_number(t), 2)
     if np.any(derived > lt):
         warnings.warn(
-            "feldman: for T < 37 the seed's 4αL²·log T/(Tσ²) is not certified (T = 1 gives 0); "
-            "using 2(e−1)αL²·H_T/(Tσ²) from the derivation of formulas.md §4.2 there",
+            "feldman: for T < 37 the log T form 4αL²·log T/(Tσ²) is not certified (T = 1 gives 0); "
+            "using 2(e−1)αL²·H_T/(Tσ²) from its derivation (docs/math.md §4.2) there",
             DpcalcWarning,
             stacklevel=2,
         )
