@@ -76,7 +76,9 @@ def test_lower_bound_is_never_judged():
     up = max(float(r["epsilon"]) for r in rows if r["epsilon"])
     low = float(next(r["epsilon_lower"] for r in rows if r["method"] == "lower"))
     assert low < up
-    res = _invoke([*PAPER_SETTING, "--steps", "1000", "--delta", "1e-5", "--method", "lower", "--max-epsilon", "0"])
+    res = _invoke(
+        [*PAPER_SETTING, "--steps", "1000", "--delta", "1e-5", "--method", "lower", "--max-epsilon", "0"]
+    )
     # only a lower bound reported: no ε to judge, which is a usage error, never a pass
     assert res.exit_code == 2 and "reports no epsilon" in res.stderr
     res = _invoke([*PAPER_SETTING, "--steps", "1000", "--delta", "1e-5", "--max-epsilon", str(low)])
