@@ -40,7 +40,7 @@ AXIS_LABELS = {
     "rdp_lower": "Rényi DP lower bound (nats)",
     "rdp_certifying": "largest certifying Rényi DP ζ (nats)",
     "epsilon": "ε (nats)",
-    "epsilon_upper": "ε (nats)",
+    "epsilon_estimate": "ε estimate (nats)",
     "epsilon_lower": "ε lower bound (nats)",
     "epsilon_rdp": "ε (nats)",
     "target_epsilon": "target ε (nats)",

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Columns whose value is an upper bound: the table rounds them up (never below the true bound).
-UPPER_COLUMNS = frozenset(
-    {"epsilon", "epsilon_upper", "epsilon_rdp", "delta", "delta_upper", "rdp", "rdp_upper"}
-)
+#: ``epsilon`` and ``delta`` are upper bounds in every row of every command (an estimate goes to a
+#: column named ``*_estimate``, which the table rounds to nearest).
+UPPER_COLUMNS = frozenset({"epsilon", "epsilon_rdp", "delta", "rdp"})
 #: Columns whose value is a lower bound: the table rounds them down.
 LOWER_COLUMNS = frozenset({"epsilon_lower", "delta_lower", "rdp_lower", "rdp_certifying"})
 
@@ -91,11 +91,8 @@ class Result:
         return [{name: cols[name][i] for name in cols} for i in range(self._n)]
 
     def budget_column(self, quantity: str) -> str | None:
-        """The column judged by ``--max-epsilon``/``--max-delta``: the upper end of a bracket if any."""
-        for name in (f"{quantity}_upper", quantity):
-            if name in self.columns:
-                return name
-        return None
+        """The column judged by ``--max-epsilon``/``--max-delta``: ``epsilon``/``delta`` (an upper bound)."""
+        return quantity if quantity in self.columns else None
 
 
 def _is_sequence(x: Any) -> bool:

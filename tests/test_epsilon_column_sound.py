@@ -83,3 +83,27 @@ def test_the_reported_case_is_now_sound(invoke):
     (row,) = json.loads(res.stdout)
     assert _kov_delta(row["epsilon"], 0.06472, 3.33e-6, 84) <= mp.mpf("0.00083916")
     assert _kov_delta(row["epsilon_estimate"], 0.06472, 3.33e-6, 84) > mp.mpf("0.00083916")
+
+
+def _sgd_cases(n=8, seed=5):
+    rng = random.Random(seed)
+    for _ in range(n):
+        yield rng.uniform(0.6, 8.0), rng.randint(1, 3000), 10 ** rng.uniform(-9, -3)
+
+
+@pytest.mark.parametrize("sigma,steps,target", list(_sgd_cases()))
+def test_sgd_epsilon_column_is_at_or_above_exact_full_batch(invoke, sigma, steps, target):
+    """Full-batch DP-SGD (q = 1) is a composition of Gaussians: every accountant's epsilon column is at
+    or above the exact value (Balle & Wang, mpmath), and the pld estimate has a column of its own."""
+    args = ["sgd-epsilon", "--sigma", f"{sigma:.6g}", "--sample-rate", "1", "--steps", str(steps)]
+    res = invoke([*args, "--delta", f"{target:.6g}", "--accountant", "all", "-f", "json"])
+    assert res.exit_code == 0, res.stderr
+    rows = json.loads(res.stdout)
+    r_total = mp.sqrt(steps) / mp.mpf(f"{sigma:.6g}")
+    for r in rows:
+        if r["epsilon"] is None or r.get("valid") is False:
+            continue
+        exact = _gauss_delta(r["epsilon"], r_total)
+        assert exact <= mp.mpf(r["delta"]) * (1 + mp.mpf("1e-9")), (r["method"], r["epsilon"], exact)
+    pld = [r for r in rows if r["accountant"] == "pld"][0]
+    assert pld["epsilon_lower"] <= pld["epsilon_estimate"] <= pld["epsilon"]

@@ -48,7 +48,7 @@ def test_table_has_columns_and_values():
 @given(st.floats(min_value=1e-300, max_value=1e300, allow_nan=False, allow_infinity=False))
 def test_table_rounds_upper_bounds_up_and_lower_bounds_down(v):
     assert float(table_cell("epsilon", v)) >= v
-    assert float(table_cell("epsilon_upper", v)) >= v
+    assert float(table_cell("delta", v)) >= v
     assert float(table_cell("epsilon_lower", v)) <= v
 
 

@@ -56,9 +56,10 @@ exact per-order conversion of Asoodeh et al. (on the orders around the best orde
 form); balle: Balle et al. 2020 / Canonne et al. 2020; mironov: Mironov 2017.
 
 pld: privacy loss distributions of the Poisson-subsampled Gaussian (both directions of the
-add/remove pair, the worse reported), composed by FFT: epsilon is the estimate and
-[epsilon_lower, epsilon_upper] a certified bracket (pessimistic and optimistic discretisation,
-truncation and aliasing counted in); budget checks and -q use the upper end.  --eps-error sets the
+add/remove pair, the worse reported), composed by FFT: [epsilon_lower, epsilon] is a certified
+bracket (pessimistic and optimistic discretisation, truncation and aliasing counted in), so epsilon
+is the certified upper end as in every other row; epsilon_estimate, a value inside the bracket, is
+not a bound.  Budget checks and -q read epsilon.  --eps-error sets the
 bracket width (default 0.5% of ε).  It answers the forward question only.
 
 Sampling and neighbours: --sampling fixed-size uses the Wang, Balle and Kasiviswanathan 2019 bound

@@ -195,8 +195,9 @@ def _compute(p: SgdEpsilonParams, names, solve) -> Result:
             b = sgd_epsilon_pld(g["q"], g["sigma"], g["steps"], g["delta"], eps_error=p.eps_error)
             lower, est, upper = (np.asarray(x, float).reshape(-1) for x in b)
             nan = np.full(est.shape, np.nan)
-            e = sgd.Epsilon(est, nan, np.zeros(est.shape, bool), np.ones(est.shape, bool))
-            cols.update(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, lower=lower, upper=upper)
+            # the epsilon column holds the certified upper end; the estimate has a column of its own
+            e = sgd.Epsilon(upper, nan, np.zeros(est.shape, bool), np.ones(est.shape, bool))
+            cols.update(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, lower=lower, estimate=est)
         elif solve is None:
             e = sgd.epsilon(name, g["q"], g["sigma"], g["steps"], g["delta"], **kw)
             cols.update(noise_multiplier=g["sigma"], steps=g["steps"], eps=e)
@@ -237,9 +238,9 @@ def _result(names, solve, p: SgdEpsilonParams, g, rows) -> Result:
             "epochs",
             "delta",
             "target_epsilon",
-            "epsilon_lower",
             "epsilon",
-            "epsilon_upper",
+            "epsilon_lower",
+            "epsilon_estimate",
             "alpha",
             "valid",
         )
@@ -266,35 +267,31 @@ def _result(names, solve, p: SgdEpsilonParams, g, rows) -> Result:
         if solve is not None:
             out["target_epsilon"] += g["target"].tolist()
         out["epsilon"] += np.asarray(e.epsilon, float).reshape(-1).tolist()
-        if bracketed:  # other accountants' ε is itself the upper end (no lower end)
+        if bracketed:  # only the pld accountant brackets the exact value
             out["epsilon_lower"] += cols["lower"].tolist() if "lower" in cols else [None] * n
-            out["epsilon_upper"] += (
-                (cols["upper"] if "upper" in cols else np.asarray(e.epsilon, float)).reshape(-1).tolist()
-            )
+            out["epsilon_estimate"] += cols["estimate"].tolist() if "estimate" in cols else [None] * n
         alpha = np.asarray(e.alpha, float).reshape(-1)
         out["alpha"] += [None if np.isnan(a) else float(a) for a in alpha]
         out["valid"] += [bool(v) for v in np.asarray(e.valid).reshape(-1)]
-    for k in ("batch_size", "dataset_size", "epochs", "target_epsilon", "epsilon_lower", "epsilon_upper"):
+    for k in ("batch_size", "dataset_size", "epochs", "target_epsilon", "epsilon_lower", "epsilon_estimate"):
         if not out[k] or all(v is None for v in out[k]):
             del out[k]
     if set(names) <= {"rdp", "pld"}:
         del out["valid"]
-    headline = {"sigma": "noise_multiplier", "steps": "steps"}.get(solve, "epsilon")
-    if bracketed:
-        headline = "epsilon_upper"  # -q prints a guarantee, never the PLD estimate
+    headline = {"sigma": "noise_multiplier", "steps": "steps"}.get(solve, "epsilon")  # a guarantee in every row
     relation = "sensitivity C" if p.neighbors == "add-remove" else "sensitivity 2C: the theorem sees σ/2"
     caption = f"sampling: {p.sampling}; neighbours: {p.neighbors} ({relation})"
     if "rdp" in names:
         caption += f"; conversion: {p.conversion}"
     if bracketed:
-        caption += "; pld: epsilon is the estimate, [epsilon_lower, epsilon_upper] the certified bracket"
+        caption += "; pld: [epsilon_lower, epsilon] is the certified bracket, epsilon_estimate lies inside it"
     if "epochs" in g:
         caption += "; steps = ceil(epochs / sample_rate)"
     if solve == "sigma":
         caption += f"; noise_multiplier: the smallest (within a factor {1 + SIGMA_RTOL:g}) with ε <= target"
     elif solve == "steps":
         caption += "; steps: the largest with ε <= target (epochs: the whole epochs within them)"
-    plot = _plot_spec(p, out, "epsilon" if headline == "epsilon_upper" else headline)
+    plot = _plot_spec(p, out, headline)
     return Result(out, headline=headline, title="DP-SGD accounting", caption=caption, plot=plot)
 
 
@@ -340,7 +337,7 @@ def _plot_spec(p: SgdEpsilonParams, out, headline):
         series="method",
         group=tuple(swept[1:]),
         valid="valid",
-        band=("epsilon_lower", "epsilon_upper") if "epsilon_lower" in out else None,
+        band=("epsilon_lower", "epsilon") if "epsilon_lower" in out else None,
         logx=x == "delta",
         autolog=True,
         xlabel={"steps": "steps T", "epochs": "epochs", "target_epsilon": "target ε (nats)"}.get(x, ""),
