@@ -278,7 +278,8 @@ def _result(names, solve, p: SgdEpsilonParams, g, rows) -> Result:
             del out[k]
     if set(names) <= {"rdp", "pld"}:
         del out["valid"]
-    headline = {"sigma": "noise_multiplier", "steps": "steps"}.get(solve, "epsilon")  # a guarantee in every row
+    # the headline is a guarantee in every row (never an estimate)
+    headline = {"sigma": "noise_multiplier", "steps": "steps"}.get(solve, "epsilon")
     relation = "sensitivity C" if p.neighbors == "add-remove" else "sensitivity 2C: the theorem sees σ/2"
     caption = f"sampling: {p.sampling}; neighbours: {p.neighbors} ({relation})"
     if "rdp" in names:
