@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas
+from dpcalc.engine.mechanisms.loss_models import approx_dp
 from dpcalc.engine.mechanisms.randomized_response import rdp_randomized_response
-from dpcalc.engine.pld.loss_models import approx_dp
 
 
 def rdp_pure_dp(eps, alphas):

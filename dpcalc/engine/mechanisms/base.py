@@ -96,7 +96,7 @@ class Mechanism:
 
     def pld_pair(self, params: dict):
         """``(model, model_other_direction_or_None)``: the privacy loss models of the dominating pair
-        (:class:`dpcalc.engine.pld.loss_models.LossModel`), the second ``None`` when the pair is
+        (:class:`dpcalc.engine.mechanisms.loss_models.LossModel`), the second ``None`` when the pair is
         symmetric; ``None`` when this kind has no privacy loss distribution here.  Raises
         :class:`InputError` for settings it does not cover."""
         return None

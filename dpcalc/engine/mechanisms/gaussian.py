@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, up
-from dpcalc.engine.pld.loss_models import _LOG_SQRT_2PI, _SPAN, LossModel, Piece, log_normal_sf
+from dpcalc.engine.mechanisms.loss_models import _LOG_SQRT_2PI, _SPAN, LossModel, Piece, log_normal_sf
 from dpcalc.errors import InputError
 
 

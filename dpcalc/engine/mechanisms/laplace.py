@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, up
-from dpcalc.engine.pld.loss_models import LossModel, Piece
+from dpcalc.engine.mechanisms.loss_models import LossModel, Piece
 from dpcalc.errors import InputError
 
 

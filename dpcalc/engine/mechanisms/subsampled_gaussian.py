@@ -16,7 +16,7 @@ import numpy as np
 
 from dpcalc.engine.mechanisms import gaussian
 from dpcalc.engine.mechanisms.base import Key, Mechanism
-from dpcalc.engine.pld.loss_models import _LOG_SQRT_2PI, _SPAN, LossModel, Piece, log_normal_sf
+from dpcalc.engine.mechanisms.loss_models import _LOG_SQRT_2PI, _SPAN, LossModel, Piece, log_normal_sf
 from dpcalc.errors import InputError
 
 #: The samplings a spec may name.

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcalc.engine.pld.loss_models import LossModel
+from dpcalc.engine.mechanisms.loss_models import LossModel
 from dpcalc.errors import UncertifiedError
 
 #: Relative error allowed for each discrete mass (quadrature and rounding; a margin, not an estimate).

@@ -47,9 +47,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcalc.engine.mechanisms.loss_models import LossModel
 from dpcalc.engine.pld import convolution as C
 from dpcalc.engine.pld.discretise import choose_range, discretise, split_bias_max
-from dpcalc.engine.pld.loss_models import LossModel
 from dpcalc.errors import DpcalcWarning, InputError, UncertifiedError
 
 #: Default memory cap for one PLD computation (bytes).
