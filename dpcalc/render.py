@@ -215,6 +215,43 @@ class RowWriter:
         self.stream.flush()
 
 
+class ChunkWriter:
+    """Write a result chunk by chunk (:class:`~dpcalc.result.Stream`), in exactly the CSV, JSON or
+    ``-q`` text :func:`render` writes for the whole result; each chunk is flushed as it comes."""
+
+    def __init__(
+        self, names: list[str], fmt: str, stream: IO[str] | None = None, *, quiet=False, headline=""
+    ):
+        if fmt not in ("csv", "json") and not quiet:
+            raise ValueError(f"format {fmt!r} cannot stream")
+        self.names, self.fmt, self.quiet, self.headline = list(names), fmt, quiet, headline
+        self.stream = stream or sys.stdout
+        self.count = 0
+        self._csv = csv.writer(self.stream, lineterminator="\n")
+        if not quiet and fmt == "csv":
+            self._csv.writerow(self.names)
+
+    def write(self, chunk: Result) -> None:
+        if self.quiet:
+            self.stream.write("".join(csv_cell(v) + "\n" for v in chunk.column(self.headline)))
+        elif self.fmt == "csv":
+            for row in chunk.rows():
+                self._csv.writerow([csv_cell(row[n]) for n in self.names])
+        else:  # the layout of json.dumps(rows, indent=2), one object at a time
+            parts = []
+            for row in chunk.rows():
+                obj = json.dumps({k: json_value(row[k]) for k in self.names}, indent=2, allow_nan=False)
+                parts.append(("[\n" if self.count == 0 else ",\n") + "  " + obj.replace("\n", "\n  "))
+                self.count += 1
+            self.stream.write("".join(parts))
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.fmt == "json" and not self.quiet:
+            self.stream.write("\n]\n" if self.count else "[]\n")
+        self.stream.flush()
+
+
 def to_string(result: Result, fmt: str, *, quiet: bool = False) -> str:
     """Render to a string (for tests and the README generator)."""
     buf = io.StringIO()

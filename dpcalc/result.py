@@ -7,6 +7,7 @@ be numpy arrays, lists or tuples (all of the same length), or scalars (repeated 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +94,31 @@ class Result:
     def budget_column(self, quantity: str) -> str | None:
         """The column judged by ``--max-epsilon``/``--max-delta``: ``epsilon``/``delta`` (an upper bound)."""
         return quantity if quantity in self.columns else None
+
+
+@dataclass
+class Stream:
+    """A result delivered in chunks (each a :class:`Result` with the columns ``names``), so that a large
+    sweep is written as it is computed, in memory bounded by a chunk.  :meth:`collect` joins the chunks
+    into one :class:`Result` (for tables, plots and library use) and applies ``finish`` to it."""
+
+    names: list[str]
+    chunks: Iterator[Result]
+    headline: str = "epsilon"
+    title: str = ""
+    caption: str = ""
+    finish: Callable[[Result], Result] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def collect(self) -> Result:
+        cols: dict[str, list] = {n: [] for n in self.names}
+        for chunk in self.chunks:
+            for n in self.names:
+                cols[n] += chunk.column(n)
+        result = Result(
+            cols, headline=self.headline, title=self.title, caption=self.caption, notes=self.notes
+        )
+        return self.finish(result) if self.finish else result
 
 
 def _is_sequence(x: Any) -> bool:

@@ -78,7 +78,7 @@ def common_options(func):
         type=Grid(lo=0, lo_open=False),
         default=None,
         metavar="X",
-        help="Budget check: exit 3 if any reported ε (the upper end of a bracket) exceeds X.",
+        help="Budget check: exit 3 if any reported ε (a certified upper bound) exceeds X.",
     )
     @click.option(
         "--max-delta",
@@ -140,15 +140,64 @@ def warn_lines(caught) -> list[str]:
 
 
 def run(out: Output, compute) -> None:
-    """Compute, render, plot and judge; see the module docstring.  Ends the process's command."""
+    """Compute, render, plot and judge; see the module docstring.  Ends the process's command.
+
+    A :class:`~dpcalc.result.Stream` (a large sweep) is written chunk by chunk in CSV, JSON and ``-q``
+    output; its first chunk is computed before anything is written, so an error there leaves stdout
+    empty.  A table or a plot needs every row, so the chunks are joined first."""
+    from dpcalc.result import Stream
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DpcalcWarning)
         result = compute()  # InputError / UncertifiedError propagate to the group: nothing printed yet
-    for msg in warn_lines(w for w in caught if issubclass(w.category, DpcalcWarning)):
-        click.echo(f"Warning: {msg}", err=True)
+        if isinstance(result, Stream):
+            if out.plot or (out.resolved_format() == "table" and not out.quiet):
+                result = result.collect()
+            else:
+                _stream(result, out, caught)
+                return
+    _warn(caught)
     for note in result.notes:
         click.echo(f"Note: {note}", err=True)
     emit(result, out)
+
+
+def _warn(caught) -> None:
+    for msg in warn_lines(w for w in caught if issubclass(w.category, DpcalcWarning)):
+        click.echo(f"Warning: {msg}", err=True)
+
+
+def _stream(stream, out: Output, caught) -> None:
+    """Write a Stream as it is computed; warnings and the budget verdict follow the rows."""
+    from dpcalc.render import ChunkWriter
+
+    chunks = iter(stream.chunks)
+    first = next(chunks, None)
+    writer = None
+    verdict = None
+    row = 0
+    try:
+        writer = ChunkWriter(
+            stream.names, out.resolved_format(), sys.stdout, quiet=out.quiet, headline=stream.headline
+        )
+        chunk = first
+        while chunk is not None:
+            writer.write(chunk)
+            if verdict is None:
+                verdict = _budget_verdict(chunk, out, row)
+            row += len(chunk)
+            chunk = next(chunks, None)
+        writer.close()
+    except BrokenPipeError:
+        from dpcalc.cli import _quiet_broken_pipe
+
+        _quiet_broken_pipe()
+        raise click.exceptions.Exit(ExitCode.OK) from None
+    _warn(caught)
+    for note in stream.notes:
+        click.echo(f"Note: {note}", err=True)
+    if verdict is not None:
+        raise verdict
 
 
 def emit(result, out: Output) -> None:
@@ -172,14 +221,22 @@ def emit(result, out: Output) -> None:
 
 def check_budget(result, out: Output) -> None:
     """Exit 3 (after printing) if a reported ε or δ exceeds ``--max-epsilon``/``--max-delta``."""
+    verdict = _budget_verdict(result, out)
+    if verdict is not None:
+        raise verdict
+
+
+def _budget_verdict(result, out: Output, offset: int = 0):
+    """The :class:`BudgetExceeded` for the first row (numbered from ``offset`` + 1) past a budget, or None."""
     for quantity, limit in (("epsilon", out.max_epsilon), ("delta", out.max_delta)):
         if limit is None:
             continue
         name = result.budget_column(quantity)
         if name is None:
             raise click.UsageError(f"--max-{quantity}: this command reports no {quantity}")
-        for i, v in enumerate(result.column(name), start=1):
+        for i, v in enumerate(result.column(name), start=offset + 1):
             if v is None or (isinstance(v, float) and math.isnan(v)):
                 continue  # a method that does not apply reports no number
             if v > limit:
-                raise BudgetExceeded(f"budget exceeded: {name} = {v!r} > {limit!r} (row {i})")
+                return BudgetExceeded(f"budget exceeded: {name} = {v!r} > {limit!r} (row {i})")
+    return None

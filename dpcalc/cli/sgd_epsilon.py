@@ -7,7 +7,7 @@ import click
 
 from dpcalc.cli.common import common_options, eps_error_option, run
 from dpcalc.cli.types import Grid
-from dpcalc.commands.sgd_epsilon import ACCOUNTANTS, CONVERSIONS, SgdEpsilonParams, sgd_epsilon
+from dpcalc.commands.sgd_epsilon import ACCOUNTANTS, CONVERSIONS, SgdEpsilonParams, sgd_epsilon_stream
 
 MAN_EXAMPLES = [
     (
@@ -142,6 +142,13 @@ bracket shaded; bounds whose conditions fail hollow and dotted)."""
     default=None,
     help="Solve for the option left out (noise multiplier, or steps/epochs) so that ε <= this.",
 )
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Processes for a large sweep [default: one per core from 8192 rows, else 1].",
+)
 @common_options
 def command(
     sigma,
@@ -157,6 +164,7 @@ def command(
     neighbors,
     target_epsilon,
     eps_error,
+    jobs,
     out,
 ):
     """DP-SGD accounting: ε of a training run, or the noise / steps for a target ε.
@@ -181,4 +189,4 @@ def command(
         neighbors=neighbors,
         eps_error=eps_error,
     )
-    run(out, lambda: sgd_epsilon(params))
+    run(out, lambda: sgd_epsilon_stream(params, jobs=jobs))

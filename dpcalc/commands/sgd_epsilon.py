@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from dpcalc.commands import sweep
 from dpcalc.errors import InputError
-from dpcalc.result import PlotSpec, Result
+from dpcalc.result import PlotSpec, Result, Stream
 
 #: The accountants offered (static so that --help needs no numpy); each is an entry of
 #: ``dpcalc.engine.dpsgd.accounting.ACCOUNTANTS``.
@@ -20,6 +21,8 @@ CONVERSIONS = ("optimal", "balle", "mironov")
 METHOD_LABEL = {"rdp": "rdp", "pld": "pld", "abadi": "abadi-asymptotic", "bassily": "bassily-reference"}
 #: Relative tolerance of the noise calibration (the σ reported is within this factor of the smallest).
 SIGMA_RTOL = 1e-4
+#: Combinations per chunk of a sweep (memory is bounded by the chunk, not by the sweep).
+CHUNK = 4096
 
 
 @dataclass(frozen=True)
@@ -54,11 +57,68 @@ def sgd_epsilon(params: SgdEpsilonParams) -> Result:
     """ε of every combination of the inputs under each accountant asked for, or the smallest noise
     multiplier / largest number of steps within ``target_epsilon`` (one row per combination and
     accountant).  Raises :class:`~dpcalc.errors.InputError` for an impossible combination."""
-    p, names, solve = _checked(params)
-    from dpcalc.engine.dpsgd import sgm
+    return sgd_epsilon_stream(params, chunk=None).collect()
 
-    with sgm.light_start():  # a single query need not import scipy
-        return _compute(p, names, solve)
+
+def sgd_epsilon_stream(
+    params: SgdEpsilonParams, *, chunk: int | None = CHUNK, jobs: int | None = 1
+) -> Stream:
+    """:func:`sgd_epsilon` as a :class:`~dpcalc.result.Stream` of chunks of at most ``chunk``
+    combinations each (0: :data:`CHUNK`; ``None``: one chunk), computed by ``jobs`` processes (``None``: as many as
+    the sweep can use, see :func:`dpcalc.commands.sweep.auto_jobs`).  Memory is bounded by the
+    chunk, not by the sweep; the checks run before the first chunk."""
+    p, names, solve = _checked(params)
+    sweep.check_rows({opt: len(v) for opt, v in _swept(p).items()}, len(names))
+    g, kw = _prepare(p, names)
+    n = g["q"].size
+    columns = _column_names(p, names, solve, g)
+    caption = _caption(p, names, solve, g)
+    headline = {"sigma": "noise_multiplier", "steps": "steps"}.get(solve, "epsilon")  # never an estimate
+    pieces = sweep.slices(n, CHUNK if chunk == 0 else chunk)
+    tasks = [(name, lo, hi) for name in names for lo, hi in pieces]
+    # a sweep of one chunk may evaluate small arrays without scipy (a quick start for single queries);
+    # a sweep of several chunks uses scipy throughout, so that no value depends on where a chunk ends
+    light = len(pieces) == 1
+
+    def compute(task):
+        name, lo, hi = task
+        part = {k: v[lo:hi] for k, v in g.items()}
+        part_kw = {k: (v[lo:hi] if k == "dataset_size" else v) for k, v in kw.items()}
+        cols = _accountant_rows(p, name, solve, part, part_kw, light)
+        return Result(
+            _result_columns(p, solve, part, [(name, cols)], columns),
+            headline=headline,
+            title="DP-SGD accounting",
+            caption=caption,
+        )
+
+    def finish(result):
+        result.plot = _plot_spec(p, result.columns, headline)
+        return result
+
+    return Stream(
+        columns,
+        sweep.run(compute, tasks, jobs, rows=n * len(names)),
+        headline=headline,
+        title="DP-SGD accounting",
+        caption=caption,
+        finish=finish,
+    )
+
+
+def _swept(p: SgdEpsilonParams) -> dict:
+    """Option -> its values, for the options given (their product is the grid)."""
+    options = {
+        "--sample-rate": p.sample_rate,
+        "--batch-size": p.batch_size,
+        "--dataset-size": p.dataset_size,
+        "--noise-multiplier": p.sigma,
+        "--steps": p.steps,
+        "--epochs": p.epochs,
+        "--delta": p.delta,
+        "--target-epsilon": p.target_epsilon,
+    }
+    return {k: v for k, v in options.items() if v is not None}
 
 
 def _invalid(option: str, message: str) -> InputError:
@@ -163,13 +223,13 @@ def _grid(p: SgdEpsilonParams):
     return g
 
 
-def _compute(p: SgdEpsilonParams, names, solve) -> Result:
+def _prepare(p: SgdEpsilonParams, names):
+    """The grid of combinations and the accountants' keyword arguments (warning where δ >= 1/N)."""
     import warnings
 
     import numpy as np
 
     from dpcalc.engine.dpsgd import accounting as sgd
-    from dpcalc.engine.dpsgd import noise_calibration, step_budget
     from dpcalc.errors import DpcalcWarning
 
     sgd.check_setting(p.sampling, p.neighbors)
@@ -186,9 +246,20 @@ def _compute(p: SgdEpsilonParams, names, solve) -> Result:
         kw["dataset_size"] = g["n"]
     elif "bassily" in names:
         raise InputError("--dataset-size: needed by the bassily reference (its formula involves n)")
-    rows = []
-    for name in names:
-        cols = {}
+    return g, kw
+
+
+def _accountant_rows(p: SgdEpsilonParams, name, solve, g, kw, light=True) -> dict:
+    """One accountant's answers on the combinations ``g`` (flat arrays); ``light``: small arrays may
+    skip scipy (see :class:`dpcalc.engine.dpsgd.sgm.light_start`)."""
+    import contextlib
+
+    import numpy as np
+
+    from dpcalc.engine.dpsgd import accounting as sgd
+    from dpcalc.engine.dpsgd import noise_calibration, sgm, step_budget
+
+    with sgm.light_start() if light else contextlib.nullcontext():
         if name == "pld":
             from dpcalc.engine.pld.accountant import sgd_epsilon_pld
 
@@ -197,94 +268,69 @@ def _compute(p: SgdEpsilonParams, names, solve) -> Result:
             nan = np.full(est.shape, np.nan)
             # the epsilon column holds the certified upper end; the estimate has a column of its own
             e = sgd.Epsilon(upper, nan, np.zeros(est.shape, bool), np.ones(est.shape, bool))
-            cols.update(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, lower=lower, estimate=est)
-        elif solve is None:
+            return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, lower=lower, estimate=est)
+        if solve is None:
             e = sgd.epsilon(name, g["q"], g["sigma"], g["steps"], g["delta"], **kw)
-            cols.update(noise_multiplier=g["sigma"], steps=g["steps"], eps=e)
-        elif solve == "sigma":
+            return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e)
+        if solve == "sigma":
             sig, e = noise_calibration.calibrate_noise(
                 g["q"], g["steps"], g["delta"], g["target"], accountant=name, rtol=SIGMA_RTOL, **kw
             )
-            cols.update(noise_multiplier=sig, steps=g["steps"], eps=e)
-        else:
-            t, _ = step_budget.max_steps(g["q"], g["sigma"], g["delta"], g["target"], accountant=name, **kw)
-            # report ε (with its order and flags) at the answer; 0 steps: nothing fits
-            e = sgd.epsilon(name, g["q"], g["sigma"], np.maximum(t, 1.0), g["delta"], **kw)
-            e = e._replace(
-                epsilon=np.where(t >= 1, e.epsilon, np.nan), alpha=np.where(t >= 1, e.alpha, np.nan)
-            )
-            cols.update(noise_multiplier=g["sigma"], steps=t, eps=e)
-        rows.append((name, cols))
-    return _result(names, solve, p, g, rows)
+            return dict(noise_multiplier=sig, steps=g["steps"], eps=e)
+        t, _ = step_budget.max_steps(g["q"], g["sigma"], g["delta"], g["target"], accountant=name, **kw)
+        # report ε (with its order and flags) at the answer; 0 steps: nothing fits
+        e = sgd.epsilon(name, g["q"], g["sigma"], np.maximum(t, 1.0), g["delta"], **kw)
+        e = e._replace(epsilon=np.where(t >= 1, e.epsilon, np.nan), alpha=np.where(t >= 1, e.alpha, np.nan))
+        return dict(noise_multiplier=g["sigma"], steps=t, eps=e)
 
 
-def _result(names, solve, p: SgdEpsilonParams, g, rows) -> Result:
-    import numpy as np
+#: Every column sgd-epsilon can print, in order (:func:`_column_names` keeps those that apply).
+ALL_COLUMNS = (
+    "method",
+    "accountant",
+    "conversion",
+    "sampling",
+    "neighbors",
+    "sample_rate",
+    "batch_size",
+    "dataset_size",
+    "noise_multiplier",
+    "steps",
+    "epochs",
+    "delta",
+    "target_epsilon",
+    "epsilon",
+    "epsilon_lower",
+    "epsilon_estimate",
+    "alpha",
+    "valid",
+)
 
-    n = g["q"].size
-    out: dict[str, list] = {
-        k: []
-        for k in (
-            "method",
-            "accountant",
-            "conversion",
-            "sampling",
-            "neighbors",
-            "sample_rate",
-            "batch_size",
-            "dataset_size",
-            "noise_multiplier",
-            "steps",
-            "epochs",
-            "delta",
-            "target_epsilon",
-            "epsilon",
-            "epsilon_lower",
-            "epsilon_estimate",
-            "alpha",
-            "valid",
-        )
-    }
-    bracketed = any("lower" in cols for _, cols in rows)
-    for name, cols in rows:
-        e = cols["eps"]
-        steps = np.asarray(cols["steps"], float).reshape(-1)
-        out["method"] += [METHOD_LABEL[name]] * n
-        out["accountant"] += [name] * n
-        out["conversion"] += [p.conversion if name == "rdp" else ("classic" if name == "abadi" else "")] * n
-        out["sampling"] += [p.sampling] * n
-        out["neighbors"] += [p.neighbors] * n
-        out["sample_rate"] += g["q"].tolist()
-        out["batch_size"] += g["b"].astype(int).tolist() if "b" in g else [None] * n
-        out["dataset_size"] += g["n"].astype(int).tolist() if "n" in g else [None] * n
-        out["noise_multiplier"] += np.asarray(cols["noise_multiplier"], float).reshape(-1).tolist()
-        out["steps"] += [int(t) for t in steps]
-        if "epochs" in g:
-            out["epochs"] += g["epochs"].tolist()
-        elif solve == "steps":
-            out["epochs"] += _whole_epochs(steps, g).tolist()
-        out["delta"] += g["delta"].tolist()
-        if solve is not None:
-            out["target_epsilon"] += g["target"].tolist()
-        out["epsilon"] += np.asarray(e.epsilon, float).reshape(-1).tolist()
-        if bracketed:  # only the pld accountant brackets the exact value
-            out["epsilon_lower"] += cols["lower"].tolist() if "lower" in cols else [None] * n
-            out["epsilon_estimate"] += cols["estimate"].tolist() if "estimate" in cols else [None] * n
-        alpha = np.asarray(e.alpha, float).reshape(-1)
-        out["alpha"] += [None if np.isnan(a) else float(a) for a in alpha]
-        out["valid"] += [bool(v) for v in np.asarray(e.valid).reshape(-1)]
-    for k in ("batch_size", "dataset_size", "epochs", "target_epsilon", "epsilon_lower", "epsilon_estimate"):
-        if not out[k] or all(v is None for v in out[k]):
-            del out[k]
+
+def _column_names(p: SgdEpsilonParams, names, solve, g) -> list[str]:
+    """The columns of this invocation, known before anything is computed (so rows can stream)."""
+    drop = set()
+    if "b" not in g:
+        drop.add("batch_size")
+    if "n" not in g:
+        drop.add("dataset_size")
+    if "epochs" not in g and solve != "steps":
+        drop.add("epochs")
+    if solve is None:
+        drop.add("target_epsilon")
+    if "pld" not in names:  # only the pld accountant brackets the exact value
+        drop |= {"epsilon_lower", "epsilon_estimate"}
     if set(names) <= {"rdp", "pld"}:
-        del out["valid"]
-    # the headline is a guarantee in every row (never an estimate)
-    headline = {"sigma": "noise_multiplier", "steps": "steps"}.get(solve, "epsilon")
+        drop.add("valid")
+    return [c for c in ALL_COLUMNS if c not in drop]
+
+
+def _caption(p: SgdEpsilonParams, names, solve, g) -> str:
     relation = "sensitivity C" if p.neighbors == "add-remove" else "sensitivity 2C: the theorem sees σ/2"
     caption = f"sampling: {p.sampling}; neighbours: {p.neighbors} ({relation})"
     if "rdp" in names:
         caption += f"; conversion: {p.conversion}"
-    if bracketed:
+    if "pld" in names:
         caption += "; pld: [epsilon_lower, epsilon] is the certified bracket, epsilon_estimate lies inside it"
     if "epochs" in g:
         caption += "; steps = ceil(epochs / sample_rate)"
@@ -292,8 +338,43 @@ def _result(names, solve, p: SgdEpsilonParams, g, rows) -> Result:
         caption += f"; noise_multiplier: the smallest (within a factor {1 + SIGMA_RTOL:g}) with ε <= target"
     elif solve == "steps":
         caption += "; steps: the largest with ε <= target (epochs: the whole epochs within them)"
-    plot = _plot_spec(p, out, headline)
-    return Result(out, headline=headline, title="DP-SGD accounting", caption=caption, plot=plot)
+    return caption
+
+
+def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns) -> dict:
+    """The output columns of ``rows`` ((accountant, answers) pairs) on the combinations ``g``."""
+    import numpy as np
+
+    n = g["q"].size
+    out: dict[str, list] = {k: [] for k in columns}
+    for name, cols in rows:
+        e = cols["eps"]
+        steps = np.asarray(cols["steps"], float).reshape(-1)
+        values = {
+            "method": [METHOD_LABEL[name]] * n,
+            "accountant": [name] * n,
+            "conversion": [p.conversion if name == "rdp" else ("classic" if name == "abadi" else "")] * n,
+            "sampling": [p.sampling] * n,
+            "neighbors": [p.neighbors] * n,
+            "sample_rate": g["q"].tolist(),
+            "batch_size": g["b"].astype(int).tolist() if "b" in g else None,
+            "dataset_size": g["n"].astype(int).tolist() if "n" in g else None,
+            "noise_multiplier": np.asarray(cols["noise_multiplier"], float).reshape(-1).tolist(),
+            "steps": [int(t) for t in steps],
+            "epochs": g["epochs"].tolist()
+            if "epochs" in g
+            else (_whole_epochs(steps, g).tolist() if solve == "steps" else None),
+            "delta": g["delta"].tolist(),
+            "target_epsilon": g["target"].tolist() if solve is not None else None,
+            "epsilon": np.asarray(e.epsilon, float).reshape(-1).tolist(),
+            "epsilon_lower": cols["lower"].tolist() if "lower" in cols else [None] * n,
+            "epsilon_estimate": cols["estimate"].tolist() if "estimate" in cols else [None] * n,
+            "alpha": [None if np.isnan(a) else float(a) for a in np.asarray(e.alpha, float).reshape(-1)],
+            "valid": [bool(v) for v in np.asarray(e.valid).reshape(-1)],
+        }
+        for k in columns:
+            out[k] += values[k]
+    return out
 
 
 _PLOT_SYMBOL = {

@@ -1,0 +1,118 @@
+"""Large sweeps: written chunk by chunk (same bytes as the whole result), by one or several processes,
+and refused up front when their output would be absurd."""
+
+import io
+import json
+
+import pytest
+
+from dpcalc.commands import sweep
+from dpcalc.commands.sgd_epsilon import SgdEpsilonParams, sgd_epsilon, sgd_epsilon_stream
+from dpcalc.errors import InputError
+from dpcalc.render import ChunkWriter, render
+
+PARAMS = SgdEpsilonParams(
+    delta=[1e-5, 1e-7], sigma=[0.7, 1.1, 2.0], sample_rate=[0.001, 0.01, 0.05], steps=[10, 1000, 100000]
+)
+#: every accountant (pld costs a grid and an FFT per row: few rows)
+PARAMS_ALL = SgdEpsilonParams(
+    delta=[1e-5], sigma=[0.9, 1.3], sample_rate=[0.01], steps=[100, 1000], accountant="all"
+)
+
+
+@pytest.fixture
+def scipy_throughout(monkeypatch):
+    """The whole result computed as a sweep of several chunks computes it: scipy for every array."""
+    import contextlib
+
+    from dpcalc.engine.dpsgd import sgm
+
+    monkeypatch.setattr(sgm, "light_start", contextlib.nullcontext)
+
+
+def _write(stream, fmt, quiet=False):
+    buf = io.StringIO()
+    w = ChunkWriter(stream.names, fmt, buf, quiet=quiet, headline=stream.headline)
+    for chunk in stream.chunks:
+        w.write(chunk)
+    w.close()
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("fmt,quiet", [("csv", False), ("json", False), ("csv", True)])
+@pytest.mark.parametrize("params", [PARAMS, PARAMS_ALL], ids=["rdp", "all"])
+@pytest.mark.parametrize("chunk", [1, 7])
+def test_chunks_write_the_bytes_of_the_whole_result(scipy_throughout, fmt, quiet, params, chunk):
+    whole = io.StringIO()
+    render(sgd_epsilon(params), fmt, whole, quiet=quiet)
+    assert _write(sgd_epsilon_stream(params, chunk=chunk), fmt, quiet) == whole.getvalue()
+
+
+def test_one_chunk_is_the_whole_result():
+    whole = io.StringIO()
+    render(sgd_epsilon(PARAMS), "csv", whole)
+    assert _write(sgd_epsilon_stream(PARAMS, chunk=1000), "csv") == whole.getvalue()
+
+
+def test_an_empty_json_stream_is_an_empty_array():
+    buf = io.StringIO()
+    ChunkWriter(["a"], "json", buf).close()
+    assert json.loads(buf.getvalue()) == []
+
+
+def test_worker_processes_give_the_same_rows_in_the_same_order():
+    one = _write(sgd_epsilon_stream(PARAMS, chunk=5, jobs=1), "csv")
+    two = _write(sgd_epsilon_stream(PARAMS, chunk=5, jobs=2), "csv")
+    assert one == two and one.count("\n") == 1 + 54
+
+
+def test_the_command_line_streams_and_judges_the_budget_after_every_row(invoke, monkeypatch):
+    from dpcalc.commands import sgd_epsilon as command
+
+    monkeypatch.setattr(command, "CHUNK", 7)  # several chunks, and a pool of two processes
+    monkeypatch.setattr(sweep, "POOL_MIN_ROWS", 10)
+    args = [
+        "sgd-epsilon",
+        "--sigma",
+        "0.7,1.1,2",
+        "--sample-rate",
+        "0.001,0.01,0.05",
+        "--steps",
+        "10,1000,100000",
+    ]
+    args += ["--delta", "1e-5,1e-7", "-f", "csv"]
+    whole = invoke([*args, "--jobs", "1"])
+    pooled = invoke([*args, "--jobs", "2"])
+    assert whole.exit_code == pooled.exit_code == 0 and whole.stdout == pooled.stdout
+    over = invoke([*args, "--max-epsilon", "1"])
+    assert over.exit_code == 3 and over.stdout == whole.stdout
+    first = next(
+        i for i, line in enumerate(whole.stdout.splitlines()[1:], 1) if float(line.split(",")[9]) > 1
+    )
+    assert f"(row {first})" in over.stderr
+
+
+def test_absurd_sweeps_are_refused_before_any_work(invoke):
+    res = invoke(
+        [
+            "sgd-epsilon",
+            "--sample-rate",
+            "0.0001:1:x1.001",
+            "--noise-multiplier",
+            "0.5:50:0.001",
+            "--steps",
+            "100:1000:10",
+            "--delta",
+            "1e-5",
+        ]
+    )
+    assert res.exit_code == 2 and res.stdout == ""
+    assert "would make 41,509,806,065 rows" in res.stderr and "--noise-multiplier (49,501)" in res.stderr
+    with pytest.raises(InputError, match="more than 10"):
+        sweep.check_rows({"--a": 10_000, "--b": 1001})
+
+
+def test_pool_only_for_big_work():
+    assert sweep.auto_jobs(100, 1) == 1 and sweep.auto_jobs(sweep.POOL_MIN_ROWS - 1, 10) == 1
+    assert sweep.auto_jobs(10**6, 3) == min(sweep.cpu_count(), 3)
+    assert sweep.slices(10, 4) == [(0, 4), (4, 8), (8, 10)] and sweep.slices(10, None) == [(0, 10)]
