@@ -1,28 +1,42 @@
-"""Reading an RDP curve from CSV (``alpha,rdp``) — pure Python, errors name the line at fault."""
+"""Reading an RDP curve from CSV (``alpha,rdp``) — pure Python, errors name the line at fault.
+
+The text is read by :mod:`dpcalc.textinput` (UTF-8 with or without a BOM, LF/CRLF/CR line ends,
+bounded lines and fields; a file, a pipe or ``-`` for standard input)."""
 
 from __future__ import annotations
 
-import csv
 import math
-from typing import IO
+from collections.abc import Iterable
 
 from dpcalc.errors import InputError
+from dpcalc.textinput import binary_stream, csv_records, iter_lines, open_lines
 
 
-def read_curve(stream: IO[str], source: str = "--curve") -> tuple[list[float], list[float]]:
+def load_curve(path: str, source: str | None = None, stdin=None) -> tuple[list[float], list[float]]:
+    """:func:`read_curve` of the file ``path`` (``"-"``: standard input, or ``stdin``); a file that
+    cannot be read is an :class:`InputError` naming ``source`` (default ``--curve PATH``)."""
+    source = source or f"--curve {path}"
+    with open_lines(path, source, stdin) as lines:
+        return read_curve(lines, source)
+
+
+def read_curve(lines: Iterable, source: str = "--curve") -> tuple[list[float], list[float]]:
     """Parse a CSV with a header holding ``alpha`` and ``rdp`` columns (others are ignored).
 
+    ``lines``: text lines, or a text or byte stream (read through :func:`dpcalc.textinput.iter_lines`).
     Orders must be numbers > 1 and distinct; RDP values numbers >= 0 (``inf`` allowed: that order
     certifies nothing and is skipped).  Every error is an :class:`InputError` naming ``source`` and
     the line.
     """
-    reader = csv.reader(stream)
+    if hasattr(lines, "read"):
+        lines = iter_lines(binary_stream(lines), source)
+    reader = csv_records(lines, source)
     header = None
     header_line = 0
-    for row in reader:
+    for line_no, row in reader:
         if row and any(cell.strip() for cell in row) and not row[0].lstrip().startswith("#"):
             header = [c.strip().lower() for c in row]
-            header_line = reader.line_num
+            header_line = line_no
             break
     if header is None:
         raise InputError(f"{source}: empty curve (expected a CSV header 'alpha,rdp' and at least one row)")
@@ -35,8 +49,7 @@ def read_curve(stream: IO[str], source: str = "--curve") -> tuple[list[float], l
     alphas: list[float] = []
     rdps: list[float] = []
     seen: dict[float, int] = {}
-    for row in reader:
-        line = reader.line_num
+    for line, row in reader:
         if not row or not any(cell.strip() for cell in row) or row[0].lstrip().startswith("#"):
             continue
         if len(row) <= max(ia, ir):

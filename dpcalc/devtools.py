@@ -123,6 +123,16 @@ def man_page(name: str | None) -> str:
             lines += [".TP", f"\\fBdpcalc\\-{esc(sub)}\\fR(1)", esc(help_)]
     lines.append(".SH OPTIONS")
     lines += _option_lines(cmd, ctx)
+    from dpcalc.commands.schema import SCHEMAS
+
+    if name in SCHEMAS:
+        lines.append(".SH OUTPUT COLUMNS")
+        lines += [
+            "Every CSV, TSV and JSON row has these columns, in this order, whatever the inputs; a column "
+            "that does not apply to a row is empty (null in JSON).",
+        ]
+        for col, meaning in SCHEMAS[name]:
+            lines += [".TP", f"\\fB{esc(col)}\\fR", esc(meaning)]
     lines.append(".SH EXIT STATUS")
     for code, text in EXIT_STATUS:
         lines += [".TP", f"\\fB{int(code)}\\fR", esc(text)]

@@ -7,23 +7,26 @@ A CSV text with a header row, one row per adaptive step (``dpcalc odometer``; se
 * the columns ``sample_rate,noise_multiplier`` and optionally ``steps`` (default 1): that many steps
   of the Poisson-subsampled Gaussian (DP-SGD; add/remove neighbours).
 
-Other columns are ignored (a training log may carry its loss and accuracy); blank lines and lines
-starting with ``#`` are skipped.  Every error is an :class:`~dpcalc.errors.InputError` whose message
-names the line at fault (``EVENTS line 7: ...``).  Rows are parsed lazily, so a growing input
-(``tail -f train.log | dpcalc odometer -``) is processed as it arrives.
+Other columns are ignored with one warning naming them (a training log may carry its loss and
+accuracy; a typo such as ``step`` for ``steps`` must not pass unseen); blank lines and lines starting
+with ``#`` are skipped.  The text is read by :mod:`dpcalc.textinput` (UTF-8 with or without a BOM,
+LF/CRLF/CR line ends, bounded lines and fields).  Every error is an
+:class:`~dpcalc.errors.InputError` whose message names the line at fault (``EVENTS line 7: ...``).
+Rows are parsed lazily, so a growing input (``tail -f train.log | dpcalc odometer -``) is processed
+as it arrives.
 """
 
 from __future__ import annotations
 
-import csv
 import math
-import os
-import time
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from dpcalc.errors import InputError
+from dpcalc import textinput
+from dpcalc.errors import DpcalcWarning, InputError
+from dpcalc.textinput import binary_stream, csv_records, iter_lines
 
 SGM_COLUMNS = ("sample_rate", "noise_multiplier")
 MAX_STEPS = 10**12
@@ -122,19 +125,14 @@ def header_mode(names: list[str], line_no: int, source: str = "EVENTS") -> str:
 
 
 def iter_events(lines: Iterable[str], source: str = "EVENTS") -> Iterator[Event]:
-    """Parse EVENTS lines lazily: one :class:`Event` per data row, in order (errors name the line)."""
-    counter = _LineCounter(lines)
-    reader = csv.reader(counter, skipinitialspace=True, strict=True)
+    """Parse EVENTS lines lazily: one :class:`Event` per data row, in order (errors name the line).
+
+    A column that neither mode reads gets one :class:`~dpcalc.errors.DpcalcWarning` naming it (a
+    typo such as ``step`` for ``steps`` must not pass unseen) and is otherwise ignored."""
     names: list[str] | None = None
     mode = ""
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            raise InputError(f"{_where(source, counter.count)}: malformed CSV ({exc})") from None
-        line_no = counter.first_of_record
+    records = csv_records(lines, source, skipinitialspace=True, strict=True)
+    for line_no, row in records:
         if not row or all(not f.strip() for f in row) or row[0].lstrip().startswith("#"):
             continue
         if any("\x00" in f for f in row):
@@ -142,6 +140,7 @@ def iter_events(lines: Iterable[str], source: str = "EVENTS") -> Iterator[Event]
         if names is None:
             names = [f.strip().lower() for f in row]
             mode = header_mode(names, line_no, source)
+            _warn_unknown(names, mode, line_no, source)
             continue
         if names == ["mechanism"]:  # a one-column file: the spec's own commas need no quoting
             row = [",".join(row)]
@@ -156,62 +155,36 @@ def iter_events(lines: Iterable[str], source: str = "EVENTS") -> Iterator[Event]
         )
 
 
-class _LineCounter:
-    """Feeds csv.reader and remembers which physical line a record started on."""
+KNOWN_COLUMNS = {"mechanism": ("mechanism",), "sgm": (*SGM_COLUMNS, "steps")}
 
-    def __init__(self, lines: Iterable[str]) -> None:
-        self._it = iter(lines)
-        self.count = 0
-        self.first_of_record = 1
-        self._in_record = False
 
-    def __iter__(self):
-        return self
+def unknown_columns(names: list[str], mode: str) -> list[str]:
+    """The header's columns that ``mode`` does not read (in order)."""
+    return [n for n in names if n not in KNOWN_COLUMNS[mode]]
 
-    def __next__(self) -> str:
-        line = next(self._it)
-        self.count += 1
-        if not self._in_record:
-            self.first_of_record = self.count
-        # a record continues while a quoted field is open (odd number of quotes so far)
-        self._in_record = (line.count('"') % 2 == 1) != self._in_record
-        return line
+
+def _warn_unknown(names: list[str], mode: str, line_no: int, source: str) -> None:
+    unknown = unknown_columns(names, mode)
+    if unknown:
+        listed = ", ".join(repr(n) for n in unknown)
+        plural = "s" if len(unknown) > 1 else ""
+        warnings.warn(
+            f"{_where(source, line_no)}: unknown column{plural} {listed} ignored (dpcalc reads "
+            f"{','.join(KNOWN_COLUMNS[mode])})",
+            DpcalcWarning,
+            stacklevel=3,
+        )
 
 
 # -- reading a stream as it grows ---------------------------------------------------------------
-def stream_lines(stream: IO[str]) -> Iterator[str]:
-    """Lines of ``stream`` as soon as each is complete (``readline``: no read-ahead on pipes)."""
-    while True:
-        line = stream.readline()
-        if not line:
-            return
-        yield line
+def stream_lines(stream: IO, source: str = "EVENTS") -> Iterator[str]:
+    """Lines of ``stream`` (bytes, or text such as ``sys.stdin``) as soon as each is complete
+    (:func:`dpcalc.textinput.iter_lines`: UTF-8 with or without a BOM, any line ends, bounded)."""
+    return iter_lines(binary_stream(stream), source)
 
 
-def follow_lines(path: str, *, poll: float = 0.2, stop=None) -> Iterator[str]:
+def follow_lines(path: str, *, poll: float = 0.2, stop=None, source: str | None = None) -> Iterator[str]:
     """Like ``tail -f``: the lines of a growing file, waiting at its end for more (never returns
     unless ``stop()`` becomes true at the end of the file; Ctrl-C ends it).  A partial last line is
     held back until its newline arrives.  A file that shrinks is an error (it was truncated)."""
-    with open(path, encoding="utf-8", newline="") as fh:
-        pending = ""
-        position = 0
-        while True:
-            chunk = fh.readline()
-            if chunk:
-                position += len(chunk.encode("utf-8"))
-                pending += chunk
-                if pending.endswith("\n"):
-                    yield pending
-                    pending = ""
-                continue
-            if stop is not None and stop():
-                if pending:
-                    yield pending
-                return
-            try:
-                size = os.stat(path).st_size
-            except OSError:
-                size = position
-            if size < position:
-                raise InputError(f"{path}: the file was truncated while being followed")
-            time.sleep(poll)
+    return textinput.follow_lines(path, source or path, poll=poll, stop=stop)

@@ -19,6 +19,15 @@ reads and checks the whole file, asks ``admit``, writes the line with one ``writ
 before unlocking, so concurrent writers never interleave or lose entries.  (``flock`` is advisory
 and may not work on some network file systems.)
 
+Reading back (:mod:`dpcalc.textinput`): a UTF-8 byte-order mark at the start and CRLF line ends (a
+ledger checked out by git on Windows) are accepted, and appends keep the file's line end; *mixed*
+line ends are damage (a single inserted CR must not pass unseen).  The ledger must be a regular file:
+a directory, a FIFO or a device is refused (:class:`~dpcalc.errors.InputError`, exit 2) without
+blocking, as are a missing directory and a file that cannot be read or written.  A new ledger is
+created only when its first entry is admitted, whole (header and entry) and atomically: written to a
+temporary file in the same directory, fsync'd and hard-linked into place, so a refused first
+``--add`` creates nothing and no reader ever sees an empty or half-written new ledger.
+
 Damage: a last line without its newline is a *torn* append (a writer killed mid-write): readers
 ignore it and say so (:attr:`Ledger.torn`), writers refuse until it is removed with :func:`repair`
 (``dpcalc odometer --ledger FILE --repair``), which truncates exactly those bytes.  Any other
@@ -33,11 +42,14 @@ import fcntl
 import hashlib
 import os
 import re
+import secrets
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from dpcalc.errors import DpcalcError, InputError
+from dpcalc.textinput import BOM, describe_mode, open_error, open_fd, utf8_message
 
 MAGIC = "dpcalc-ledger"
 VERSION = 1
@@ -102,6 +114,7 @@ class Ledger:
     entries: tuple[Entry, ...]
     torn: Torn | None
     size: int  # bytes of the intact part
+    newline: str = "\n"  # the file's line end ("\r\n" for a ledger with CRLF line ends)
 
     @property
     def mechanisms(self) -> list[str]:
@@ -162,21 +175,32 @@ def parse(data: bytes) -> Ledger:
     """Check a whole ledger file's bytes; raises :class:`LedgerDamaged` naming the first bad line."""
     if not data:
         return Ledger(None, (), None, 0)
+    start = len(BOM) if data.startswith(BOM) else 0
     end = data.rfind(b"\n") + 1  # bytes up to and including the last newline
     torn = None
     if end < len(data):
-        tail = data[end:]
+        tail = data[max(end, start) :]
         preview = tail[:60].decode("utf-8", "replace")
         torn = Torn(data.count(b"\n", 0, end) + 1, end, len(data) - end, preview)
-    body = data[:end]
+    body = data[start:end] if end > start else b""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         line_no = body.count(b"\n", 0, exc.start) + 1
-        raise LedgerDamaged(f"line {line_no}: not valid UTF-8") from exc
+        raise LedgerDamaged(utf8_message(f"line {line_no}", body, exc, start)) from exc
     lines = text.split("\n")[:-1] if text else []
     if not lines:
         return Ledger(None, (), torn, end)
+    newline = "\r\n" if lines[0].endswith("\r") else "\n"
+    if newline == "\r\n":
+        for i, line in enumerate(lines, start=1):
+            if not line.endswith("\r"):
+                raise LedgerDamaged(f"line {i}: mixed line ends (LF here, CRLF on line 1)")
+        lines = [line[:-1] for line in lines]
+    else:
+        for i, line in enumerate(lines, start=1):
+            if line.endswith("\r"):
+                raise LedgerDamaged(f"line {i}: mixed line ends (CRLF here, LF on line 1)")
     header = parse_header(lines[0], 1)
     previous = lines[0]
     entries = []
@@ -193,7 +217,7 @@ def parse(data: bytes) -> Ledger:
             raise LedgerDamaged(f"line {i}: checksum mismatch (the line, or one before it, was changed)")
         entries.append(Entry(i, time, mech, summ))
         previous = summ
-    return Ledger(header, tuple(entries), torn, end)
+    return Ledger(header, tuple(entries), torn, end, newline)
 
 
 # -- file access --------------------------------------------------------------------------------
@@ -215,12 +239,17 @@ def _write_all(fd: int, payload: bytes) -> None:
         view = view[n:]
 
 
+def _name(path: str) -> str:
+    return f"--ledger {path}"
+
+
+def _open(path: str, flags: int, action: str, missing_ok: bool = False) -> int | None:
+    """Open the ledger (a regular file: a FIFO or a device is refused without blocking)."""
+    return open_fd(path, _name(path), flags, regular=True, action=action, missing_ok=missing_ok)
+
+
 @contextlib.contextmanager
-def _locked(path: str, flags: int, lock: int) -> Iterator[int]:
-    try:
-        fd = os.open(path, flags, 0o644)
-    except FileNotFoundError as exc:
-        raise FileNotFoundError(errno.ENOENT, "no such ledger file", path) from exc
+def _locked_fd(fd: int, lock: int) -> Iterator[int]:
     try:
         fcntl.flock(fd, lock)
         yield fd
@@ -228,9 +257,33 @@ def _locked(path: str, flags: int, lock: int) -> Iterator[int]:
         os.close(fd)  # closing releases the lock
 
 
+@contextlib.contextmanager
+def _locked(path: str, flags: int, lock: int, action: str = "read") -> Iterator[int]:
+    with _locked_fd(_open(path, flags, action), lock) as fd:
+        yield fd
+
+
+def exists(path: str, action: str = "read") -> bool:
+    """Whether the ledger file exists.  Raises :class:`InputError` (one line naming ``--ledger PATH``)
+    for a directory, a FIFO, a device, a missing directory or a dangling symbolic link."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        missing = exc.errno == errno.ENOENT and os.path.isdir(os.path.dirname(path) or ".")
+        if missing and not os.path.islink(path):
+            return False
+        raise open_error(exc, path, _name(path), action) from None
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{_name(path)}: cannot {action}: it is {describe_mode(mode)}, not a regular file")
+    return True
+
+
 def read(path: str) -> Ledger:
-    """Read and check a ledger under a shared lock (the file must exist)."""
-    with _locked(path, os.O_RDONLY, fcntl.LOCK_SH) as fd:
+    """Read and check a ledger under a shared lock (the file must exist: :class:`InputError` if not)."""
+    fd = _open(path, os.O_RDONLY, "read", missing_ok=True)
+    if fd is None:
+        raise InputError(f"{_name(path)}: cannot read: no such file (--add creates it)")
+    with _locked_fd(fd, fcntl.LOCK_SH):
         return parse(_read_fd(fd))
 
 
@@ -263,47 +316,111 @@ def append(
     """Append one event atomically; returns (the ledger as read under the lock, whether written).
 
     Under an exclusive lock: read and check the file (:class:`LedgerDamaged`, :class:`LedgerTorn`),
-    check its header against ``expect`` and ``header`` (:func:`check_header`) or write ``header``, call ``admit(header, mechanisms + [mechanism])`` (False: nothing
-    is written), write the line with a single ``write`` and ``fsync``.  ``dry_run`` asks without
-    writing.  The file is created (with ``header``) if missing or empty.
+    check its header against ``expect`` and ``header`` (:func:`check_header`), call
+    ``admit(header, mechanisms + [mechanism])`` (False: nothing is written), write the line with a
+    single ``write`` and ``fsync``.  ``dry_run`` asks without writing.  A missing file is created
+    (with ``header``) only once ``admit`` says yes, whole and atomically (see the module docstring);
+    an empty file gets the header with the first entry.  A file that cannot be opened or written is
+    an :class:`InputError` naming ``--ledger PATH``.
     """
     mech = check_mechanism_text(mechanism)
     stamp = time or now_utc()
-    flags = os.O_RDONLY if dry_run else os.O_RDWR | os.O_APPEND | os.O_CREAT
-    if dry_run and not os.path.exists(path):
-        if header is None:
-            raise InputError("--delta: needed to start a new ledger")
-        ledger = Ledger(None, (), None, 0)
-        return ledger, bool(admit is None or admit(header, [mech]))
-    with _locked(path, flags, fcntl.LOCK_SH if dry_run else fcntl.LOCK_EX) as fd:
-        ledger = parse(_read_fd(fd))
-        if ledger.torn is not None:
-            raise LedgerTorn(ledger.torn.message(path))
-        if ledger.header is not None:
-            check_header(ledger.header, expect)
-            if header is not None:
-                check_header(
-                    ledger.header, {"delta": header.delta, "alphas": header.alphas, "gamma": header.gamma}
-                )
-            header = ledger.header
-        elif header is None:
-            raise InputError("--delta: needed to start a new ledger")
-        mechanisms = ledger.mechanisms + [mech]
-        if admit is not None and not admit(header, mechanisms):
-            return ledger, False
-        if dry_run:
-            return ledger, True
-        payload = ""
-        previous = ledger.entries[-1].checksum if ledger.entries else header.line()
-        if ledger.header is None:
-            payload = header.line() + "\n"
-        payload += f"{stamp}\t{mech}\t{checksum(previous, stamp, mech)}\n"
-        created = ledger.size == 0
-        _write_all(fd, payload.encode("utf-8"))
-        os.fsync(fd)
-    if created:
-        _fsync_dir(path)
+    flags = os.O_RDONLY if dry_run else os.O_RDWR | os.O_APPEND
+    for _ in range(100):
+        fd = _open(path, flags, "read" if dry_run else "write", missing_ok=True)
+        if fd is None:  # a new ledger: judged first, created only if admitted
+            if header is None:
+                raise InputError("--delta: needed to start a new ledger")
+            empty = Ledger(None, (), None, 0)
+            ok = admit is None or bool(admit(header, [mech]))
+            if dry_run or not ok:
+                return empty, ok
+            made = _create(path, _lines(header, None, stamp, mech, "\n"))
+            if made is True:
+                _fsync_dir(path)
+                return empty, True
+            if made is False:
+                continue  # another writer created it meanwhile: judge again, under its lock
+            fd = made  # no hard links here: the new empty file, written below like any other
+        with _locked_fd(fd, fcntl.LOCK_SH if dry_run else fcntl.LOCK_EX):
+            ledger, written = _append_locked(fd, path, mech, header, admit, expect, stamp, dry_run)
+        if written and not dry_run and ledger.size == 0:
+            _fsync_dir(path)
+        return ledger, written
+    raise InputError(f"{_name(path)}: cannot create: the file keeps appearing and disappearing")
+
+
+def _append_locked(fd, path, mech, header, admit, expect, stamp, dry_run) -> tuple[Ledger, bool]:
+    ledger = parse(_read_fd(fd))
+    if ledger.torn is not None:
+        raise LedgerTorn(ledger.torn.message(path))
+    if ledger.header is not None:
+        check_header(ledger.header, expect)
+        if header is not None:
+            check_header(
+                ledger.header, {"delta": header.delta, "alphas": header.alphas, "gamma": header.gamma}
+            )
+        header = ledger.header
+    elif header is None:
+        raise InputError("--delta: needed to start a new ledger")
+    mechanisms = ledger.mechanisms + [mech]
+    if admit is not None and not admit(header, mechanisms):
+        return ledger, False
+    if dry_run:
+        return ledger, True
+    previous = ledger.entries[-1].checksum if ledger.entries else None
+    new_header = header if ledger.header is None else None
+    _write_all(fd, _lines(new_header, previous or header.line(), stamp, mech, ledger.newline))
+    os.fsync(fd)
     return ledger, True
+
+
+def _lines(header: Header | None, previous: str | None, stamp: str, mech: str, newline: str) -> bytes:
+    """The bytes to append: ``header``'s line first (a new ledger), then the entry chained to ``previous``."""
+    lines = []
+    if header is not None:
+        lines.append(header.line())
+        previous = header.line()
+    lines.append(f"{stamp}\t{mech}\t{checksum(previous, stamp, mech)}")
+    return "".join(line + newline for line in lines).encode("utf-8")
+
+
+_NO_LINKS = {errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP}
+
+
+def _create(path: str, payload: bytes) -> bool | int:
+    """Create the ledger ``path`` holding ``payload``, atomically: True if created; False if another
+    writer created it first; where hard links are not supported, the descriptor of a new, empty
+    file created exclusively (the caller locks it and writes)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}.new")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise open_error(exc, path, _name(path), "create") from None
+    try:
+        try:
+            _write_all(fd, payload)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+            return True
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if exc.errno not in _NO_LINKS:
+                raise open_error(exc, path, _name(path), "create") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    try:
+        return os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise open_error(exc, path, _name(path), "create") from None
 
 
 def repair(path: str) -> Torn | None:
@@ -311,7 +428,7 @@ def repair(path: str) -> Torn | None:
 
     Refuses (:class:`LedgerDamaged`) if anything else is wrong with the file.
     """
-    with _locked(path, os.O_RDWR, fcntl.LOCK_EX) as fd:
+    with _locked(path, os.O_RDWR, fcntl.LOCK_EX, "write") as fd:
         ledger = parse(_read_fd(fd))
         if ledger.torn is None:
             return None

@@ -1,8 +1,9 @@
 """What a command hands to the renderer: ordered columns plus a little metadata (pure Python).
 
 Engine functions return numpy arrays; the command line packs them into a :class:`Result`, and
-:mod:`dpcalc.render` writes it as a table, CSV or JSON.  Nothing here imports numpy; columns may
-be numpy arrays, lists or tuples (all of the same length), or scalars (repeated on every row).
+:mod:`dpcalc.render` writes it as a table, CSV, TSV, JSON or JSON Lines.  Nothing here imports
+numpy; columns may be numpy arrays, lists or tuples (all of the same length), or scalars (repeated
+on every row).
 """
 
 from __future__ import annotations
@@ -90,6 +91,16 @@ class Result:
     def rows(self) -> list[dict]:
         cols = {name: self.column(name) for name in self.columns}
         return [{name: cols[name][i] for name in cols} for i in range(self._n)]
+
+    def select(self, names: list[str]) -> Result:
+        """The same result with only the columns ``names``, in that order (``--columns``)."""
+        return Result(
+            {n: self.column(n) for n in names},
+            headline=self.headline,
+            title=self.title,
+            caption=self.caption,
+            notes=list(self.notes),
+        )
 
     def budget_column(self, quantity: str) -> str | None:
         """The column judged by ``--max-epsilon``/``--max-delta``: ``epsilon``/``delta`` (an upper bound)."""

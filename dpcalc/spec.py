@@ -202,3 +202,50 @@ def parse_mechanisms(texts, omit: tuple[str, ...] = ()) -> list[MechanismSpec]:
     if not specs:
         raise InputError("MECHANISM: give at least one mechanism, e.g. gaussian:sigma=1,count=10")
     return specs
+
+
+def expand_sources(texts, stdin=None) -> list[str]:
+    """The spec texts of the command line, with ``@FILE`` and ``-`` (standard input) replaced by the
+    specs they hold: one per line, blank lines and ``#`` comments (whole lines or trailing) ignored.
+    Errors name the file and line."""
+    out: list[str] = []
+    for text in texts:
+        if text != "-" and not text.startswith("@"):
+            out.append(text)
+            continue
+        from dpcalc.textinput import read_lines
+
+        path = text[1:] if text.startswith("@") else "-"
+        name = "MECHANISM -" if path == "-" else f"MECHANISM @{path}"
+        if not path:
+            raise InputError("MECHANISM @: give a file after @ (e.g. @specs.txt), or - for standard input")
+        for number, line in enumerate(read_lines(path, name, stdin), start=1):
+            spec = line.split("#", 1)[0].strip()
+            if not spec:
+                continue
+            try:
+                parse_mechanism(spec)
+            except InputError as exc:
+                where = "stdin" if path == "-" else path
+                raise InputError(f"{where} line {number}: {exc}") from None
+            out.append(spec)
+    return out
+
+
+def merge_identical(specs: list[MechanismSpec]) -> list[MechanismSpec]:
+    """Specs that describe the same mechanism, merged into one with the counts summed (first order kept),
+    so that 10,000 listed ``gaussian:sigma=3`` cost what ``gaussian:sigma=3,count=10000`` costs."""
+    merged: dict[tuple, MechanismSpec] = {}
+    for s in specs:
+        key = (s.kind, tuple(sorted(s.params.items(), key=lambda kv: kv[0])))
+        if key in merged:
+            first = merged[key]
+            count = first.count + s.count
+            if count > MAX_COUNT:
+                raise InputError(
+                    f"mechanism {s.text!r}: the specs identical to it add up to count {count}, above 10^12"
+                )
+            merged[key] = MechanismSpec(first.kind, first.params, count, first.text)
+        else:
+            merged[key] = s
+    return list(merged.values())

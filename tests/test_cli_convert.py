@@ -140,7 +140,7 @@ def test_bad_curve_exits_2_naming_the_line(invoke, text, fragment):
     assert fragment in r.stderr and "--curve" in r.stderr
 
 
-def test_unreadable_curve_file_exits_1(invoke, tmp_path):
+def test_missing_curve_file_exits_2(invoke, tmp_path):
     r = invoke(["convert", "--curve", str(tmp_path / "nope.csv"), "--delta", "1e-5"])
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert "cannot read" in r.stderr and r.stdout == ""

@@ -79,3 +79,43 @@ def test_integer_geometric_range_is_rounded():
 def test_integer_arithmetic_range_must_be_whole():
     with pytest.raises(click.BadParameter, match="whole number"):
         Grid(lo=1, lo_open=False, integer=True).convert("1:3:0.5", None, None)
+
+
+def test_a_single_value_option_given_twice_is_refused(invoke):
+    res = invoke(["convert", "--alpha", "10", "--alpha", "20", "--rdp", "1", "--delta", "1e-5"])
+    assert res.exit_code == 2 and res.stdout == ""
+    assert (
+        res.stderr == "Error: --alpha given twice: give it once, with a list or a range for several values "
+        "(e.g. 10,20 or 1:10:1)\n"
+    )
+    both = invoke(
+        [
+            "sgd-epsilon",
+            "--noise-multiplier",
+            "1",
+            "--sigma=2",
+            "--sample-rate",
+            "0.01",
+            "--steps",
+            "10",
+            "--delta",
+            "1e-5",
+        ]
+    )
+    assert both.exit_code == 2 and "(as --noise-multiplier and --sigma)" in both.stderr
+    # repeatable options stay repeatable
+    ok = invoke(
+        ["odometer", "--event", "gaussian:sigma=2", "--event", "gaussian:sigma=3", "--delta", "1e-6", "-q"]
+    )
+    assert ok.exit_code == 0 and len(ok.stdout.split()) == 2
+
+
+@pytest.mark.parametrize("text", ["99999999999999999999999", "9007199254740993", "1e23"])
+def test_integers_that_a_double_cannot_hold_are_refused(invoke, text):
+    res = invoke(["sgd-epsilon", "--sigma", "1", "--sample-rate", "0.01", "--steps", text, "--delta", "1e-5"])
+    assert res.exit_code == 2 and "cannot be represented exactly" in res.stderr
+
+
+@pytest.mark.parametrize("text,value", [("1e6", 1000000), ("1_000", 1000), ("9007199254740992", 2**53)])
+def test_exact_integers_in_any_notation_are_accepted(text, value):
+    assert Grid(lo=0, integer=True).convert(text, None, None) == (value,)

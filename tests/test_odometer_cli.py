@@ -103,7 +103,7 @@ def test_each_row_is_written_as_its_input_row_arrives():
             proc.stdin.write("0.01,1.0,100\n")
             proc.stdin.flush()
             if i == 1:
-                assert readline(proc).startswith("step,epsilon")  # the header comes with the first row
+                assert readline(proc).startswith("step,mechanism,run,")  # the header comes with the first row
             line = readline(proc)  # before the next row is written
             assert line.startswith(f"{i},")
         proc.stdin.close()
@@ -178,7 +178,17 @@ def test_filter_rows_say_which_steps_run(invoke):
     res = invoke(["odometer", *args, "--delta", "1e-6", "--filter", "2.5", "-f", "csv"])
     assert res.exit_code == 0, res.stderr
     got = rows(res.stdout)
-    assert list(got[0]) == ["step", "run", "epsilon", "epsilon_rdp", "delta"]
+    assert list(got[0]) == [
+        "step",
+        "mechanism",
+        "run",
+        "recorded",
+        "epsilon",
+        "alpha",
+        "level",
+        "epsilon_rdp",
+        "delta",
+    ]
     a = o.PAPER_ORDERS
     budgets = o.filter_budgets(a, 2.5, 1e-6, "union", "optimal")
     want = o.run_filter(np.array([rdp_curve(parse_mechanism(m), a) for m in mechs]), budgets)
@@ -274,7 +284,7 @@ def test_new_ledger_needs_delta_and_damaged_ledger_exits_1(invoke, tmp_path):
     path = str(tmp_path / "ci.ledger")
     res = invoke(["odometer", "--ledger", path, "--add", "gaussian:sigma=5"])
     assert res.exit_code == 2 and "--delta" in res.stderr and not os.path.exists(path)
-    assert invoke(["odometer", "--ledger", path]).exit_code == 1
+    assert invoke(["odometer", "--ledger", path]).exit_code == 2  # a missing ledger is bad input
     invoke(["odometer", "--ledger", path, "--add", "gaussian:sigma=5", "--delta", "1e-6"])
     invoke(["odometer", "--ledger", path, "--add", "gaussian:sigma=6"])
     data = open(path, "rb").read().replace(b"sigma=5", b"sigma=9")
@@ -307,9 +317,9 @@ def test_usage_errors_exit_2(invoke, args, message):
     assert res.exit_code == 2 and message in res.stderr and res.stdout == "", res.stderr
 
 
-def test_missing_events_file_exits_1(invoke, tmp_path):
+def test_missing_events_file_exits_2(invoke, tmp_path):
     res = invoke(["odometer", str(tmp_path / "nope.csv"), "--delta", "1e-6"])
-    assert res.exit_code == 1 and "cannot read" in res.stderr
+    assert res.exit_code == 2 and "cannot read" in res.stderr
 
 
 cells = st.one_of(

@@ -8,6 +8,7 @@
 * a memory cap below the need: an InputError naming --eps-error with a suggested value.
 """
 
+import json
 import math
 import time
 
@@ -108,3 +109,98 @@ def test_delta_where_epsilon_is_far_below_the_loss():
     tv = 2 * special.ndtr(r / 2) - 1
     b = compose_pld([("gaussian", {"sigma": 0.5}, 18)], epsilon=0.0)
     assert b.lower <= tv <= b.upper
+
+
+@pytest.mark.parametrize(
+    "args,hint",
+    [
+        (
+            [
+                "sgd-epsilon",
+                "--sigma",
+                "1e-300",
+                "--sample-rate",
+                "0.01",
+                "--steps",
+                "100",
+                "--delta",
+                "1e-5",
+                "--accountant",
+                "pld",
+            ],
+            "--accountant rdp",
+        ),
+        (
+            [
+                "sgd-epsilon",
+                "--sigma",
+                "0.01",
+                "--sample-rate",
+                "0.01",
+                "--steps",
+                "100",
+                "--delta",
+                "1e-5",
+                "--accountant",
+                "pld",
+            ],
+            "--accountant rdp",
+        ),
+        (["compose", "gaussian:sigma=1e-300", "--delta", "1e-5", "--method", "pld"], "--method rdp"),
+        (
+            [
+                "sgd-epsilon",
+                "--sigma",
+                "0.5863",
+                "--sample-rate",
+                "0.0006997",
+                "--steps",
+                "2609",
+                "--delta",
+                "0.236",
+                "--accountant",
+                "pld",
+            ],
+            "--eps-error",
+        ),
+    ],
+)
+def test_extreme_inputs_are_refused_in_one_line_naming_an_option_of_the_command(invoke, args, hint):
+    res = invoke(args)
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr.count("\n") == 1 and hint in res.stderr and "internal error" not in res.stderr
+    assert "memory cap of" not in res.stderr or "raise the memory cap" not in res.stderr
+
+
+def test_one_accountant_that_cannot_compute_does_not_sink_the_others(invoke):
+    res = invoke(
+        [
+            "sgd-epsilon",
+            "--sigma",
+            "0.5863",
+            "--sample-rate",
+            "0.0006997",
+            "--steps",
+            "2609",
+            "--delta",
+            "0.236",
+            "--accountant",
+            "all",
+            "-f",
+            "json",
+        ]
+    )
+    assert res.exit_code == 0, res.stderr
+    rows = {r["accountant"]: r for r in json.loads(res.stdout)}
+    assert rows["rdp"]["epsilon"] is not None and rows["pld"]["epsilon"] is None
+    assert rows["pld"]["note"].startswith("does not apply") and "--eps-error" in rows["pld"]["note"]
+    assert rows["pld"]["valid"] is None
+
+
+@pytest.mark.parametrize("spec", ["gaussian:sigma=1e-300", "laplace:scale=1e-300"])
+def test_compose_all_survives_extreme_mechanisms(invoke, spec):
+    res = invoke(["compose", spec, "--delta", "1e-5", "--method", "all", "-f", "json"])
+    assert res.exit_code == 0, res.stderr
+    rows = {r["method"]: r for r in json.loads(res.stdout)}
+    assert rows["pld"]["epsilon"] is None and "--method rdp" in rows["pld"]["note"]
+    assert "GiB" not in rows["pld"]["note"] or len(rows["pld"]["note"]) < 300

@@ -148,7 +148,7 @@ def test_laplace_composition_against_dp_accounting():
 @pytest.mark.parametrize(
     "spec,match",
     [
-        (("zcdp", {"rho": 0.1}, 1), "method rdp"),
+        (("zcdp", {"rho": 0.1}, 1), "the RDP accountant"),
         (("gaussian", {"sigma": 0.0}, 1), "sigma"),
         (("subsampled-gaussian", {"q": 1.5, "sigma": 1.0}, 1), "q"),
         (("subsampled-gaussian", {"q": 0.1, "sigma": 1.0, "sampling": "fixed-size"}, 1), "Poisson"),

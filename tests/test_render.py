@@ -29,15 +29,17 @@ def test_csv_full_precision_and_inf():
     assert rows[0]["delta"] == "1e-05"
 
 
-def test_json_null_for_inf_and_missing():
+def test_json_inf_is_a_string_and_missing_is_null():
     rows = json.loads(to_string(_result(), "json"))
     assert rows[0]["epsilon"] == 1.2345678901234567
-    assert rows[1]["epsilon"] is None and rows[2]["epsilon"] is None
+    assert rows[1]["epsilon"] == "inf" and rows[2]["epsilon"] is None
     assert rows[0]["delta"] == 1e-5
 
 
-def test_quiet_prints_headline_only():
-    assert to_string(_result(), "csv", quiet=True).splitlines() == ["1.2345678901234567", "inf", ""]
+def test_quiet_prints_one_labelled_value_per_row_that_has_one():
+    lines = to_string(_result(), "csv", quiet=True).splitlines()
+    assert [line.split("\t")[-1] for line in lines] == ["1.2345678901234567", "inf"]
+    assert all("\t" in line for line in lines) and len({line.split("\t")[0] for line in lines}) == 2
 
 
 def test_table_has_columns_and_values():
@@ -63,7 +65,7 @@ def test_row_writer_streams_csv_and_json():
     w.write({"step": 1, "epsilon": math.inf})
     w.write({"step": 2, "epsilon": 0.25})
     w.close()
-    assert json.loads(buf.getvalue()) == [{"step": 1, "epsilon": None}, {"step": 2, "epsilon": 0.25}]
+    assert json.loads(buf.getvalue()) == [{"step": 1, "epsilon": "inf"}, {"step": 2, "epsilon": 0.25}]
     buf = io.StringIO()
     w = RowWriter(["step", "epsilon"], "json", buf)
     w.close()

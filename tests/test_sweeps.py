@@ -86,10 +86,11 @@ def test_the_command_line_streams_and_judges_the_budget_after_every_row(invoke, 
     assert whole.exit_code == pooled.exit_code == 0 and whole.stdout == pooled.stdout
     over = invoke([*args, "--max-epsilon", "1"])
     assert over.exit_code == 3 and over.stdout == whole.stdout
-    first = next(
-        i for i, line in enumerate(whole.stdout.splitlines()[1:], 1) if float(line.split(",")[9]) > 1
-    )
-    assert f"(row {first})" in over.stderr
+    import csv
+
+    eps = [float(r["epsilon"]) for r in csv.DictReader(io.StringIO(whole.stdout))]
+    first = next(i for i, e in enumerate(eps, 1) if e > 1)
+    assert f"(row {first}, method rdp)" in over.stderr
 
 
 def test_absurd_sweeps_are_refused_before_any_work(invoke):

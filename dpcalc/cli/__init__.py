@@ -54,6 +54,12 @@ class DpcalcGroup(click.Group):
             return _missing_command(name, entry[1])
         return module.command
 
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if cmd is not None:
+            _refuse_repeats(cmd, rest)
+        return name, cmd, rest
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Short help from COMMANDS: listing the commands must not import them.
         rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
@@ -71,9 +77,8 @@ class DpcalcGroup(click.Group):
         except NoArgsIsHelp as exc:  # bare `dpcalc`: the help, not an error
             click.echo(exc.ctx.get_help() if exc.ctx else "")
             sys.exit(ExitCode.OK)
-        except click.exceptions.Abort:
-            click.echo("Error: aborted", err=True)
-            sys.exit(ExitCode.ERROR)
+        except (click.exceptions.Abort, KeyboardInterrupt):  # Ctrl-C: the shell's convention, quietly
+            sys.exit(130)
         except click.ClickException as exc:
             _print_error(exc.format_message())
             sys.exit(exc.exit_code)
@@ -86,15 +91,36 @@ class DpcalcGroup(click.Group):
         except BrokenPipeError:
             _quiet_broken_pipe()
             sys.exit(ExitCode.OK)
-        except KeyboardInterrupt:
-            click.echo("Error: interrupted", err=True)
-            sys.exit(130)
         except Exception as exc:  # never a traceback for a user
             if os.environ.get("DPCALC_DEBUG"):
                 raise
             _print_error(f"internal error: {type(exc).__name__}: {exc} (set DPCALC_DEBUG=1 for a traceback)")
             sys.exit(ExitCode.ERROR)
         sys.exit(rv if isinstance(rv, int) else ExitCode.OK)
+
+
+def _refuse_repeats(cmd: click.Command, args: list[str]) -> None:
+    """A single-value option given twice is an error (click would silently keep the last one)."""
+    single = {}
+    for param in cmd.params:
+        if isinstance(param, click.Option) and not param.multiple and not param.count:
+            for opt in param.opts + param.secondary_opts:
+                single[opt] = param
+    seen: dict[str, str] = {}
+    for arg in args:
+        if arg == "--":
+            break
+        opt = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        param = single.get(opt)
+        if param is None:
+            continue
+        if param.name in seen:
+            also = f" (as {seen[param.name]} and {opt})" if seen[param.name] != opt else ""
+            raise click.UsageError(
+                f"{opt} given twice{also}: give it once, with a list or a range for several values "
+                "(e.g. 10,20 or 1:10:1)"
+            )
+        seen[param.name] = opt
 
 
 def _print_error(message: str) -> None:

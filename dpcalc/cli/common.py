@@ -1,20 +1,27 @@
 """Options every command has, and the one path from a computed result to stdout and an exit status.
 
-``@common_options`` adds ``-f/--format``, ``-q/--quiet``, ``--max-epsilon``, ``--max-delta`` and
-``--plot`` and hands the command an :class:`Output`.  :func:`run` is the only place that
+``@common_options`` adds ``-f/--format``, ``--columns``, ``-q/--quiet``, ``--max-epsilon``,
+``--max-delta`` and ``--plot`` and hands the command an :class:`Output`.  :func:`run` is the only
+place that
 
 1. calls the command's ``compute()`` (which imports the engine: numpy/scipy load here, never at
    ``--help``), mapping :class:`~dpcalc.errors.InputError` to exit 2 and
    :class:`~dpcalc.errors.UncertifiedError` to exit 1, *before anything is written to stdout*;
 2. prints the engine's warnings once each on stderr;
-3. renders the result (table/CSV/JSON, or ``-q`` headline values) to stdout;
+3. renders the result (table, CSV, TSV, JSON, JSON Lines, or ``-q`` headline values; the formats
+   are described in :mod:`dpcalc.render`) to stdout;
 4. draws ``--plot``;
-5. judges ``--max-epsilon``/``--max-delta`` on the upper ends of the reported bounds (exit 3, the
-   rows already printed).
+5. judges ``--max-epsilon``/``--max-delta`` on the rows that are sound upper bounds (exit 3, the
+   rows already printed; see :func:`sound_row`).
+
+Writing to stdout fails in one way only: a reader that went away (``dpcalc ... | head -1``) ends the
+command quietly with status 0, in every format; any other failure (a full disk, a closed stdout) is
+one line ``Error: cannot write to stdout: REASON`` and status 1 (:func:`writing`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import sys
@@ -34,6 +41,7 @@ class Output:
 
     fmt: str | None = None  # None: table on a terminal, CSV otherwise
     quiet: bool = False
+    columns: tuple[str, ...] | None = None  # --columns: the columns shown, in order
     max_epsilon: float | None = None
     max_delta: float | None = None
     plot: str | None = None
@@ -59,6 +67,19 @@ def _plot_path(ctx, param, value):
     return value
 
 
+def _columns(ctx, param, value):
+    if value is None:
+        return None
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    if not names:
+        raise click.BadParameter("name at least one column, e.g. --columns method,epsilon", ctx, param)
+    return names
+
+
+#: the choices of -f (dpcalc.render.FORMATS, repeated here so that --help imports nothing more)
+FORMATS = ("table", "csv", "tsv", "json", "jsonl")
+
+
 def common_options(func):
     """Add the options every command has; the command receives ``out: Output``."""
 
@@ -66,26 +87,43 @@ def common_options(func):
         "-f",
         "--format",
         "fmt",
-        type=click.Choice(["table", "csv", "json"]),
+        type=click.Choice(FORMATS),
         default=None,
-        help="Output format [default: table on a terminal, csv otherwise]. JSON writes null for inf.",
+        help="Output format [default: table on a terminal, csv otherwise]. csv, tsv: inf for an "
+        "infinite value, an empty cell where a value does not apply; json, jsonl (one object per "
+        'line): "inf"/"-inf" for an infinite value, null where a value does not apply.',
     )
     @click.option(
-        "-q", "--quiet", is_flag=True, help="Print only the headline value of each row, one per line."
+        "--columns",
+        callback=_columns,
+        default=None,
+        metavar="A,B,..",
+        help="Show only these columns, in this order (every format but -q); an unknown name is an "
+        "error that lists the available ones.",
+    )
+    @click.option(
+        "-q",
+        "--quiet",
+        is_flag=True,
+        help="Print only the headline value. One row: the value alone. Several rows (a stream: a first "
+        "chunk of several rows, or more chunks): LABEL<TAB>VALUE per line, LABEL being the method when "
+        "it varies and the swept inputs that vary as key=value, joined by commas; rows where the value "
+        "does not apply are skipped. The odometer's steps: one value per step.",
     )
     @click.option(
         "--max-epsilon",
         type=Grid(lo=0, lo_open=False),
         default=None,
         metavar="X",
-        help="Budget check: exit 3 if any reported ε (a certified upper bound) exceeds X.",
+        help="Budget check: exit 3 if a reported ε that is a sound upper bound exceeds X (rows with "
+        "valid=false, lower bounds, asymptotic and reference formulas are not judged).",
     )
     @click.option(
         "--max-delta",
         type=Grid(lo=0, hi=1, lo_open=False),
         default=None,
         metavar="X",
-        help="Budget check: exit 3 if any reported δ exceeds X.",
+        help="Budget check: exit 3 if a reported δ that is a sound upper bound exceeds X.",
     )
     @click.option(
         "--plot",
@@ -96,10 +134,11 @@ def common_options(func):
         help="Also draw the result to FILE (.png, .svg or .pdf); needs the 'plot' extra (matplotlib).",
     )
     @functools.wraps(func)
-    def wrapper(*args, fmt, quiet, max_epsilon, max_delta, plot, **kwargs):
+    def wrapper(*args, fmt, columns, quiet, max_epsilon, max_delta, plot, **kwargs):
         out = Output(
             fmt=fmt,
             quiet=quiet,
+            columns=columns,
             max_epsilon=single(max_epsilon, "--max-epsilon"),
             max_delta=single(max_delta, "--max-delta"),
             plot=plot,
@@ -142,9 +181,9 @@ def warn_lines(caught) -> list[str]:
 def run(out: Output, compute) -> None:
     """Compute, render, plot and judge; see the module docstring.  Ends the process's command.
 
-    A :class:`~dpcalc.result.Stream` (a large sweep) is written chunk by chunk in CSV, JSON and ``-q``
-    output; its first chunk is computed before anything is written, so an error there leaves stdout
-    empty.  A table or a plot needs every row, so the chunks are joined first."""
+    A :class:`~dpcalc.result.Stream` (a large sweep) is written chunk by chunk in CSV, TSV, JSON,
+    JSON Lines and ``-q`` output; its first chunk is computed before anything is written, so an error
+    there leaves stdout empty.  A table or a plot needs every row, so the chunks are joined first."""
     from dpcalc.result import Stream
 
     with warnings.catch_warnings(record=True) as caught:
@@ -173,70 +212,145 @@ def _stream(stream, out: Output, caught) -> None:
 
     chunks = iter(stream.chunks)
     first = next(chunks, None)
-    writer = None
-    verdict = None
-    row = 0
-    try:
+    judge = BudgetJudge(out)
+    with writing():
         writer = ChunkWriter(
-            stream.names, out.resolved_format(), sys.stdout, quiet=out.quiet, headline=stream.headline
+            stream.names,
+            out.resolved_format(),
+            sys.stdout,
+            quiet=out.quiet,
+            headline=stream.headline,
+            columns=out.columns,
         )
         chunk = first
         while chunk is not None:
             writer.write(chunk)
-            if verdict is None:
-                verdict = _budget_verdict(chunk, out, row)
-            row += len(chunk)
+            judge.feed(chunk)
             chunk = next(chunks, None)
         writer.close()
-    except BrokenPipeError:
-        from dpcalc.cli import _quiet_broken_pipe
-
-        _quiet_broken_pipe()
-        raise click.exceptions.Exit(ExitCode.OK) from None
     _warn(caught)
     for note in stream.notes:
         click.echo(f"Note: {note}", err=True)
-    if verdict is not None:
-        raise verdict
+    judge.check()
+
+
+@contextlib.contextmanager
+def writing():
+    """Around every write to stdout: a reader that went away ends the command quietly (status 0); any
+    other failure to write is one ``Error: cannot write to stdout: ...`` line and status 1.  Either way
+    stdout is pointed at the null device, so that nothing is left to fail at exit."""
+    if sys.stdout is None:  # started with stdout closed (`dpcalc ... >&-`)
+        raise click.ClickException("cannot write to stdout: Bad file descriptor")
+    try:
+        yield
+    except BrokenPipeError:
+        _discard_stdout()
+        raise click.exceptions.Exit(ExitCode.OK) from None
+    except OSError as exc:
+        _discard_stdout()
+        raise click.ClickException(f"cannot write to stdout: {exc.strerror or exc}") from None
+    except UnicodeEncodeError as exc:
+        _discard_stdout()
+        bad = exc.object[exc.start : exc.end]
+        raise click.ClickException(
+            f"cannot write to stdout: its encoding {exc.encoding} cannot write {bad!r} "
+            "(-f table writes ASCII; or set PYTHONIOENCODING=utf-8)"
+        ) from None
+
+
+def _discard_stdout() -> None:
+    from dpcalc.cli import _quiet_broken_pipe
+
+    _quiet_broken_pipe()
 
 
 def emit(result, out: Output) -> None:
     """Render ``result`` to stdout, draw ``--plot``, then apply the budget checks."""
-    from dpcalc.render import render
+    from dpcalc.render import pick_columns, render
 
     fmt = out.resolved_format()
+    if out.columns and not out.quiet:
+        pick_columns(result.names, out.columns)  # an unknown name: exit 2 before anything is written
     if out.plot:
         from dpcalc.plot import draw  # raises a one-line error when matplotlib is missing
 
         draw(result, out.plot)
-    try:
-        render(result, fmt, sys.stdout, quiet=out.quiet)
-    except BrokenPipeError:
-        from dpcalc.cli import _quiet_broken_pipe
-
-        _quiet_broken_pipe()
-        raise click.exceptions.Exit(ExitCode.OK) from None
+    with writing():
+        render(result, fmt, sys.stdout, quiet=out.quiet, columns=out.columns)
     check_budget(result, out)
 
 
 def check_budget(result, out: Output) -> None:
-    """Exit 3 (after printing) if a reported ε or δ exceeds ``--max-epsilon``/``--max-delta``."""
-    verdict = _budget_verdict(result, out)
-    if verdict is not None:
-        raise verdict
+    """Exit 3 (after printing) if a sound row's ε or δ exceeds ``--max-epsilon``/``--max-delta``."""
+    judge = BudgetJudge(out)
+    judge.feed(result)
+    judge.check()
 
 
-def _budget_verdict(result, out: Output, offset: int = 0):
-    """The :class:`BudgetExceeded` for the first row (numbered from ``offset`` + 1) past a budget, or None."""
-    for quantity, limit in (("epsilon", out.max_epsilon), ("delta", out.max_delta)):
-        if limit is None:
-            continue
-        name = result.budget_column(quantity)
-        if name is None:
-            raise click.UsageError(f"--max-{quantity}: this command reports no {quantity}")
-        for i, v in enumerate(result.column(name), start=offset + 1):
-            if v is None or (isinstance(v, float) and math.isnan(v)):
-                continue  # a method that does not apply reports no number
-            if v > limit:
-                return BudgetExceeded(f"budget exceeded: {name} = {v!r} > {limit!r} (row {i})")
-    return None
+def sound_row(row: dict) -> bool:
+    """Whether a row's ε and δ are sound upper bounds, the only rows a budget judges: not a row whose
+    ``valid`` is false, nor a row whose ``method`` is ``lower`` or ends in ``-asymptotic`` or
+    ``-reference`` (a formula that is not a guarantee), nor a row whose ``bound`` is ``lower``."""
+    if row.get("valid") is False or row.get("bound") == "lower":
+        return False
+    method = row.get("method")
+    if isinstance(method, str) and (
+        method == "lower" or method.endswith("-asymptotic") or method.endswith("-reference")
+    ):
+        return False
+    return True
+
+
+class BudgetJudge:
+    """``--max-epsilon``/``--max-delta`` over the rows of a result, fed whole or chunk by chunk.
+
+    Only sound rows (:func:`sound_row`) with a number are judged; the first one past a budget is
+    reported as ``budget exceeded: epsilon = X > L (row I, method M)`` (exit 3).  When rows were given
+    but none could be judged (every row a lower bound, an asymptotic formula, or not applicable), the
+    budget cannot be certified: a usage error (exit 2), never a pass."""
+
+    def __init__(self, out: Output) -> None:
+        self.limits = [
+            (q, lim) for q, lim in (("epsilon", out.max_epsilon), ("delta", out.max_delta)) if lim is not None
+        ]
+        self.rows = 0
+        self.judged = {q: 0 for q, _ in self.limits}
+        self.skipped: dict[str, list[str]] = {q: [] for q, _ in self.limits}
+        self.verdict: BudgetExceeded | None = None
+
+    def feed(self, result) -> None:
+        offset, self.rows = self.rows, self.rows + len(result)
+        if not self.limits:
+            return
+        rows = result.rows()
+        for quantity, limit in self.limits:
+            name = result.budget_column(quantity)
+            if name is None:
+                raise click.UsageError(f"--max-{quantity}: this command reports no {quantity}")
+            for i, row in enumerate(rows, start=offset + 1):
+                v = row[name]
+                if v is None or (isinstance(v, float) and math.isnan(v)):
+                    continue  # a method that does not apply reports no number
+                if not sound_row(row):
+                    label = str(row.get("method", f"row {i}"))
+                    if label not in self.skipped[quantity]:
+                        self.skipped[quantity].append(label)
+                    continue
+                self.judged[quantity] += 1
+                if v > limit and self.verdict is None:
+                    method = f", method {row['method']}" if row.get("method") is not None else ""
+                    self.verdict = BudgetExceeded(
+                        f"budget exceeded: {name} = {v!r} > {limit!r} (row {i}{method})"
+                    )
+
+    def check(self) -> None:
+        """Raise the verdict, if any (the first row past a budget, or a budget nothing could judge)."""
+        if self.verdict is not None:
+            raise self.verdict
+        for quantity, _ in self.limits:
+            if self.rows and not self.judged[quantity]:
+                what = f" (rows: {', '.join(self.skipped[quantity])})" if self.skipped[quantity] else ""
+                raise click.UsageError(
+                    f"--max-{quantity}: this command reports no {quantity} that is a sound upper bound"
+                    f"{what}; the budget cannot be judged"
+                )

@@ -24,6 +24,10 @@ MAN_EXAMPLES = [
     ),
     ("δ at ε = 1, 2 and 4 instead:", "dpcalc compose dp:epsilon=0.1,count=50 --epsilon 1,2,4"),
     (
+        "Specs from a file, one per line (identical ones are merged):",
+        "dpcalc compose @releases.txt --delta 1e-6",
+    ),
+    (
         "Calibrate σ: the smallest σ that makes 10 Gaussian releases (1, 1e-5)-DP (leave sigma out):",
         "dpcalc compose gaussian:count=10 --epsilon 1 --delta 1e-5",
     ),
@@ -103,8 +107,9 @@ def command(mechanisms, delta, epsilon, method, eps_error, out):
     A MECHANISM is KIND:key=value,... with an optional count=K: gaussian:sigma=S[,sensitivity=D],
     laplace:scale=B[,sensitivity=D], randomized-response:epsilon=E (or p=P),
     subsampled-gaussian:q=Q,sigma=S[,sampling=poisson|fixed-size], zcdp:rho=R, dp:epsilon=E[,delta=D].
-    Give --delta to get ε, or --epsilon to get δ (both take sweeps).  Give both, with gaussian specs
-    that leave sigma out, to calibrate σ.
+    @FILE reads one MECHANISM per line from FILE, - from standard input (# starts a comment);
+    identical specs are merged (their counts summed).  Give --delta to get ε, or --epsilon to get δ
+    (both take sweeps).  Give both, with gaussian specs that leave sigma out, to calibrate σ.
     """
     from dpcalc.cli.common import single
     from dpcalc.commands import compose as cmd

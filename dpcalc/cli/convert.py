@@ -101,10 +101,13 @@ def command(alpha, rdp, curve, delta, epsilon, method, source, out):
 
 
 def _convert(params: ConvertParams):
-    """:func:`convert`; a --curve file that cannot be opened is a runtime failure (exit 1), not bad input."""
+    """:func:`convert`; a --curve file that cannot be opened or read is bad input (exit 2), like a
+    malformed one (dpcalc.textinput names it; an OSError that escapes it is mapped the same way)."""
     try:
         return convert(params)
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+    except OSError as exc:
         if params.curve is None or exc.filename != params.curve:
             raise
-        raise click.ClickException(f"--curve: cannot read {params.curve!r}: {exc.strerror}") from None
+        from dpcalc.textinput import open_error
+
+        raise open_error(exc, params.curve, f"--curve {params.curve}") from None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import sys
 
 import click
@@ -66,7 +68,15 @@ mechanism, chained SHA-256 checksum).  Appends hold an exclusive flock and are f
 last line is reported and ignored (repair: --repair); other damage is refused with exit 1.
 
 --plot draws the running odometer ε against the plain RDP ε by step (from EVENTS or a ledger
-report), or with --filter the spent budget against the filter's; not with --follow."""
+report), or with --filter the spent budget against the filter's; not with --follow.
+
+Input: EVENTS and the ledger are UTF-8 text; a byte-order mark and CRLF or CR line ends are
+accepted.  Bytes that are not UTF-8, a missing or unreadable file, a directory, a line over 1 MiB
+or a field over 100,000 characters exit 2 with one line naming the input.  An EVENTS file is
+checked whole before the first row is written; standard input, a pipe and --follow are checked
+row by row, and an error says how many rows were written before it.  A column the odometer does
+not read gets one warning naming it.  The ledger must be a regular file (a FIFO or a device exits
+2); a refused first --add creates nothing; -q prints no notes on orders at the edge."""
 
 ORDERS_HELP = (
     "Rényi orders Λ: 'paper' (1.25:10:0.25,16,32; default), 'code' (2.25:10:0.25,16,32), or a list/ranges."
@@ -226,34 +236,43 @@ def _orders(text: str) -> tuple[float, ...]:
 
 
 # -- streaming --------------------------------------------------------------------------------
-def _event_source(events, inline, follow):
-    """Yield Event objects: --event options first, then EVENTS rows as they arrive."""
+def _event_source(events, inline, follow, curves):
+    """(events, streaming): the --event options first, then EVENTS' rows.
+
+    A regular file (without --follow) is read and checked whole, curves included, before anything
+    is written: an error anywhere leaves stdout empty.  Standard input, a pipe (``<(cmd)``) and
+    --follow are streams: each row is checked as it arrives (``streaming`` is True)."""
+    from dpcalc import textinput
     from dpcalc.events import Event, follow_lines, iter_events, stream_lines
 
     given = [
         Event(i, mechanism=text, spec=session.parse_spec(text, f"--event #{i}"), source="--event")
         for i, text in enumerate(inline, start=1)
-    ]  # all checked before any output
-    yield from given
+    ]
+    for ev in given:  # all checked before any output
+        curves.of_event(ev)
     if events is None:
-        return
+        return iter(given), False
     if events == "-":
-        yield from iter_events(stream_lines(click.get_text_stream("stdin")), "EVENTS")
-        return
-    try:
-        if follow:
-            lines = follow_lines(events)
-            first = next(lines, None)  # opens the file: errors surface here
-            import itertools
+        stdin = click.get_binary_stream("stdin")
+        return itertools.chain(given, iter_events(stream_lines(stdin, "EVENTS"), "EVENTS")), True
+    fd = textinput.open_fd(events, f"EVENTS {events}")
+    if follow and textinput.is_regular(fd):
+        os.close(fd)
+        return itertools.chain(given, iter_events(follow_lines(events), events)), True
+    fh = open(fd, "rb", buffering=0)
+    if not textinput.is_regular(fd):  # a FIFO, a device, /dev/fd/N: a stream
+        return itertools.chain(given, _closing(fh, iter_events(stream_lines(fh, events), events))), True
+    with fh:
+        rows = list(iter_events(stream_lines(fh, events), events))
+    for ev in rows:
+        curves.of_event(ev)  # a row without a Rényi-DP curve is refused before any output, too
+    return itertools.chain(given, rows), False
 
-            yield from iter_events(itertools.chain([first] if first is not None else [], lines), events)
-            return
-        with open(events, encoding="utf-8", newline="") as fh:
-            yield from iter_events(stream_lines(fh), events)
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        raise click.ClickException(f"EVENTS: cannot read {events!r}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{events}: not a UTF-8 text file") from None
+
+def _closing(fh, iterator):
+    with fh:
+        yield from iterator
 
 
 def _stream(
@@ -278,26 +297,45 @@ def _stream(
             quiet=out.quiet,
             headline="run" if filtering else "epsilon",  # -q with --filter: true/false per step
             widths={"step": 6, "run": 5, "level": 5},
+            select=out.columns,
         )
 
     worst = None
     said: set[str] = set()
+    written = 0
+    streaming = False  # an error before the source is open (a file checked whole) stays unchanged
+
+    def say(caught):
+        for w in caught:
+            msg = " ".join(str(w.message).split())
+            if issubclass(w.category, DpcalcWarning) and msg not in said:
+                said.add(msg)
+                click.echo(f"Warning: {msg}", err=True)
+        caught.clear()
+
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", DpcalcWarning)
-            for ev in _event_source(events, inline, follow):
-                row = stream.add(ev)
-                writer = writer or open_writer()
-                writer.write(row)
-                stream.keep(row)
-                for w in caught:
-                    msg = " ".join(str(w.message).split())
-                    if issubclass(w.category, DpcalcWarning) and msg not in said:
-                        said.add(msg)
-                        click.echo(f"Warning: {msg}", err=True)
-                caught.clear()
-                if out.max_epsilon is not None and row["epsilon"] > out.max_epsilon and worst is None:
-                    worst = (row["step"], row["epsilon"])
+            try:
+                source, streaming = _event_source(events, inline, follow, stream.curves)
+                for ev in source:
+                    row = stream.add(ev)
+                    writer = writer or open_writer()
+                    writer.write(row)
+                    written += 1
+                    stream.keep(row)
+                    say(caught)
+                    if out.max_epsilon is not None and row["epsilon"] > out.max_epsilon and worst is None:
+                        worst = (row["step"], row["epsilon"])
+            except InputError as exc:
+                if not streaming:
+                    raise  # nothing was written: the error is the first line on stderr
+                say(caught)  # a stream: the warnings about what came before it, then where it stopped
+                if not written:
+                    raise
+                rows = "1 row was" if written == 1 else f"{written} rows were"
+                raise InputError(f"{exc} ({rows} written before it)") from None
+            say(caught)
         writer = writer or open_writer()  # no rows: still a CSV header / an empty JSON array
     except KeyboardInterrupt:
         if not follow:
@@ -328,8 +366,9 @@ def _broken_pipe():
 
 # -- the ledger -------------------------------------------------------------------------------
 def _ledger(path, add, check, repair, delta, orders, gamma_kind, conversion, expect, out) -> None:
-    import os
-
+    """--ledger: report, --add (--check) or --repair.  A ledger that is not a regular file, a
+    missing directory, an unreadable or read-only file are bad input (exit 2, one line naming
+    --ledger PATH); damage is exit 1 and the file is never changed."""
     from dpcalc import ledger as L
 
     try:
@@ -345,15 +384,14 @@ def _ledger(path, add, check, repair, delta, orders, gamma_kind, conversion, exp
                 )
             return
         if add is None:
-            if not os.path.exists(path):
-                raise click.ClickException(f"--ledger: no such file {path!r} (--add creates it)")
             ledger = L.read(path)
             if ledger.header is not None:
                 L.check_header(ledger.header, expect)
-            run(out, lambda: session.report(path, ledger, conversion))
+            run(out, lambda: session.report(path, ledger, conversion, quiet=out.quiet))
             return
         spec = session.parse_spec(add, "--add")
-        if delta is None and not os.path.exists(path):
+        exists = L.exists(path, "read" if check else "write")  # a directory, a FIFO, no directory: exit 2
+        if delta is None and not exists:
             raise click.UsageError("missing option --delta (needed to start a new ledger)")
         header = L.Header(delta, tuple(orders), gamma_kind) if delta is not None else None
         curves = session.Curves(orders)
@@ -371,11 +409,11 @@ def _ledger(path, add, check, repair, delta, orders, gamma_kind, conversion, exp
         raise click.ClickException(f"ledger {path}: {exc}; the file was not changed") from None
     except L.LedgerTorn as exc:
         raise click.ClickException(f"ledger {exc}") from None
-    except OSError as exc:
-        raise click.ClickException(f"ledger {path}: {exc.strerror or exc}") from None
+    except OSError as exc:  # not the input's fault (a failing disk, a full file system): exit 1
+        raise click.ClickException(f"ledger {path}: {(exc.strerror or str(exc)).lower()}") from None
     row = verdict["row"]
     row["recorded"] = bool(written and not check)
-    result = session.added_result(path, row)
+    result = session.added_result(path, row, quiet=out.quiet)
     if not verdict["ok"]:
         from dpcalc.cli.common import emit
 

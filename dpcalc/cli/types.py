@@ -94,6 +94,16 @@ def _fmt(v: float) -> str:
     return repr(v) if isinstance(v, float) else str(v)
 
 
+def _exact(tok: str, v: float) -> bool:
+    """Whether the decimal ``tok`` is exactly the double ``v`` (``1e6`` is; ``2^53 + 1`` is not)."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        return Decimal(tok.strip().replace("_", "")) == Decimal(v)
+    except InvalidOperation:
+        return False
+
+
 def _number(tok: str, what: str) -> float:
     tok = tok.strip()
     if not tok:
@@ -125,7 +135,12 @@ def parse_values(text: str, *, max_values: int = MAX_VALUES, integer: bool = Fal
         if ":" in part:
             out.extend(_parse_range(part, max_values, integer))
         else:
-            out.append(_number(part, "value"))
+            v = _number(part, "value")
+            if integer and math.isfinite(v) and v == math.floor(v) and not _exact(part, v):
+                raise ValueError(
+                    f"{part} cannot be represented exactly (whole numbers are exact up to 2^53 = 9007199254740992)"
+                )
+            out.append(v)
         if len(out) > max_values:
             raise ValueError(f"{text!r} expands to more than {max_values} values")
     return out

@@ -10,6 +10,7 @@ target, or ``None`` and the reason the method does not apply.  Formulas live in 
 
 from __future__ import annotations
 
+from dpcalc.commands.schema import conform
 from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.result import PlotSpec, Result
 
@@ -140,6 +141,7 @@ def _pld(specs, want_eps, targets, opts):
     import numpy as np
 
     from dpcalc.engine.pld.accountant import compose_pld
+    from dpcalc.engine.pld.epsilon import RDP_HINT
 
     try:
         b = compose_pld(
@@ -148,9 +150,10 @@ def _pld(specs, want_eps, targets, opts):
             eps_error=opts.get("eps_error"),
         )
     except InputError as exc:
+        message = str(exc).replace(RDP_HINT, "--method rdp")
         if opts.get("strict"):  # --method pld alone: a refusal is an error, not a row
-            raise
-        return None, str(exc), {}
+            raise InputError(message) from None
+        return None, message, {}
     lower, est, upper = (np.atleast_1d(np.asarray(x, float)) for x in b)
     return upper, "privacy loss distributions: certified [lower, upper]", {"lower": lower, "estimate": est}
 
@@ -174,9 +177,9 @@ def compose(texts, delta, epsilon, method, eps_error=None) -> Result:
     ``delta``, or δ at each ε of ``epsilon``; ``best`` keeps the smallest certified bound per target."""
     import numpy as np
 
-    from dpcalc.spec import parse_mechanisms
+    from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
 
-    specs = parse_mechanisms(texts)
+    specs = merge_identical(parse_mechanisms(expand_sources(texts)))
     _check_relations(specs)
     opts = {"eps_error": eps_error, "strict": method == "pld"}
     want_eps = delta is not None
@@ -231,7 +234,7 @@ def compose(texts, delta, epsilon, method, eps_error=None) -> Result:
     if all(a is None for a in cols["alpha"]):
         del cols["alpha"]
     result = Result(
-        cols,
+        conform(cols, "compose"),
         headline=headline,  # a certified upper bound in every row, never an estimate
         title="composition",
         caption="mechanisms: " + " + ".join(s.label() for s in specs) + _relation_caption(specs),
@@ -300,9 +303,9 @@ def calibrate(texts, epsilon, delta, method) -> Result:
 
     from dpcalc.engine.grid import product
     from dpcalc.engine.mechanisms import gaussian_exact as gaussian
-    from dpcalc.spec import parse_mechanisms
+    from dpcalc.spec import expand_sources, parse_mechanisms
 
-    specs = parse_mechanisms(texts, omit=("sigma",))
+    specs = parse_mechanisms(expand_sources(texts), omit=("sigma",))
     for s in specs:
         if s.kind != "gaussian":
             raise InputError(
@@ -353,7 +356,7 @@ def calibrate(texts, epsilon, delta, method) -> Result:
             + "".join(f"; {n} = {v[0]:g}" for n, v in (("ε", epsilon), ("δ", delta)) if len(v) == 1),
         )
     return Result(
-        cols,
+        conform(cols, "compose"),
         plot=plot,
         headline="sigma",
         title="Gaussian calibration",

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dpcalc.commands.schema import conform
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result
 
@@ -48,8 +49,8 @@ class ConvertParams:
 def convert(params: ConvertParams) -> Result:
     """One row per combination of the values given and method (per target and method for a curve).
 
-    Raises :class:`~dpcalc.errors.InputError` for an impossible combination or a malformed curve,
-    and :class:`OSError` (whose ``filename`` is ``params.curve``) when the curve file cannot be read.
+    Raises :class:`~dpcalc.errors.InputError` for an impossible combination, a malformed curve, or a
+    curve file that cannot be read (naming ``--curve PATH``).
     """
     p = params
     methods = METHODS if p.method == "all" else (p.method,)
@@ -82,15 +83,12 @@ def _forbid(context: str, **opts) -> None:
 
 
 def _read_curve(path: str):
-    from dpcalc.curvefile import read_curve
+    """The curve of ``--curve PATH`` (``-``: standard input), read by :mod:`dpcalc.textinput`: a
+    file that cannot be read (missing, a directory, unreadable, not UTF-8, unbounded like
+    ``/dev/zero``) is an :class:`InputError` naming ``--curve PATH`` (exit 2), like a malformed curve."""
+    from dpcalc.curvefile import load_curve
 
-    if path == "-":
-        return read_curve(sys.stdin, "--curve -")
-    try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            return read_curve(fh, f"--curve {path}")
-    except UnicodeDecodeError:
-        raise InputError(f"--curve {path}: not a UTF-8 text file") from None
+    return load_curve(path, f"--curve {path}", stdin=sys.stdin if path == "-" else None)
 
 
 def _points(alpha, rdp, delta, epsilon, methods) -> Result:
@@ -136,7 +134,7 @@ def _points(alpha, rdp, delta, epsilon, methods) -> Result:
             xlabel=_AXIS[x],
             ylabel=_AXIS[headline],
         )
-    return Result(cols, headline=headline, title="RDP → (ε, δ)", plot=plot)
+    return Result(conform(cols, "convert"), headline=headline, title="RDP → (ε, δ)", plot=plot)
 
 
 def _from_curve(alphas, zetas, delta, epsilon, methods) -> Result:
@@ -164,7 +162,7 @@ def _from_curve(alphas, zetas, delta, epsilon, methods) -> Result:
         cols["rdp"] += [float(z[i]) if i >= 0 else None for i in idx]
         edge += [(m, b) for b, e in zip(best, np.asarray(bound.at_edge).reshape(-1)) if e and len(a) > 1]
     result = Result(
-        cols,
+        conform(cols, "convert"),
         headline="epsilon" if want_eps else "delta",
         title="RDP curve → (ε, δ)",
         caption=f"{len(a)} orders from {a.min():g} to {a.max():g}; alpha = best order",
@@ -241,7 +239,7 @@ def _from_dp(alpha, epsilon, delta, methods) -> Result:
     if plot:
         plot.y = "rdp_certifying"
     return Result(
-        cols,
+        conform(cols, "convert"),
         headline="rdp_certifying",
         title="(ε, δ)-DP → RDP",
         plot=plot,

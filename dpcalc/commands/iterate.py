@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dpcalc.commands.schema import conform
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result
 
@@ -97,8 +98,7 @@ def _compute(params, query, target, methods, conversion, feldman_log, smoothness
     nan = np.full(x.shape, np.nan)
     answer = {"delta": "epsilon", "epsilon": "delta", "alpha": "rdp"}[query]
     # parameters given one value go to the caption; swept ones (and steps, the main axis) are columns
-    shown = [k for k in params if k == "steps" or len(params[k]) > 1]
-    fixed = ", ".join(f"{_SYMBOL[k]} = {params[k][0]:g}" for k in params if k not in shown)
+    shown = list(params)  # every input is a column (one schema); a table moves constant ones to its caption
     names = ["method", *shown]
     names += {"delta": ["delta", "epsilon", "alpha"], "epsilon": ["epsilon", "delta", "alpha"]}.get(
         query, ["alpha", "rdp"]
@@ -175,15 +175,18 @@ def _compute(params, query, target, methods, conversion, feldman_log, smoothness
     if not any(cols["note"]):
         del cols["note"]
     caption = (
-        (f"{fixed}; " if fixed else "")
-        + "randomly-stopped projected noisy SGD, one pass (T = n), replace-one; "
+        "randomly-stopped projected noisy SGD, one pass (T = n), replace-one; "
         "feldman: convex β-smooth loss, η <= 2/β"
         + (f", converted with {conversion}, alpha = best order" if query != "alpha" else "")
         + "; asoodeh: K of diameter D; composition: every iterate released"
         + ("; cni: same data, starts R apart" if "cni" in methods else "")
     )
     result = Result(
-        cols, headline=answer, title="Privacy amplification by iteration", caption=caption, notes=notes
+        conform(cols, "iterate"),
+        headline=answer,
+        title="Privacy amplification by iteration",
+        caption=caption,
+        notes=notes,
     )
     # --plot: against T if swept, else the target, else another swept parameter; the other swept ones
     # split the lines; nothing swept: the methods side by side (a dot chart)

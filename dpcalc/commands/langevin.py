@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dpcalc.commands.schema import conform
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result
 
@@ -102,8 +103,7 @@ def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Resul
         "composition": lambda: lg.coef_composition(s, sg, lr, n, k),
     }
     # parameters given one value go to the caption; swept ones (and steps, the main axis) are columns
-    shown = [k for k in params if k == "steps" or len(params[k]) > 1]
-    fixed = ", ".join(f"{_SYMBOL[k]} = {params[k][0]:g}" for k in params if k not in shown)
+    shown = list(params)  # every input is a column (one schema); a table moves constant ones to its caption
     names = ["method", "bound", *shown]
     if alpha is not None:
         names += ["alpha", "rdp", "rdp_lower"]
@@ -159,15 +159,20 @@ def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Resul
             "describes that loss only, not your class"
         )
     caption = (
-        (f"{fixed}; " if fixed else "")
-        + "noisy GD, last model released, replace-one; S_g = sensitivity of the gradient sum"
+        "noisy GD, last model released, replace-one; S_g = sensitivity of the gradient sum"
         + (" = 2L (from --lipschitz)" if from_lipschitz else "")
         + "; lower = a lower bound for ℓ = ‖θ−x‖²/2, not a guarantee"
     )
     headline = "epsilon" if delta is not None else "rdp"
     if methods == ("lower",):
         headline += "_lower"
-    result = Result(cols, headline=headline, title="Langevin privacy dynamics", caption=caption, notes=notes)
+    result = Result(
+        conform(cols, "langevin"),
+        headline=headline,
+        title="Langevin privacy dynamics",
+        caption=caption,
+        notes=notes,
+    )
     # --plot: against K if swept, else α or δ, else another swept parameter (the other swept ones
     # split the lines), the lower bound dashed, K* dotted; nothing swept: a dot chart
     y = "epsilon" if delta is not None else "rdp"

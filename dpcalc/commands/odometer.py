@@ -61,10 +61,11 @@ class Curves:
 
 # -- streaming --------------------------------------------------------------------------------
 def stream_columns(filtering: bool) -> list[str]:
-    """The columns of the streamed rows: with a filter, whether each step runs; else the odometer."""
-    if filtering:
-        return ["step", "run", "epsilon", "epsilon_rdp", "delta"]
-    return ["step", "epsilon", "alpha", "level", "epsilon_rdp", "delta"]
+    """The columns of every odometer row (streamed events, ``--add``, a ledger report): one schema,
+    :data:`dpcalc.commands.schema.SCHEMAS` ``["odometer"]``, whatever the inputs."""
+    from dpcalc.commands.schema import names
+
+    return names("odometer")
 
 
 class Stream:
@@ -98,8 +99,11 @@ class Stream:
 
     def add(self, ev) -> dict:
         row = self.acct.add(self.curves.of_event(ev))
-        if self.filtering:
+        row["mechanism"] = ev.describe()
+        row["recorded"] = None
+        if self.filtering:  # the filter's guarantee; the odometer's own columns do not apply
             row["epsilon"] = self.filter_eps
+            row["alpha"] = row["level"] = None
         row["delta"] = self.delta
         if not self.filtering and row["odometer_at_edge"]:
             warnings.warn(
@@ -185,6 +189,7 @@ def account(header, mechanisms, conversion, curves=None, last_only=False) -> lis
 
 
 def edge_notes(rows) -> list[str]:
+    """One note per kind of bound whose best order is at the edge of the orders (each at most once)."""
     notes = []
     if any(r["odometer_at_edge"] for r in rows):
         notes.append("the odometer's best order is at the edge of the orders (add orders beyond it)")
@@ -193,16 +198,14 @@ def edge_notes(rows) -> list[str]:
     return notes
 
 
-def added_result(path, row) -> Result:
-    """The one-row table of ``--ledger --add`` (or ``--check``)."""
+def added_result(path, row, quiet=False) -> Result:
+    """The one-row table of ``--ledger --add`` (or ``--check``); ``quiet`` (``-q``): without the notes
+    on orders at the edge (a script wants the number alone)."""
     return Result(
-        {
-            k: [row[k]]
-            for k in ("step", "mechanism", "recorded", "epsilon", "alpha", "level", "epsilon_rdp", "delta")
-        },
+        {k: [row.get(k)] for k in stream_columns(False)},
         title="odometer ledger",
         caption=f"{path}",
-        notes=edge_notes([row]),
+        notes=[] if quiet else edge_notes([row]),
     )
 
 
@@ -232,19 +235,21 @@ def report_plot_spec(subtitle: str) -> PlotSpec:
     )
 
 
-def report(path, ledger, conversion) -> Result:
-    """The report of a ledger (``--ledger FILE`` alone): one row per entry, with its notes."""
-    names = ["step", "mechanism", "epsilon", "alpha", "level", "epsilon_rdp", "delta"]
+def report(path, ledger, conversion, quiet=False) -> Result:
+    """The report of a ledger (``--ledger FILE`` alone): one row per entry, with its notes (``quiet``:
+    without the notes on orders at the edge; a torn last line is always reported)."""
+    names = stream_columns(False)
     rows = []
     if ledger.header is not None:
         rows = account(ledger.header, ledger.mechanisms, conversion)
     result = Result(
-        {n: [r[n] for r in rows] for n in names},
+        {n: [r.get(n) for r in rows] for n in names},
         title="odometer ledger",
         caption=path,
         plot=report_plot(ledger.header),
     )
-    result.notes.extend(edge_notes(rows))
+    if not quiet:
+        result.notes.extend(edge_notes(rows))
     if ledger.torn is not None:
         result.notes.append(ledger.torn.message(path))
     if ledger.header is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from dpcalc.commands import sweep
+from dpcalc.commands import schema, sweep
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result, Stream
 
@@ -22,7 +22,7 @@ METHOD_LABEL = {"rdp": "rdp", "pld": "pld", "abadi": "abadi-asymptotic", "bassil
 #: Relative tolerance of the noise calibration (the σ reported is within this factor of the smallest).
 SIGMA_RTOL = 1e-4
 #: Combinations per chunk of a sweep (memory is bounded by the chunk, not by the sweep).
-CHUNK = 4096
+CHUNK = 2048
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def sgd_epsilon_stream(
         name, lo, hi = task
         part = {k: v[lo:hi] for k, v in g.items()}
         part_kw = {k: (v[lo:hi] if k == "dataset_size" else v) for k, v in kw.items()}
-        cols = _accountant_rows(p, name, solve, part, part_kw, light)
+        cols = _accountant_rows(p, name, solve, part, part_kw, light, strict=len(names) == 1)
         return Result(
             _result_columns(p, solve, part, [(name, cols)], columns),
             headline=headline,
@@ -249,7 +249,35 @@ def _prepare(p: SgdEpsilonParams, names):
     return g, kw
 
 
-def _accountant_rows(p: SgdEpsilonParams, name, solve, g, kw, light=True) -> dict:
+def _pld_rows(p: SgdEpsilonParams, g, strict: bool) -> dict:
+    """The pld accountant's certified brackets, one configuration at a time: a configuration it cannot
+    discretise (or that needs more memory than the cap) is an error when pld alone was asked for
+    (``strict``), else a row with no value and the reason in ``note``."""
+    import numpy as np
+
+    from dpcalc.engine.dpsgd import accounting as sgd
+    from dpcalc.engine.pld.accountant import sgd_epsilon_pld
+    from dpcalc.engine.pld.epsilon import RDP_HINT
+
+    n = g["q"].size
+    lower, est, upper = (np.full(n, np.nan) for _ in range(3))
+    notes = [""] * n
+    for i in range(n):
+        try:
+            b = sgd_epsilon_pld(g["q"][i], g["sigma"][i], g["steps"][i], g["delta"][i], eps_error=p.eps_error)
+        except InputError as exc:
+            message = str(exc).replace(RDP_HINT, "--accountant rdp")
+            if strict:
+                raise InputError(message) from None
+            notes[i] = f"does not apply: {message}"
+            continue
+        lower[i], est[i], upper[i] = (float(x) for x in b)
+    # the epsilon column holds the certified upper end; the estimate has a column of its own
+    e = sgd.Epsilon(upper, np.full(n, np.nan), np.zeros(n, bool), np.ones(n, bool))
+    return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, lower=lower, estimate=est, note=notes)
+
+
+def _accountant_rows(p: SgdEpsilonParams, name, solve, g, kw, light=True, strict=True) -> dict:
     """One accountant's answers on the combinations ``g`` (flat arrays); ``light``: small arrays may
     skip scipy (see :class:`dpcalc.engine.dpsgd.sgm.light_start`)."""
     import contextlib
@@ -261,14 +289,7 @@ def _accountant_rows(p: SgdEpsilonParams, name, solve, g, kw, light=True) -> dic
 
     with sgm.light_start() if light else contextlib.nullcontext():
         if name == "pld":
-            from dpcalc.engine.pld.accountant import sgd_epsilon_pld
-
-            b = sgd_epsilon_pld(g["q"], g["sigma"], g["steps"], g["delta"], eps_error=p.eps_error)
-            lower, est, upper = (np.asarray(x, float).reshape(-1) for x in b)
-            nan = np.full(est.shape, np.nan)
-            # the epsilon column holds the certified upper end; the estimate has a column of its own
-            e = sgd.Epsilon(upper, nan, np.zeros(est.shape, bool), np.ones(est.shape, bool))
-            return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, lower=lower, estimate=est)
+            return _pld_rows(p, g, strict)
         if solve is None:
             e = sgd.epsilon(name, g["q"], g["sigma"], g["steps"], g["delta"], **kw)
             return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e)
@@ -284,45 +305,20 @@ def _accountant_rows(p: SgdEpsilonParams, name, solve, g, kw, light=True) -> dic
         return dict(noise_multiplier=g["sigma"], steps=t, eps=e)
 
 
-#: Every column sgd-epsilon can print, in order (:func:`_column_names` keeps those that apply).
-ALL_COLUMNS = (
-    "method",
-    "accountant",
-    "conversion",
-    "sampling",
-    "neighbors",
-    "sample_rate",
-    "batch_size",
-    "dataset_size",
-    "noise_multiplier",
-    "steps",
-    "epochs",
-    "delta",
-    "target_epsilon",
-    "epsilon",
-    "epsilon_lower",
-    "epsilon_estimate",
-    "alpha",
-    "valid",
-)
+#: The note of every row of an accountant (pld rows carry their own: a refusal's reason).
+_NOTE = {
+    "abadi": "asymptotic closed form: not a guarantee where valid is false",
+    "bassily": "reference formula: not a guarantee where valid is false",
+}
+
+#: Every column sgd-epsilon prints, in order (the documented schema of dpcalc.commands.schema).
+ALL_COLUMNS = tuple(schema.names("sgd-epsilon"))
 
 
 def _column_names(p: SgdEpsilonParams, names, solve, g) -> list[str]:
-    """The columns of this invocation, known before anything is computed (so rows can stream)."""
-    drop = set()
-    if "b" not in g:
-        drop.add("batch_size")
-    if "n" not in g:
-        drop.add("dataset_size")
-    if "epochs" not in g and solve != "steps":
-        drop.add("epochs")
-    if solve is None:
-        drop.add("target_epsilon")
-    if "pld" not in names:  # only the pld accountant brackets the exact value
-        drop |= {"epsilon_lower", "epsilon_estimate"}
-    if set(names) <= {"rdp", "pld"}:
-        drop.add("valid")
-    return [c for c in ALL_COLUMNS if c not in drop]
+    """The columns: always :data:`ALL_COLUMNS`, whatever the inputs and accountants (a column that does
+    not apply to a row is empty), so that scripts can rely on one schema."""
+    return list(ALL_COLUMNS)
 
 
 def _caption(p: SgdEpsilonParams, names, solve, g) -> str:
@@ -371,9 +367,15 @@ def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns) -> dict:
             "epsilon_estimate": cols["estimate"].tolist() if "estimate" in cols else [None] * n,
             "alpha": [None if np.isnan(a) else float(a) for a in np.asarray(e.alpha, float).reshape(-1)],
             "valid": [bool(v) for v in np.asarray(e.valid).reshape(-1)],
+            "note": list(cols["note"]) if "note" in cols else [_NOTE.get(name, "")] * n,
         }
+        # a row the accountant could not compute is no statement at all: neither valid nor invalid
+        values["valid"] = [
+            None if note.startswith("does not apply") else v
+            for v, note in zip(values["valid"], values["note"])
+        ]
         for k in columns:
-            out[k] += values[k]
+            out[k] += values[k] if values[k] is not None else [None] * n
     return out
 
 

@@ -106,7 +106,7 @@ def gaussian_r2(specs):
         return None
     r2 = 0.0
     for s, r in zip(specs, ratios):
-        r2 += s.count * r**2
+        r2 += s.count * (r * r)  # inf past double range (r**2 would raise)
     return r2 * (1.0 + 8.0 * _EPS * len(specs))
 
 

@@ -21,7 +21,7 @@ def rdp_gaussian(sigma, sensitivity, alphas):
     """``ζ(α) = αΔ²/(2σ²)`` (Mironov 2017, Table II; docs/math.md §2.5 — the square on Δ, which some lecture slides omit)."""
     a = check_alphas(alphas)
     with np.errstate(over="ignore"):
-        z = a * (sensitivity / sigma) ** 2 / 2.0
+        z = a * np.square(np.float64(sensitivity) / sigma) / 2.0  # inf, not OverflowError, past double range
     return up(z, z)
 
 

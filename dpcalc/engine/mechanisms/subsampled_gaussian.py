@@ -147,7 +147,7 @@ class SubsampledGaussian(Mechanism):
     def pld_pair(self, params):
         if params.get("sampling", "poisson") != "poisson":
             raise InputError(
-                "PLD accounting supports Poisson sampling only (sampling=poisson); use --method rdp"
+                "PLD accounting supports Poisson sampling only (sampling=poisson); use the RDP accountant"
             )
         q, s = float(params["q"]), float(params["sigma"])
         if q == 1.0:

@@ -37,10 +37,11 @@ from dpcalc.engine.pld.delta import delta_bracket
 from dpcalc.engine.pld.epsilon import (
     DEFAULT_MEMORY_CAP,
     DEFAULT_REL_ERROR,
+    RDP_HINT,
     Component,
     epsilon_bracket,
 )
-from dpcalc.errors import InputError
+from dpcalc.errors import InputError, UncertifiedError
 
 __all__ = [
     "Bracket",
@@ -160,6 +161,22 @@ def sgd_delta_pld(q, sigma, steps, epsilon, eps_error=None, *, memory_cap=DEFAUL
     )
 
 
+def _in_range(what: str, compute):
+    """``compute()``, with the failures of a grid that cannot hold the privacy loss (a loss beyond double
+    range, mass lost by the discretisation) turned into one :class:`InputError` that says so."""
+    try:
+        return compute()
+    except InputError:
+        raise
+    except UncertifiedError as exc:
+        if "lost mass" not in str(exc):
+            raise
+        reason = "the discretisation cannot hold its privacy loss"
+    except (OverflowError, ValueError, ZeroDivisionError, FloatingPointError):
+        reason = "its privacy loss is beyond the range of double precision"
+    raise InputError(f"PLD accounting of {what}: {reason} (ε would be very large); use {RDP_HINT}") from None
+
+
 def _per_config(q, sigma, steps, target, solve) -> Bracket:
     """Broadcast (q, σ, steps, target) and run ``solve(directions, target)`` once per distinct configuration
     (each needs its own grid and FFT, so this is a loop over configurations)."""
@@ -170,8 +187,9 @@ def _per_config(q, sigma, steps, target, solve) -> Bracket:
     for i in range(qb.size):
         key = (qb[i], sb[i], tb[i], xb[i])
         if key not in cache:
-            dirs = _sgm_directions(float(qb[i]), float(sb[i]), int(tb[i]))
-            cache[key] = solve(dirs, float(xb[i]))
+            q1, s1, t1, x1 = float(qb[i]), float(sb[i]), int(tb[i]), float(xb[i])
+            what = f"sample rate {q1:g}, noise multiplier {s1:g}, {t1} steps"
+            cache[key] = _in_range(what, lambda a=(q1, s1, t1), x=x1: solve(_sgm_directions(*a), x))
         out[:, i] = cache[key]
     return Bracket(*(o.reshape(shape) for o in out))
 
@@ -202,7 +220,7 @@ def _models(spec):
     except InputError as e:
         raise InputError(label + str(e)) from None
     if pair is None:
-        raise InputError(label + f"kind {kind!r} has no privacy loss distribution here; use --method rdp")
+        raise InputError(label + f"kind {kind!r} has no privacy loss distribution here; use {RDP_HINT}")
     return count, pair[0], pair[1]
 
 
@@ -229,7 +247,7 @@ def compose_pld(specs, delta=None, epsilon=None, eps_error=None, *, memory_cap=D
     if (delta is None) == (epsilon is None):
         raise InputError("compose: give exactly one of --delta and --epsilon")
     eps_error = _check_eps_error(eps_error)
-    dirs = _directions(specs)
+    dirs = _in_range("these mechanisms", lambda: _directions(specs))
     if delta is not None:
         vals = _check_delta(delta)
         fn = epsilon_bracket
@@ -240,9 +258,14 @@ def compose_pld(specs, delta=None, epsilon=None, eps_error=None, *, memory_cap=D
     out = np.empty((3, flat.size))
     for i, v in enumerate(flat):
         if delta is not None:
-            out[:, i] = _eps_worst(dirs, float(v), eps_error, memory_cap)
+            out[:, i] = _in_range(
+                "these mechanisms", lambda v=float(v): _eps_worst(dirs, v, eps_error, memory_cap)
+            )
         else:
-            out[:, i] = _worst([fn(d, float(v), eps_error, memory_cap) for d in dirs])
+            out[:, i] = _in_range(
+                "these mechanisms",
+                lambda v=float(v): _worst([fn(d, v, eps_error, memory_cap) for d in dirs]),
+            )
     if vals.ndim == 0:
         return Bracket(float(out[0, 0]), float(out[1, 0]), float(out[2, 0]))
     return Bracket(*(o.reshape(vals.shape) for o in out))

@@ -20,6 +20,7 @@ from dpcalc.engine.pld.epsilon import (
     _ETAS,
     DEFAULT_MEMORY_CAP,
     DEFAULT_REL_ERROR,
+    RDP_HINT,
     _exp_up,
     _guess,
     _kc,
@@ -136,7 +137,7 @@ def delta_bracket(components, epsilon: float, eps_error: float | None = None, me
         return lower, min(max(math.exp(float(gb.log_s(np.array([n_fft - 1]))[0])), lower), upper), upper
     v = at(gb.log_up, epsilon - slack)
     if v is None:
-        raise UncertifiedError(f"PLD accounting: ε={epsilon:g} fell outside the FFT window; try --method rdp")
+        raise UncertifiedError(f"PLD accounting: ε={epsilon:g} fell outside the FFT window; try {RDP_HINT}")
     upper = _exp_up(v)
     lower = lower_bound(upper)
     ve = at(gb.log_s, epsilon + shift)

@@ -57,6 +57,9 @@ DEFAULT_MEMORY_CAP = 2 * 1024**3
 #: Default bracket width, relative to ε (and at least this fraction of 0.02 absolute).
 DEFAULT_REL_ERROR = 0.005
 _ETAS = (3e-1, 1e-1, 1e-2, 1e-3, 1e-4, 1e-6, 1e-9)
+#: How a refusal of the PLD accountant names the alternative; a command replaces it by its own option
+#: (``--accountant rdp``, ``--method rdp``).
+RDP_HINT = "the RDP accountant"
 
 
 @dataclass
@@ -115,10 +118,14 @@ def _mem_refusal(need: float, cap: float, width: float, what: str):
 def _refuse(err: _TooBig, cap: float, goal: float, given: bool):
     """The user-facing refusal: what was asked, what it needs, and a tolerance that fits the cap."""
     asked = f"--eps-error {goal:.3g}" if given else f"the default accuracy (0.5 % of ε, about {goal:.3g})"
+    relax = goal * err.need / cap * 3.0
+    if not (math.isfinite(err.need) and err.need < 2.0**70 and math.isfinite(relax)):
+        raise InputError(
+            f"--eps-error: the privacy loss spans too wide a range for a grid (ε about {goal:.3g}); use {RDP_HINT}"
+        ) from None
     raise InputError(
         f"--eps-error: {asked} needs about {_human(err.need)} for {err.what}, above the memory cap of "
-        f"{_human(cap)}; relax --eps-error to at least {goal * err.need / cap * 3.0:.3g}, raise the "
-        "memory cap, or use --method rdp"
+        f"{_human(cap)}; relax --eps-error to at least {relax:.3g}, or use {RDP_HINT}"
     ) from None
 
 
@@ -237,7 +244,7 @@ def epsilon_bracket(
         else:
             grow = (grow[0] * 4.0, grow[1])
     if best is None:
-        raise UncertifiedError(f"PLD accounting did not converge ({info}); try --method rdp")
+        raise UncertifiedError(f"PLD accounting did not converge ({info}); try {RDP_HINT}")
     goal = eps_error if eps_error is not None else DEFAULT_REL_ERROR * max(best[1], 0.02)
     if best[2] - best[0] > goal:
         warnings.warn(

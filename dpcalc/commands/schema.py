@@ -1,0 +1,129 @@
+"""The output columns of every command: one documented list, in one order, whatever the inputs.
+
+A script can rely on the header: every CSV/TSV/JSON row of a command has exactly these columns, in
+this order; a column that does not apply to a row is empty (CSV, TSV) or ``null`` (JSON).  The man
+pages' OUTPUT COLUMNS sections are generated from this module (``python -m dpcalc.devtools regen``).
+Pure Python.
+"""
+
+from __future__ import annotations
+
+_METHOD = ("method", "the method or accountant that produced the row")
+_EPS = ("epsilon", "ε: a certified upper bound (or the target ε where δ was asked)")
+_DELTA = ("delta", "δ: a certified upper bound (or the target δ where ε was asked)")
+_ALPHA = ("alpha", "the Rényi order α of the row (the best order where the bound is minimised over orders)")
+_NOTE = ("note", "why a row has no value, or what produced it")
+
+#: command -> ((column, meaning), ...) in output order.
+SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
+    "odometer": (
+        ("step", "the event's number"),
+        (
+            "mechanism",
+            "the event (a MECHANISM, or the subsampled Gaussian of a sample_rate,noise_multiplier row)",
+        ),
+        (
+            "run",
+            "EVENTS: whether the step ran (with --filter: whether the filter let it run; else always true)",
+        ),
+        ("recorded", "--add: whether the event was recorded in the ledger (false with --check)"),
+        (
+            "epsilon",
+            "the odometer's ε after this event, valid at any stopping time (with --filter: the filter's ε)",
+        ),
+        _ALPHA,
+        ("level", "the odometer's level f (its budget is 2^(f−1) γ(α))"),
+        ("epsilon_rdp", "the plain RDP ε of the same events, valid only for a schedule fixed in advance"),
+        ("delta", "δ"),
+    ),
+    "sgd-epsilon": (
+        ("method", "the accountant, labelled (rdp, pld, abadi-asymptotic, bassily-reference)"),
+        ("accountant", "the accountant (the value of --accountant)"),
+        ("conversion", "the RDP → (ε, δ) conversion of the rdp row (classic for abadi)"),
+        ("sampling", "poisson or fixed-size"),
+        ("neighbors", "add-remove or replace-one"),
+        ("sample_rate", "the sampling rate q (--sample-rate, or batch_size/dataset_size)"),
+        ("batch_size", "the batch size B, when given"),
+        ("dataset_size", "the dataset size N, when given"),
+        ("noise_multiplier", "σ: given, or the smallest one within --target-epsilon"),
+        ("steps", "T: given, from --epochs, or the largest number within --target-epsilon"),
+        ("epochs", "the epochs given, or the whole epochs within the steps found"),
+        ("delta", "the target δ"),
+        ("target_epsilon", "the target ε of --target-epsilon"),
+        ("epsilon", "ε: a certified upper bound in every row where valid is not false"),
+        ("epsilon_lower", "pld: the lower end of the certified bracket [epsilon_lower, epsilon]"),
+        ("epsilon_estimate", "pld: an estimate inside the bracket (not a bound)"),
+        _ALPHA,
+        ("valid", "false where a closed form is used outside its conditions (then epsilon is not a bound)"),
+        _NOTE,
+    ),
+    "convert": (
+        _METHOD,
+        _ALPHA,
+        ("rdp", "the Rényi-DP level ζ at alpha (given, or of the curve at its best order)"),
+        _DELTA,
+        _EPS,
+        ("rdp_certifying", "with --from dp: the largest ζ at alpha that certifies (ε, δ) (a lower bound)"),
+    ),
+    "compose": (
+        _METHOD,
+        _DELTA,
+        _EPS,
+        ("epsilon_lower", "pld: the lower end of the certified bracket [epsilon_lower, epsilon]"),
+        ("epsilon_estimate", "pld: an estimate inside the bracket (not a bound)"),
+        ("delta_lower", "pld: the lower end of the certified bracket [delta_lower, delta]"),
+        ("delta_estimate", "pld: an estimate inside the bracket (not a bound)"),
+        ("sigma", "calibration (--epsilon with --delta): the noise σ of every gaussian spec"),
+        _ALPHA,
+        _NOTE,
+    ),
+    "iterate": (
+        _METHOD,
+        ("sigma", "the noise multiplier σ (noise std ησ per step)"),
+        ("lipschitz", "the Lipschitz constant L of the loss"),
+        ("lr", "the step size η"),
+        ("steps", "the number of steps T"),
+        ("diameter", "the diameter D of the parameter set (asoodeh)"),
+        ("initial_distance", "cni: the distance R between the two starting points"),
+        _DELTA,
+        _EPS,
+        _ALPHA,
+        ("rdp", "with --alpha: the Rényi-DP bound at alpha"),
+        _NOTE,
+    ),
+    "langevin": (
+        _METHOD,
+        ("bound", "upper (a guarantee) or lower (the paper's lower bound: never a guarantee)"),
+        ("sigma", "the noise scale σ"),
+        ("sensitivity", "the sensitivity S_g of the gradient sum (2L with --lipschitz)"),
+        ("lr", "the step size η"),
+        ("strong_convexity", "the strong convexity λ"),
+        ("smoothness", "the smoothness β"),
+        ("dataset_size", "the dataset size n"),
+        ("steps", "the number of iterations K"),
+        _ALPHA,
+        ("rdp", "an upper bound on the Rényi divergence at alpha"),
+        ("rdp_lower", "the lower bound on the Rényi divergence at alpha (bound = lower)"),
+        _DELTA,
+        _EPS,
+        ("epsilon_lower", "the lower bound on ε (bound = lower)"),
+        ("best_alpha", "the order that gives epsilon"),
+        ("crossing_steps", "the number of steps beyond which the dynamics bound beats composition"),
+    ),
+}
+
+
+def names(command: str) -> list[str]:
+    """The column names of ``command``, in order."""
+    return [name for name, _ in SCHEMAS[command]]
+
+
+def conform(columns: dict, command: str) -> dict:
+    """``columns`` (name -> values) with every column of ``command``'s schema, in its order (absent
+    ones empty).  A column outside the schema is a programming error."""
+    order = names(command)
+    extra = set(columns) - set(order)
+    if extra:  # pragma: no cover - caught by the schema tests
+        raise KeyError(f"{command}: columns {sorted(extra)} are not in its schema")
+    n = max((len(v) for v in columns.values() if hasattr(v, "__len__") and not isinstance(v, str)), default=1)
+    return {name: columns[name] if name in columns else [None] * n for name in order}

@@ -1,0 +1,86 @@
+"""The one renderer: a :class:`~dpcalc.result.Result` as a table, CSV, TSV, JSON or JSON Lines (and ``-q``).
+
+The machine formats are a contract scripts can build on:
+
+* ``csv``: one header row of snake_case column names, then one row per result.  Floats are written as
+  ``repr`` (full precision), booleans as ``true``/``false``.  An infinite value is ``inf`` (``-inf``);
+  a value that does not apply (a method that does not apply to the input, a quantity a row has not)
+  is an empty cell, and so is a nan.  CSV quoting keeps a value holding a comma, a quote or a line
+  break in one field.
+* ``tsv``: the same header and cells separated by tabs; a tab, CR or LF inside a value is replaced by
+  a space, so that every row is exactly one line.
+* ``json``: an array of objects with the same keys, in column order.  A non-finite number is the
+  string ``"inf"`` (or ``"-inf"``); ``null`` means only "does not apply" (a nan counts as that).
+* ``jsonl``: the same objects, one per line (JSON Lines), written and flushed chunk by chunk.
+* ``--columns a,b,c`` chooses and orders the columns of every format (:func:`pick_columns`: an
+  unknown name is an :class:`~dpcalc.errors.InputError` that lists the available ones).
+* quiet (``-q``): the headline column.  A result of one row prints its value alone (an empty line
+  where it does not apply), as it always has.  A result of several rows prints ``LABEL<TAB>VALUE``
+  per line, and skips the rows where the value does not apply.  LABEL names the row: the value of
+  the ``method`` column when it varies, then ``key=value`` for every swept input that varies
+  (:func:`label_candidates`; a column the method determines, such as ``accountant``, is left out),
+  joined by commas (``row=I`` when nothing varies).  A streamed result has several rows when its
+  first chunk has more than one row or a second chunk comes; as its labels depend on every row, its
+  ``-q`` lines are written once the stream has ended (held in a temporary file meanwhile: memory
+  stays bounded).  A result with a ``step`` column is a running series (the odometer's steps): its
+  ``-q`` prints one value per step, unlabelled, exactly as the streaming odometer does.
+  ``--columns`` does not apply to ``-q``.
+
+``table`` is for people (rich; imported only here, only for tables).  Its rules:
+
+* one row: a vertical ``quantity | value`` table; several rows: one line per row, where a column
+  holding the same value on every row moves to the caption (``name = value``) and a column that
+  repeats another is dropped (one-to-one with an earlier column, each value equal to or contained in
+  the other's: ``accountant`` ``abadi`` beside ``method`` ``abadi-asymptotic``).
+* numbers show 6 significant digits, rounded *to the safe side*: upper bounds
+  (:data:`~dpcalc.result.UPPER_COLUMNS`) up, lower bounds (:data:`~dpcalc.result.LOWER_COLUMNS`)
+  down, other numbers to nearest (a decimal is read as the double it parses to: the double nearest
+  1e-5 shows as ``1e-05``).  A bound that lies within 1e-12 (relative) of the shorter decimal
+  ``x`` on its unsafe side is shown as ``x⁺`` ("just above x") or ``x⁻`` ("just below x"); so the
+  basic composition of ten ε = 1 releases, computed as 10.000000000000004, shows as ``10⁺`` rather
+  than as ``10.0001``, and never as the unsound ``10``.  The caption explains a mark when one is shown.
+* a cell is never folded: no number or name is split across lines.  On a terminal the table fits
+  the terminal's width; when it does not, the renderer in turn moves long text (notes) to numbered
+  footnotes below the table, abbreviates long headers (``noise_multiplier`` -> ``σ``, with a legend
+  in the caption), drops the borders (a rule under the header, one space between columns), shows
+  fewer digits (never fewer than 3), and finally draws one ``quantity | value`` block per row (where
+  only prose wraps, between words; on a terminal too narrow even for that, plain ``quantity: value``
+  lines).  Captions wrap between words, never inside a ``name = value`` item.
+* off a terminal (``-f table`` into a pipe or a file) the table is as wide as it needs (at least 100
+  columns), with the same cells.
+* a stream whose encoding cannot write the box characters (``PYTHONIOENCODING=ascii``) gets ASCII
+  borders and ASCII text (``ε`` -> ``eps``).
+
+:class:`ChunkWriter` writes a :class:`~dpcalc.result.Stream` chunk by chunk in exactly the bytes
+:func:`render` writes for the whole result; :class:`RowWriter` streams single rows (``odometer``).
+"""
+
+from __future__ import annotations
+
+from dpcalc.render.cells import MARK_RTOL, csv_cell, json_value, table_cell, tsv_cell
+from dpcalc.render.formats import (
+    FORMATS,
+    STREAM_FORMATS,
+    ChunkWriter,
+    RowWriter,
+    pick_columns,
+    render,
+    resolve_format,
+    to_string,
+)
+
+__all__ = [
+    "FORMATS",
+    "MARK_RTOL",
+    "STREAM_FORMATS",
+    "ChunkWriter",
+    "RowWriter",
+    "csv_cell",
+    "json_value",
+    "pick_columns",
+    "render",
+    "resolve_format",
+    "table_cell",
+    "to_string",
+    "tsv_cell",
+]

@@ -1,0 +1,112 @@
+"""Cells: how one value is written in each format, and the safe-side rounding of tables."""
+
+import math
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from typing import Any
+
+from dpcalc.result import LOWER_COLUMNS, UPPER_COLUMNS
+
+
+# -- cells ------------------------------------------------------------------------------------
+def _missing(v: Any) -> bool:
+    """A value that does not apply: None, or a nan."""
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def csv_cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return ""
+        return repr(v)
+    return str(v)
+
+
+def one_line(text: str) -> str:
+    """``text`` with every tab, CR and LF replaced by a space (a TSV cell, a ``-q`` label)."""
+    return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+
+def tsv_cell(v: Any) -> str:
+    return one_line(csv_cell(v))
+
+
+def json_value(v: Any) -> Any:
+    """A JSON value: ``"inf"``/``"-inf"`` for an infinite number, ``None`` (null) where nothing applies."""
+    if isinstance(v, float) and not math.isfinite(v):
+        if math.isnan(v):
+            return None
+        return "inf" if v > 0 else "-inf"
+    return v
+
+
+#: a bound this close (relative) to a shorter decimal on its unsafe side is shown as that decimal,
+#: marked (see the module docstring)
+MARK_RTOL = 1e-12
+MARK_UP, MARK_DOWN = "⁺", "⁻"
+#: glues the words of a caption item (``name = value``) so that a line never breaks inside it
+GLUE = "\x00"
+
+
+def _quantum(d: Decimal, digits: int) -> Decimal:
+    return Decimal(1).scaleb(d.adjusted() - digits + 1)
+
+
+def _decimal_text(d: Decimal, digits: int) -> str:
+    # d has at most `digits` significant digits (or is a power of ten): the nearest double prints back as d
+    return f"{float(d):.{digits}g}"
+
+
+def _round_sig(v: float, digits: int, direction: str) -> str:
+    """``v`` to ``digits`` significant digits, rounded ``up``, ``down`` or to ``nearest``.  A decimal is
+    read as the double it parses to: the nearest decimal is kept when that double lies on the safe side
+    of ``v`` (``1e-05`` for the double nearest 1e-5); otherwise the decimal is rounded exactly
+    (decimal arithmetic) away from ``v``, so an upper bound never reads below ``v``, a lower bound never
+    above."""
+    if v == 0 or not math.isfinite(v):
+        return "0" if v == 0 else ("inf" if v > 0 else "-inf")
+    text = f"{v:.{digits}g}"
+    near = float(text)
+    if direction not in ("up", "down") or (near >= v if direction == "up" else near <= v):
+        return text
+    d = Decimal(v)
+    rounding = ROUND_CEILING if direction == "up" else ROUND_FLOOR
+    return _decimal_text(d.quantize(_quantum(d, digits), rounding=rounding), digits)
+
+
+def _marked(v: float, digits: int, direction: str) -> str | None:
+    """``x⁺`` (``x⁻``) when the bound ``v`` lies just above (below) the ``digits``-digit decimal ``x``."""
+    if v == 0 or not math.isfinite(v):
+        return None
+    text = f"{v:.{digits}g}"  # the nearest decimal of `digits` digits
+    near = float(text)
+    if (near < v if direction == "up" else near > v) and abs(v - near) <= MARK_RTOL * abs(v):
+        return text + (MARK_UP if direction == "up" else MARK_DOWN)
+    return None
+
+
+def table_cell(name: str, v: Any, digits: int = 6, *, marks: bool = False) -> str:
+    """A value as people read it: bounds rounded to the safe side (see the module docstring);
+    ``marks`` allows ``x⁺``/``x⁻`` for a bound just beside a shorter decimal (tables only)."""
+    if _missing(v):
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        direction = "up" if name in UPPER_COLUMNS else "down" if name in LOWER_COLUMNS else None
+        if direction is None:
+            return f"{v:.{digits}g}"
+        return (marks and _marked(v, digits, direction)) or _round_sig(v, digits, direction)
+    return str(v)
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False

@@ -1,0 +1,400 @@
+"""The table for people (rich, imported only when a table is drawn): fits the width, never folds a cell."""
+
+import textwrap
+import unicodedata
+from dataclasses import dataclass, field
+from typing import IO
+
+from dpcalc.render.cells import GLUE, MARK_DOWN, MARK_RTOL, MARK_UP, _isatty, _missing, table_cell
+from dpcalc.result import Result
+
+# -- the table ----------------------------------------------------------------------------------
+#: short headers for long column names (shown with a legend when the table is too wide)
+ABBREVIATIONS = {
+    "noise_multiplier": "σ",
+    "sigma": "σ",
+    "sample_rate": "q",
+    "batch_size": "B",
+    "dataset_size": "N",
+    "epsilon": "ε",
+    "epsilon_lower": "ε low",
+    "epsilon_estimate": "ε est.",
+    "epsilon_rdp": "ε rdp",
+    "target_epsilon": "target ε",
+    "delta": "δ",
+    "delta_lower": "δ low",
+    "delta_estimate": "δ est.",
+    "alpha": "α",
+    "best_alpha": "best α",
+    "rdp_lower": "rdp low",
+    "rdp_certifying": "rdp cert.",
+    "accountant": "acct.",
+    "conversion": "conv.",
+    "crossing_steps": "crossing",
+    "neighbors": "nbrs",
+    "mechanism": "mech.",
+}
+
+#: ASCII for the characters dpcalc's tables and captions use (the rest: accents dropped, else ``?``)
+_ASCII = {
+    "ε": "eps",
+    "δ": "delta",
+    "σ": "sigma",
+    "α": "alpha",
+    "β": "beta",
+    "γ": "gamma",
+    "ζ": "zeta",
+    "η": "eta",
+    "λ": "lambda",
+    "μ": "mu",
+    "ρ": "rho",
+    "θ": "theta",
+    "κ": "kappa",
+    "ν": "nu",
+    "π": "pi",
+    "τ": "tau",
+    "φ": "phi",
+    "ω": "omega",
+    "Σ": "Sigma",
+    "‖": "||",
+    "Δ": "Delta",
+    "—": "-",
+    "–": "-",
+    "−": "-",
+    MARK_UP: "+",
+    MARK_DOWN: "-",
+    "≤": "<=",
+    "≥": ">=",
+    "≈": "~",
+    "→": "->",
+    "←": "<-",
+    "×": "x",
+    "·": "*",
+    "…": "...",
+    "‘": "'",
+    "’": "'",
+    "“": '"',
+    "”": '"',
+    "∞": "inf",
+    "√": "sqrt",
+    "²": "^2",
+}
+_ASCII_TABLE = str.maketrans(_ASCII)
+#: what a table writes beyond ASCII: if the stream cannot encode these, it gets an ASCII table
+_TABLE_CHARS = "┏━┳┓┃┡╇┩│└┴┘—εσδα" + MARK_UP + MARK_DOWN
+
+
+def to_ascii(text: str) -> str:
+    """``text`` in ASCII: Greek letters spelled out, dashes and arrows as ASCII, accents dropped."""
+    text = unicodedata.normalize("NFKD", text.translate(_ASCII_TABLE))
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    return text.encode("ascii", "replace").decode("ascii")
+
+
+def _encodes(stream, chars: str = _TABLE_CHARS) -> bool:
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        chars.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+@dataclass
+class _Plan:
+    """What to draw: ``kind`` ``rows`` (one line per row) or ``blocks`` (``quantity | value`` lines,
+    a section per row), or ``lines`` (plain ``quantity: value`` lines, the last resort)."""
+
+    kind: str
+    headers: list[str]
+    body: list[list[str]]
+    right: list[bool]
+    prose: list[bool] = field(default_factory=list)  # blocks: a value cell that may wrap between words
+    sections: set[int] = field(default_factory=set)  # blocks: the body lines that end a row's block
+    caption: list[tuple[str, str]] = field(default_factory=list)  # (kind, text): items, prose, note
+    width: int = 0  # the width it needs (blocks: with prose wrapped at its longest word)
+    compact: bool = False  # rows: no borders, one space between columns
+    full_width: int = 0  # blocks: the width with every value on one line
+
+
+class _Table:
+    """The layout of one result as a table (see the module docstring): columns, cells, captions."""
+
+    def __init__(self, result: Result, tx, measure) -> None:
+        self.result, self.tx, self.measure = result, tx, measure
+        self.rows = result.rows()
+        names = result.names
+        self.single = len(self.rows) == 1
+        self.fixed: list[str] = []
+        keep: list[str] = []
+        if self.single:
+            keep = list(names)
+        else:
+            for name in names:
+                values = [r[name] for r in self.rows]
+                same = all(v == values[0] or (_missing(v) and _missing(values[0])) for v in values)
+                if same and name not in ("method", result.headline):
+                    if not _missing(values[0]) and values[0] != "":
+                        self.fixed.append(name)
+                else:
+                    keep.append(name)
+            keep = self._drop_repeats(keep)
+        self.keep = keep
+        self.prose_cols = {
+            n
+            for n in keep
+            if any(isinstance(r[n], str) and any(ch.isspace() for ch in r[n]) for r in self.rows)
+        }
+
+    # columns
+    def _drop_repeats(self, keep: list[str]) -> list[str]:
+        out: list[str] = []
+        for b in keep:
+            if b not in ("method", self.result.headline) and any(self._repeats(b, a) for a in out):
+                continue
+            out.append(b)
+        return out
+
+    def _repeats(self, b: str, a: str) -> bool:
+        """Column ``b`` holds no more than column ``a``: one-to-one with it, each value equal to (or,
+        for text, contained in) the value beside it."""
+        fwd: dict = {}
+        back: dict = {}
+        for r in self.rows:
+            x, y = r[a], r[b]
+            if _missing(x) or _missing(y):
+                if not (_missing(x) and _missing(y)):
+                    return False
+                continue
+            if fwd.setdefault(x, y) != y or back.setdefault(y, x) != x:
+                return False
+            if not (x == y and type(x) is type(y) or isinstance(x, str) and isinstance(y, str) and y in x):
+                return False
+        return True
+
+    # cells
+    def cells(self, name: str, digits: int, marks: set[str]) -> list[str]:
+        out = []
+        for r in self.rows:
+            text = table_cell(name, r[name], digits, marks=True)
+            if text[-1:] in (MARK_UP, MARK_DOWN):
+                marks.add(text[-1])
+            out.append(self.tx(text))
+        return out
+
+    def header(self, name: str, abbreviate: bool, taken: set[str]) -> str:
+        short = ABBREVIATIONS.get(name) if abbreviate else None
+        if short is None or short in taken:
+            return self.tx(name)
+        taken.add(short)
+        return self.tx(short)
+
+    def _numeric(self, name: str) -> bool:
+        return all(isinstance(r[name], (int, float)) or r[name] is None for r in self.rows)
+
+    # captions
+    def caption(self, digits: int, marks: set[str], legend: list[tuple[str, str]], notes: list[str]):
+        tx = self.tx
+        parts: list[tuple[str, str]] = []
+        if self.fixed:
+            items = []
+            for n in self.fixed:  # "name = value" never breaks, but prose breaks between its words
+                value = table_cell(n, self.rows[0][n], digits, marks=True)
+                if value[-1:] in (MARK_UP, MARK_DOWN):
+                    marks.add(value[-1])
+                if not any(ch.isspace() for ch in value):
+                    value = value.replace(" ", GLUE)
+                items.append(f"{n}{GLUE}={GLUE}{value}")
+            parts.append(("items", tx(", ".join(items))))
+        if self.result.caption:
+            parts.append(("prose", tx(self.result.caption)))
+        if legend:
+            items = (f"{short} = {name}".replace(" ", GLUE) for short, name in legend)
+            parts.append(("items", tx(", ".join(items))))
+        said = []
+        if MARK_UP in marks:
+            said.append(f"x{MARK_UP}: a bound just above x (by under {MARK_RTOL:g} relative)")
+        if MARK_DOWN in marks:
+            said.append(f"x{MARK_DOWN}: a bound just below x (by under {MARK_RTOL:g} relative)")
+        if said:
+            parts.append(("prose", tx("; ".join(said))))
+        for k, note in enumerate(notes, start=1):
+            parts.append(("note", tx(f"[{k}] {note}")))
+        return parts
+
+    # layouts
+    def rows_plan(self, digits: int, abbreviate: bool, footnotes: bool, compact: bool = False) -> _Plan:
+        marks: set[str] = set()
+        taken: set[str] = set()
+        headers, body_cols, right, legend, notes = [], [], [], [], []
+        for name in self.keep:
+            h = self.header(name, abbreviate, taken)
+            if h != self.tx(name):
+                legend.append((h, self.tx(name)))
+            headers.append(h)
+            if footnotes and name in self.prose_cols:
+                col = []
+                for r in self.rows:
+                    v = r[name]
+                    if _missing(v) or v == "":
+                        col.append("" if v == "" else self.tx("—"))
+                        continue
+                    if v not in notes:
+                        notes.append(v)
+                    col.append(f"[{notes.index(v) + 1}]")
+                body_cols.append(col)
+                right.append(False)
+            else:
+                body_cols.append(self.cells(name, digits, marks))
+                right.append(self._numeric(name))
+        body = [list(row) for row in zip(*body_cols)]
+        widths = [max(self.measure(c) for c in [h, *col]) for h, col in zip(headers, body_cols)]
+        width = sum(widths) + len(widths) - 1 if compact else sum(w + 3 for w in widths) + 1
+        plan = _Plan("rows", headers, body, right, width=width, compact=compact)
+        plan.caption = self.caption(digits, marks, legend, notes)
+        return plan
+
+    def blocks_plan(self, digits: int, abbreviate: bool, kind: str = "blocks") -> _Plan:
+        marks: set[str] = set()
+        taken: set[str] = set()
+        legend = []
+        heads = {}
+        for name in self.keep:
+            heads[name] = self.header(name, abbreviate, taken)
+            if heads[name] != self.tx(name):
+                legend.append((heads[name], self.tx(name)))
+        cols = {n: self.cells(n, digits, marks) for n in self.keep}
+        body, prose, sections = [], [], set()
+        for i in range(len(self.rows)):
+            for name in self.keep:
+                if self.rows[i][name] == "":
+                    continue  # an empty text (no note): no line
+                body.append([heads[name], cols[name][i]])
+                prose.append(name in self.prose_cols and not _missing(self.rows[i][name]))
+            sections.add(len(body) - 1)
+        qw = max((self.measure(q) for q, _ in body), default=0)
+        qw = max(qw, self.measure(self.tx("quantity")))
+        vw = max((self._token_width(v, p) for (_, v), p in zip(body, prose)), default=0)
+        vw = max(vw, self.measure(self.tx("value")))
+        plan = _Plan(
+            kind,
+            [self.tx("quantity"), self.tx("value")],
+            body,
+            [False, True],
+            prose=prose,
+            sections=sections if not self.single else set(),
+            width=qw + vw + 7,
+        )
+        plan.caption = self.caption(digits, marks, legend, [])
+        plan.full_width = qw + max((self.measure(v) for _, v in body), default=0) + 7
+        return plan
+
+    def _token_width(self, text: str, prose: bool) -> int:
+        if not prose:
+            return self.measure(text)
+        return max((self.measure(w) for w in text.split()), default=0)
+
+    def plan(self, limit: int | None) -> _Plan:
+        """The first layout that fits ``limit`` columns (``None``: any width; see the module docstring)."""
+        if limit is None:
+            if self.single:
+                p = self.blocks_plan(6, False)
+                p.width = p.full_width
+                return p
+            return self.rows_plan(6, False, False)
+        if not self.single:
+            variants = [(6, False, False, False)]
+            if self.prose_cols:
+                variants.append((6, False, True, False))
+            variants += [(6, True, True, False)] + [(d, True, True, True) for d in (6, 5, 4, 3)]
+            for digits, abbreviate, footnotes, compact in variants:
+                p = self.rows_plan(digits, abbreviate, footnotes, compact)
+                if p.width <= limit:
+                    return p
+        for digits, abbreviate in ((6, False), (6, True), (3, True)):
+            p = self.blocks_plan(digits, abbreviate)
+            if p.width <= limit:
+                return p
+        return self.blocks_plan(3, True, kind="lines")
+
+
+def _wrap(kind: str, text: str, width: int) -> list[str]:
+    """Caption lines at most ``width`` wide, broken only between words (between ``items``: never inside
+    a ``name = value``); a word longer than ``width`` stands alone on its line."""
+    indent = "    " if kind == "note" else ""
+    lines = textwrap.wrap(
+        text,
+        max(width, 1),
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return [line.replace(GLUE, " ") for line in lines]
+
+
+_ASCII_RULE = None
+
+
+def _ascii_rule():
+    from rich.box import Box
+
+    return Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
+
+
+def _render_table(result: Result, stream: IO[str]) -> None:
+    """Draw ``result`` as a table for people (rules in the module docstring).  rich renders into a
+    string that is then written to ``stream``, so that a failed write raises here like any other."""
+    from rich import box
+    from rich.cells import cell_len
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    terminal = _isatty(stream)
+    plain = not _encodes(stream)
+    global _ASCII_RULE
+    _ASCII_RULE = _ASCII_RULE or _ascii_rule()
+    tx = to_ascii if plain else (lambda s: s)
+    limit = Console(file=stream).width if terminal else None
+    layout = _Table(result, tx, cell_len)
+    plan = layout.plan(limit)
+    width = limit if limit is not None else max(plan.width, 100)
+    console = Console(file=stream, width=width, highlight=False, soft_wrap=False, emoji=False, markup=False)
+    with console.capture() as capture:
+        if result.title:
+            for line in _wrap("prose", tx(result.title), width):
+                console.print(Text(line, style="table.title"), soft_wrap=True)
+        if plan.kind == "lines":
+            for i, ((q, v), prose) in enumerate(zip(plan.body, plan.prose)):
+                text = f"{q}: {v}"
+                lines = _wrap("note", text, width) if prose else [text]
+                for line in lines:
+                    console.print(Text(line), soft_wrap=True)
+                if i in plan.sections and i != len(plan.body) - 1:
+                    console.print()
+        else:
+            if plan.compact:  # no borders: a rule under the header, one space between columns
+                table = Table(
+                    box=_ASCII_RULE if plain else box.SIMPLE_HEAD,
+                    show_edge=False,
+                    pad_edge=False,
+                    padding=(0, 0),
+                )
+            else:
+                table = Table(box=box.ASCII if plain else box.HEAVY_HEAD, safe_box=plain)
+            if plan.kind == "rows":
+                for h, right in zip(plan.headers, plan.right):
+                    table.add_column(Text(h), justify="right" if right else "left", no_wrap=True)
+                for cells in plan.body:
+                    table.add_row(*(Text(c) for c in cells))
+            else:  # one block per row: only prose may wrap, between words
+                table.add_column(Text(plan.headers[0]), no_wrap=True)
+                table.add_column(Text(plan.headers[1]), justify="right", overflow="ellipsis")
+                for i, ((q, v), prose) in enumerate(zip(plan.body, plan.prose)):
+                    value = Text(v, justify="left") if prose else Text(v, no_wrap=True)
+                    table.add_row(Text(q), value, end_section=i in plan.sections)
+            console.print(table)
+        for kind, text in plan.caption:  # below the table, wrapped to the console's width
+            for line in _wrap(kind, text, width):
+                console.print(Text(line, style="dim"), soft_wrap=True)
+    stream.write(capture.get())

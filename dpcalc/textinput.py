@@ -1,0 +1,403 @@
+"""Reading the text a user hands dpcalc: EVENTS, ``--curve`` files, ledgers read back, spec files.
+
+Pure Python, one reader for every text input, so that they all behave alike:
+
+* the bytes are UTF-8, with or without a byte-order mark (Excel, ``pandas.to_csv(encoding="utf-8-sig")``);
+  line ends may be LF, CRLF or CR (each is read as one ``\\n``);
+* bytes that are not UTF-8, or a NUL byte, are an :class:`~dpcalc.errors.InputError` (exit 2) naming
+  the input and the byte offset from the start of the input, e.g.
+  ``--curve data.csv: byte 1234 is not UTF-8 (0xff)``;
+* a missing file, a missing directory, a directory, an unreadable file: one-line ``InputError``
+  (``--curve x.csv: cannot read: no such directory 'nodir'``);
+* lines are at most :data:`MAX_LINE_BYTES` bytes and CSV fields at most :data:`MAX_FIELD_CHARS`
+  characters, checked as the bytes arrive: ``/dev/zero`` or a runaway field fails fast;
+* reading streams: a line is handed on as soon as its end arrives (one ``read`` per chunk, no
+  read-ahead beyond what is available), so pipes, ``-`` (standard input), process substitution
+  (``--curve <(cmd)``) and ``tail -f`` work, and :func:`follow_lines` follows a growing file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import errno
+import fcntl
+import io
+import os
+import re
+import stat
+import time
+from collections.abc import Iterable, Iterator
+from typing import IO
+
+from dpcalc.errors import InputError
+
+MAX_LINE_BYTES = 1 << 20  # 1 MiB per line
+MAX_FIELD_CHARS = 100_000  # characters per CSV field
+CHUNK = 1 << 16
+BOM = b"\xef\xbb\xbf"
+_LINE_END = re.compile(rb"[\r\n]")
+
+
+# -- opening ------------------------------------------------------------------------------------
+def describe_mode(mode: int) -> str:
+    """What kind of file ``mode`` (``st_mode``) is, in words."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def open_error(exc: OSError, path: str, name: str, action: str = "read") -> InputError:
+    """The one-line :class:`InputError` for an ``OSError`` raised opening or reading ``path``."""
+    code = exc.errno
+    if code == errno.ENOENT:
+        parent = os.path.dirname(path)
+        if parent and not os.path.isdir(parent):
+            if os.path.lexists(parent):
+                why = f"{parent!r} is not a directory"
+            else:
+                why = f"no such directory {parent!r}"
+        elif os.path.islink(path):
+            why = "it is a symbolic link to a file that does not exist"
+        else:
+            why = "no such file"
+    elif code in (errno.EACCES, errno.EPERM):
+        why = "permission denied"
+    elif code == errno.EISDIR:
+        why = "it is a directory"
+    elif code == errno.ENOTDIR:
+        why = "a part of the path is not a directory"
+    elif code == errno.EROFS:
+        why = "read-only file system"
+    elif code == errno.ENXIO:
+        why = "no such device (a socket, or a FIFO nobody reads?)"
+    elif code == errno.ELOOP:
+        why = "too many levels of symbolic links"
+    elif code == errno.ENAMETOOLONG:
+        why = "the file name is too long"
+    else:
+        why = (exc.strerror or str(exc)).lower()
+    return InputError(f"{name}: cannot {action}: {why}")
+
+
+def open_fd(
+    path: str,
+    name: str,
+    flags: int = os.O_RDONLY,
+    *,
+    regular: bool = False,
+    action: str = "read",
+    missing_ok: bool = False,
+) -> int | None:
+    """``os.open`` with one-line errors; refuses a directory (and, with ``regular``, anything but a
+    regular file: a FIFO or a device is refused without blocking).  ``missing_ok``: return None when
+    the file (not its directory) does not exist.  The caller closes the descriptor."""
+    extra = os.O_NONBLOCK if regular else 0  # opening a FIFO must not wait for a writer
+    try:
+        fd = os.open(path, flags | extra | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        if (
+            missing_ok
+            and exc.errno == errno.ENOENT
+            and os.path.isdir(os.path.dirname(path) or ".")
+            and not os.path.islink(path)
+        ):
+            return None
+        raise open_error(exc, path, name, action) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise InputError(f"{name}: cannot {action}: it is a directory")
+        if regular:
+            if not stat.S_ISREG(mode):
+                raise InputError(f"{name}: cannot {action}: it is {describe_mode(mode)}, not a regular file")
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def is_regular(fd: int) -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def open_binary(path: str, name: str) -> Iterator[IO[bytes]]:
+    """A file (or FIFO, device, ``/dev/fd/N``) opened for reading, unbuffered: every ``read`` is one
+    system call that returns what is available.  Errors are one-line :class:`InputError`."""
+    fd = open_fd(path, name)
+    with open(fd, "rb", buffering=0) as fh:
+        yield fh
+
+
+def binary_stream(stream) -> IO[bytes]:
+    """The byte stream under a text stream such as ``sys.stdin`` (or the stream itself)."""
+    if isinstance(stream, io.TextIOBase) or hasattr(stream, "encoding"):
+        buffer = getattr(stream, "buffer", None)
+        if buffer is not None:
+            return buffer
+        return _EncodedText(stream)
+    return stream
+
+
+class _EncodedText:
+    """A text stream without a byte buffer (``io.StringIO``), read as UTF-8 bytes."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def read(self, n: int = -1) -> bytes:
+        line = self._stream.readline()
+        return line.encode("utf-8", "surrogatepass")
+
+
+# -- lines ---------------------------------------------------------------------------------------
+class LineSplitter:
+    """Bytes in, lines out: decodes UTF-8, drops a leading BOM, reads CRLF and CR as ``\\n``, and
+    bounds the line length, all incrementally (a line is out as soon as its end is in).
+
+    :meth:`feed` returns the complete lines (each ending in ``\\n``); :meth:`finish`, at the end of
+    the input, the last line if it has no line end ("" if none).  ``offset`` counts the bytes read."""
+
+    def __init__(self, name: str, max_line: int = MAX_LINE_BYTES) -> None:
+        self.name = name
+        self.max_line = max_line
+        self.offset = 0  # bytes fed so far
+        self.lines = 0  # complete lines handed out
+        self._buf = bytearray()
+        self._start = 0  # offset of _buf[0] in the input
+        self._bom_checked = False
+        self._skip_lf = False  # the last line ended in CR: a LF right after it is part of that end
+        self._error: InputError | None = None  # found after lines that are still to be handed out
+
+    def check(self) -> None:
+        """Raise the error found in the data fed so far (after the good lines before it were out)."""
+        if self._error is not None:
+            raise self._error
+
+    def feed(self, data: bytes) -> list[str]:
+        """The lines completed by ``data``; an error in it is raised by :meth:`check` (or the next
+        call), so that the good lines before it still come out first."""
+        self.check()
+        nul = data.find(b"\x00")
+        if nul >= 0:  # the lines before it still come out
+            at = self.offset + nul
+            data = data[:nul]
+        self.offset += len(data)
+        self._buf += data
+        if not self._bom_checked and nul < 0:
+            if len(self._buf) < len(BOM) and BOM.startswith(bytes(self._buf)):
+                return []  # maybe a BOM: wait for its other bytes
+        if not self._bom_checked:
+            self._check_bom()
+        lines = self._split()
+        if nul >= 0 and self._error is None:
+            self._error = InputError(
+                f"{self.name}: byte {at} is a NUL byte on line {self.lines + 1} (not a text file?)"
+            )
+        return lines
+
+    def finish(self) -> str:
+        self.check()
+        if not self._bom_checked:
+            self._check_bom()
+        self._split()  # nothing complete is left: feed handed it out (only a BOM's start waits)
+        if not self._buf:
+            return ""
+        last = self._decode(bytes(self._buf), self._start)
+        self._start += len(self._buf)
+        self._buf.clear()
+        return last
+
+    def _check_bom(self) -> None:
+        self._bom_checked = True
+        if self._buf.startswith(BOM):
+            del self._buf[: len(BOM)]
+            self._start += len(BOM)
+
+    def _split(self) -> list[str]:
+        buf = self._buf
+        out: list[str] = []
+        pos = 0
+        if self._skip_lf and buf[:1] == b"\n":
+            pos = 1
+        if buf:
+            self._skip_lf = False
+        while True:
+            m = _LINE_END.search(buf, pos)
+            if m is None:
+                break
+            end = m.start()
+            try:
+                if end - pos > self.max_line:
+                    self._too_long()
+                line = self._decode(bytes(buf[pos:end]), self._start + pos)
+            except InputError as exc:
+                self._error = exc
+                del buf[:]
+                return out
+            nxt = end + 1
+            if buf[end] == 0x0D:  # CR: CRLF is one line end; a CR at the end of the data may be too
+                if nxt < len(buf):
+                    if buf[nxt] == 0x0A:
+                        nxt += 1
+                else:
+                    self._skip_lf = True
+            out.append(line + "\n")
+            self.lines += 1
+            pos = nxt
+        del buf[:pos]
+        self._start += pos
+        if len(buf) > self.max_line:
+            self._too_long()
+        return out
+
+    def _too_long(self) -> None:
+        raise InputError(
+            f"{self.name} line {self.lines + 1}: the line is longer than {self.max_line} bytes "
+            "(is this a text file?)"
+        )
+
+    def _decode(self, raw: bytes, offset: int) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(utf8_message(self.name, raw, exc, offset, self.lines + 1)) from None
+
+
+def utf8_message(name: str, raw: bytes, exc: UnicodeDecodeError, offset: int = 0, line: int = 0) -> str:
+    """``NAME: byte N is not UTF-8 (0xff) on line L``: N counts from the start of the input (from 0)."""
+    where = f" on line {line}" if line else ""
+    return f"{name}: byte {offset + exc.start} is not UTF-8 (0x{raw[exc.start]:02x}){where}"
+
+
+def iter_lines(stream: IO[bytes], name: str, *, max_line: int = MAX_LINE_BYTES) -> Iterator[str]:
+    """The lines of a byte stream as they arrive (see :class:`LineSplitter`); read errors are
+    one-line :class:`InputError`."""
+    splitter = LineSplitter(name, max_line)
+    read = getattr(stream, "read1", None) or stream.read
+    while True:
+        try:
+            data = read(CHUNK)
+        except OSError as exc:
+            raise InputError(f"{name}: cannot read: {(exc.strerror or str(exc)).lower()}") from None
+        if not data:
+            break
+        yield from splitter.feed(data)
+        splitter.check()
+    last = splitter.finish()
+    if last:
+        yield last
+
+
+@contextlib.contextmanager
+def open_lines(path: str, name: str, stdin=None) -> Iterator[Iterator[str]]:
+    """The lines of ``path`` (``"-"``: ``stdin``, a text or byte stream), as :func:`iter_lines`."""
+    if path == "-":
+        if stdin is None:
+            import sys
+
+            stdin = sys.stdin
+        yield iter_lines(binary_stream(stdin), name)
+        return
+    with open_binary(path, name) as fh:
+        yield iter_lines(fh, name)
+
+
+def read_lines(path: str, name: str, stdin=None) -> list[str]:
+    """All lines of a text input (a spec file, a curve): :func:`open_lines`, read to its end."""
+    with open_lines(path, name, stdin) as lines:
+        return list(lines)
+
+
+def follow_lines(path: str, name: str | None = None, *, poll: float = 0.2, stop=None) -> Iterator[str]:
+    """Like ``tail -f``: the lines of a growing file, waiting at its end for more (never returns
+    unless ``stop()`` becomes true at the end of the file; Ctrl-C ends it).  A partial last line is
+    held back until its line end arrives.  A file that shrinks is an error (it was truncated)."""
+    name = name or path
+    with open_binary(path, name) as fh:
+        splitter = LineSplitter(name)
+        while True:
+            try:
+                data = fh.read(CHUNK)
+            except OSError as exc:
+                raise InputError(f"{name}: cannot read: {(exc.strerror or str(exc)).lower()}") from None
+            if data:
+                yield from splitter.feed(data)
+                splitter.check()
+                continue
+            if stop is not None and stop():
+                last = splitter.finish()
+                if last:
+                    yield last
+                return
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                size = splitter.offset
+            if size < splitter.offset:
+                raise InputError(f"{name}: the file was truncated while being followed")
+            time.sleep(poll)
+
+
+# -- CSV -----------------------------------------------------------------------------------------
+class _LineCounter:
+    """Feeds csv.reader and remembers which physical line a record started on."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._it = iter(lines)
+        self.count = 0
+        self.first_of_record = 1
+        self._in_record = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        line = next(self._it)
+        self.count += 1
+        if not self._in_record:
+            self.first_of_record = self.count
+        # a record continues while a quoted field is open (odd number of quotes so far)
+        self._in_record = (line.count('"') % 2 == 1) != self._in_record
+        return line
+
+
+def csv_records(
+    lines: Iterable[str], name: str, *, max_field: int = MAX_FIELD_CHARS, **fmtparams
+) -> Iterator[tuple[int, list[str]]]:
+    """``(line number of the record's first line, fields)`` for each CSV record, read lazily.
+
+    Malformed CSV and a field longer than ``max_field`` characters are :class:`InputError` naming
+    the line (``NAME line 7: ...``)."""
+    counter = _LineCounter(lines)
+    reader = csv.reader(counter, **fmtparams)
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            if "field larger than field limit" in str(exc):
+                raise InputError(
+                    f"{name} line {counter.first_of_record}: a field is longer than {max_field} characters"
+                ) from None
+            raise InputError(f"{name} line {counter.count}: malformed CSV ({exc})") from None
+        line_no = counter.first_of_record
+        if any(len(f) > max_field for f in row):
+            raise InputError(f"{name} line {line_no}: a field is longer than {max_field} characters")
+        yield line_no, row
