@@ -107,3 +107,40 @@ def test_sgd_epsilon_column_is_at_or_above_exact_full_batch(invoke, sigma, steps
         assert exact <= mp.mpf(r["delta"]) * (1 + mp.mpf("1e-9")), (r["method"], r["epsilon"], exact)
     pld = [r for r in rows if r["accountant"] == "pld"][0]
     assert pld["epsilon_lower"] <= pld["epsilon_estimate"] <= pld["epsilon"]
+
+
+def test_convert_epsilon_column_is_at_or_above_a_bruteforce_pair(invoke):
+    """Every convert row (each conversion method) against a pair of Bernoulli distributions that meets the
+    Rényi constraint: the printed ε is never below what that pair needs at δ (exact in 40 digits)."""
+    import numpy as np
+
+    from tests.test_conversions_bruteforce import assert_sound, brute_force
+
+    rng = np.random.default_rng(17)
+    alpha = 1.0 + 10.0 ** rng.uniform(-1.0, 2.0, 12)
+    zeta = 10.0 ** rng.uniform(-2.0, 0.5, 12)
+    delta = 10.0 ** rng.uniform(-9.0, -2.0, 12)
+    _, lp = brute_force("eps", alpha, zeta, delta)
+    for i in range(alpha.size):
+        res = invoke(
+            [
+                "convert",
+                "--alpha",
+                repr(float(alpha[i])),
+                "--rdp",
+                repr(float(zeta[i])),
+                "--delta",
+                repr(float(delta[i])),
+                "--method",
+                "all",
+                "-f",
+                "json",
+            ]
+        )
+        assert res.exit_code == 0, res.stderr
+        for row in json.loads(res.stdout):
+            if row["epsilon"] is None:
+                continue
+            assert_sound(
+                "eps", alpha[i : i + 1], zeta[i : i + 1], delta[i : i + 1], [row["epsilon"]], lp[i : i + 1]
+            )
