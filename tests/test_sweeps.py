@@ -117,3 +117,18 @@ def test_pool_only_for_big_work():
     assert sweep.auto_jobs(100, 1) == 1 and sweep.auto_jobs(sweep.POOL_MIN_ROWS - 1, 10) == 1
     assert sweep.auto_jobs(10**6, 3) == min(sweep.cpu_count(), 3)
     assert sweep.slices(10, 4) == [(0, 4), (4, 8), (8, 10)] and sweep.slices(10, None) == [(0, 10)]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_convert_sweeps_stream_the_bytes_of_the_whole_result(fmt):
+    from dpcalc.commands.convert import ConvertParams, convert, convert_stream
+
+    params = ConvertParams(alpha=[1.5, 2, 10, 100], rdp=[0.001, 0.1, 1, 10], delta=[1e-5, 1e-9], method="all")
+    whole = io.StringIO()
+    render(convert(params), fmt, whole)
+    assert _write(convert_stream(params, chunk=5), fmt) == whole.getvalue()
+
+
+def test_convert_refuses_absurd_sweeps(invoke):
+    res = invoke(["convert", "--alpha", "1.001:1000:0.001", "--rdp", "0.001:1000:0.001", "--delta", "1e-5"])
+    assert res.exit_code == 2 and "rows, more than 10,000,000" in res.stderr and res.stdout == ""

@@ -7,7 +7,7 @@ import click
 
 from dpcalc.cli.common import common_options, run
 from dpcalc.cli.types import Grid
-from dpcalc.commands.convert import METHODS, ConvertParams, convert
+from dpcalc.commands.convert import METHODS, ConvertParams, convert_stream
 
 MAN_EXAMPLES = [
     (
@@ -104,7 +104,7 @@ def _convert(params: ConvertParams):
     """:func:`convert`; a --curve file that cannot be opened or read is bad input (exit 2), like a
     malformed one (dpcalc.textinput names it; an OSError that escapes it is mapped the same way)."""
     try:
-        return convert(params)
+        return convert_stream(params)
     except OSError as exc:
         if params.curve is None or exc.filename != params.curve:
             raise

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dpcalc.commands.schema import conform
+from dpcalc.commands.schema import conform, names
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result
 
@@ -91,50 +91,92 @@ def _read_curve(path: str):
     return load_curve(path, f"--curve {path}", stdin=sys.stdin if path == "-" else None)
 
 
-def _points(alpha, rdp, delta, epsilon, methods) -> Result:
-    """One row per (method, α, ζ, δ or ε) combination."""
+#: Points (α, ζ, target) per chunk of a sweep: memory is bounded by the chunk, not by the sweep.
+CHUNK = 8192
+
+
+def convert_stream(params: ConvertParams, *, chunk: int | None = 0):
+    """:func:`convert`, with a sweep of (α, ζ, δ or ε) points delivered as a :class:`~dpcalc.result.Stream`
+    of chunks of ``chunk`` points (0: :data:`CHUNK`), written as they are computed; a curve or
+    ``--from dp`` gives a :class:`~dpcalc.result.Result` as :func:`convert` does."""
+    p = params
+    if p.source == "dp" or p.curve is not None or p.alpha is None or p.rdp is None:
+        return convert(p)
+    if (p.delta is None) == (p.epsilon is None):
+        return convert(p)  # the usual error
+    methods = METHODS if p.method == "all" else (p.method,)
+    return _points(p.alpha, p.rdp, p.delta, p.epsilon, methods, chunk=CHUNK if chunk == 0 else chunk)
+
+
+def _points(alpha, rdp, delta, epsilon, methods, chunk=None):
+    """One row per (method, α, ζ, δ or ε) combination: a Result (``chunk`` None) or a Stream of chunks."""
     import numpy as np
 
-    from dpcalc.engine.conversion import methods as conversions
+    from dpcalc.commands import sweep
     from dpcalc.engine.grid import product
+    from dpcalc.result import Stream
 
     want_eps = delta is not None
     target = delta if want_eps else epsilon
+    sweep.check_rows(
+        {"--alpha": len(alpha), "--rdp": len(rdp), "--delta" if want_eps else "--epsilon": len(target)},
+        len(methods),
+    )
     g = product(alpha=np.asarray(alpha, float), rdp=np.asarray(rdp, float), target=np.asarray(target, float))
-    cols: dict[str, list] = {"method": [], "alpha": [], "rdp": [], "delta": [], "epsilon": []}
-    for m in methods:
-        fn = getattr(conversions, f"eps_{m}" if want_eps else f"delta_{m}")
-        value = np.asarray(fn(g["alpha"], g["rdp"], g["target"]), dtype=float)
-        cols["method"] += [m] * value.size
-        cols["alpha"] += list(g["alpha"])
-        cols["rdp"] += list(g["rdp"])
-        cols["delta"] += list(g["target"] if want_eps else value)
-        cols["epsilon"] += list(value if want_eps else g["target"])
     headline = "epsilon" if want_eps else "delta"
-    # --plot: against the first swept of α, ζ, δ (or ε); the other swept ones split the lines; one
-    # point per method (nothing swept, --method all) is a dot chart
+    tasks = [(m, lo, hi) for m in methods for lo, hi in sweep.slices(g["alpha"].size, chunk)]
+
+    def compute(task):
+        from dpcalc.engine.conversion import methods as conversions
+
+        m, lo, hi = task
+        a, z, t = g["alpha"][lo:hi], g["rdp"][lo:hi], g["target"][lo:hi]
+        fn = getattr(conversions, f"eps_{m}" if want_eps else f"delta_{m}")
+        value = np.asarray(fn(a, z, t), dtype=float).tolist()
+        cols = {
+            "method": [m] * len(value),
+            "alpha": a.tolist(),
+            "rdp": z.tolist(),
+            "delta": t.tolist() if want_eps else value,
+            "epsilon": value if want_eps else t.tolist(),
+        }
+        return Result(conform(cols, "convert"), headline=headline, title="RDP → (ε, δ)")
+
+    def finish(result):
+        result.plot = _points_plot(alpha, rdp, target, want_eps, methods, len(result))
+        return result
+
+    stream = Stream(
+        names("convert"), sweep.run(compute, tasks, 1), headline=headline, title="RDP → (ε, δ)", finish=finish
+    )
+    return stream if chunk is not None else stream.collect()
+
+
+def _points_plot(alpha, rdp, target, want_eps, methods, rows):
+    """--plot: against the first swept of α, ζ, δ (or ε); the other swept ones split the lines; one
+    point per method (nothing swept, --method all) is a dot chart."""
+    headline = "epsilon" if want_eps else "delta"
     given = "delta" if want_eps else "epsilon"
     axes = {"alpha": alpha, "rdp": rdp, given: target}
     swept = [k for k, v in axes.items() if len(v) > 1]
     x = swept[0] if swept else "alpha"
     fixed = ", ".join(f"{_SYM[k]} = {v[0]:g}" for k, v in axes.items() if len(v) == 1)
-    plot = None
-    if len(cols["method"]) > 1:
-        plot = PlotSpec(
-            x=x,
-            y=headline,
-            series="method" if len(methods) > 1 else None,
-            group=tuple(swept[1:]),
-            logx=x == "delta",
-            logy=not want_eps,
-            autolog=True,
-            title=f"RDP → (ε, δ): {'ε' if want_eps else 'δ'} "
-            + (f"by {_WORD[x]}" if swept else "by conversion method"),
-            subtitle=f"(α, ζ)-RDP at {fixed}" if fixed else "",
-            xlabel=_AXIS[x],
-            ylabel=_AXIS[headline],
-        )
-    return Result(conform(cols, "convert"), headline=headline, title="RDP → (ε, δ)", plot=plot)
+    if rows < 2:
+        return None
+    return PlotSpec(
+        x=x,
+        y=headline,
+        series="method" if len(methods) > 1 else None,
+        group=tuple(swept[1:]),
+        logx=x == "delta",
+        logy=not want_eps,
+        autolog=True,
+        title=f"RDP → (ε, δ): {'ε' if want_eps else 'δ'} "
+        + (f"by {_WORD[x]}" if swept else "by conversion method"),
+        subtitle=f"(α, ζ)-RDP at {fixed}" if fixed else "",
+        xlabel=_AXIS[x],
+        ylabel=_AXIS[headline],
+    )
 
 
 def _from_curve(alphas, zetas, delta, epsilon, methods) -> Result:
