@@ -48,8 +48,8 @@ def test_budget_judges_the_upper_end(invoke):
     "extra,fragment",
     [
         (
-            ["--target-epsilon", "3", "--sample-rate", "0.01", "--steps", "100", "--delta", "1e-5"],
-            "--accountant pld",
+            ["--target-epsilon", "3", "--sample-rate", "0.01", "--sigma", "1", "--delta", "1e-5"],
+            "use rdp",
         ),
         (
             [
@@ -83,8 +83,8 @@ def test_all_leaves_pld_out_where_it_does_not_apply(invoke):
             "3",
             "--sample-rate",
             "0.01",
-            "--steps",
-            "1000",
+            "--sigma",
+            "1",
             "--delta",
             "1e-5",
             "--accountant",

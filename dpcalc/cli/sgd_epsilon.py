@@ -27,6 +27,10 @@ MAN_EXAMPLES = [
         "dpcalc sgd-epsilon --target-epsilon 3 --sample-rate 0.004267 --steps 14063 --delta 1e-5",
     ),
     (
+        "The same with the tight accountant (certified, less noise):",
+        "dpcalc sgd-epsilon --target-epsilon 3 --sample-rate 0.004267 --steps 14063 --delta 1e-5 --accountant pld",
+    ),
+    (
         "The largest number of steps within ε <= 2:",
         "dpcalc sgd-epsilon --target-epsilon 2 --sigma 4 --sample-rate 0.04 --delta 1e-5",
     ),
@@ -60,7 +64,9 @@ add/remove pair, the worse reported), composed by FFT: [epsilon_lower, epsilon] 
 bracket (pessimistic and optimistic discretisation, truncation and aliasing counted in), so epsilon
 is the certified upper end as in every other row; epsilon_estimate, a value inside the bracket, is
 not a bound.  Budget checks and -q read epsilon.  --eps-error sets the
-bracket width (default 0.5% of ε).  It answers the forward question only.
+bracket width (default 0.5% of ε).  With --target-epsilon it also finds the smallest noise
+multiplier whose certified upper end meets the target (starting from the RDP answer, then bisecting
+on the PLD bracket; about 5% less noise than RDP at typical settings); the step budget uses rdp.
 
 Sampling and neighbours: --sampling fixed-size uses the Wang, Balle and Kasiviswanathan 2019 bound
 for sampling without replacement, an upper bound, under replace-one neighbours.  The noise

@@ -161,9 +161,10 @@ def _checked(p: SgdEpsilonParams):
         names = [a for a in ACCOUNTANTS if _applies(a, p.sampling, neighbors, p.dataset_size, solve)]
     else:
         names = [p.accountant]
-    if p.accountant == "pld" and solve is not None:
+    if p.accountant == "pld" and solve == "steps":
         raise InputError(
-            "--accountant pld answers ε for given noise and steps; for --target-epsilon use rdp (the default)"
+            "--accountant pld answers ε, or the noise for a target ε; for the largest number of steps within "
+            "--target-epsilon use rdp (the default)"
         )
     if p.accountant == "pld" and (p.sampling, neighbors) != ("poisson", "add-remove"):
         raise InputError(
@@ -182,7 +183,7 @@ def _checked(p: SgdEpsilonParams):
 
 def _applies(name, sampling, neighbors, dataset_size, solve=None) -> bool:
     if name == "pld":
-        return (sampling, neighbors) == ("poisson", "add-remove") and solve is None
+        return (sampling, neighbors) == ("poisson", "add-remove") and solve in (None, "sigma")
     if name == "abadi":
         return (sampling, neighbors) == ("poisson", "add-remove")
     if name == "bassily":
@@ -277,6 +278,39 @@ def _pld_rows(p: SgdEpsilonParams, g, strict: bool) -> dict:
     return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, lower=lower, estimate=est, note=notes)
 
 
+def _pld_calibration(p: SgdEpsilonParams, g, strict: bool) -> dict:
+    """The smallest noise multiplier whose certified PLD ε meets the target, per configuration, with
+    the bracket at that σ (:mod:`dpcalc.engine.pld.calibration`); a refusal as in :func:`_pld_rows`."""
+    import numpy as np
+
+    from dpcalc.engine.dpsgd import accounting as sgd
+    from dpcalc.engine.pld.calibration import calibrate_noise_pld
+    from dpcalc.engine.pld.epsilon import RDP_HINT
+
+    n = g["q"].size
+    sigma, lower, est, upper = (np.full(n, np.nan) for _ in range(4))
+    notes = [""] * n
+    for i in range(n):
+        try:
+            s, (lo, es, up) = calibrate_noise_pld(
+                g["q"][i],
+                g["steps"][i],
+                g["delta"][i],
+                g["target"][i],
+                rtol=SIGMA_RTOL,
+                eps_error=p.eps_error,
+            )
+        except InputError as exc:
+            message = str(exc).replace(RDP_HINT, "--accountant rdp")
+            if strict:
+                raise InputError(message) from None
+            notes[i] = f"does not apply: {message}"
+            continue
+        sigma[i], lower[i], est[i], upper[i] = float(s), float(lo), float(es), float(up)
+    e = sgd.Epsilon(upper, np.full(n, np.nan), np.zeros(n, bool), np.ones(n, bool))
+    return dict(noise_multiplier=sigma, steps=g["steps"], eps=e, lower=lower, estimate=est, note=notes)
+
+
 def _accountant_rows(p: SgdEpsilonParams, name, solve, g, kw, light=True, strict=True) -> dict:
     """One accountant's answers on the combinations ``g`` (flat arrays); ``light``: small arrays may
     skip scipy (see :class:`dpcalc.engine.dpsgd.sgm.light_start`)."""
@@ -289,7 +323,7 @@ def _accountant_rows(p: SgdEpsilonParams, name, solve, g, kw, light=True, strict
 
     with sgm.light_start() if light else contextlib.nullcontext():
         if name == "pld":
-            return _pld_rows(p, g, strict)
+            return _pld_rows(p, g, strict) if solve is None else _pld_calibration(p, g, strict)
         if solve is None:
             e = sgd.epsilon(name, g["q"], g["sigma"], g["steps"], g["delta"], **kw)
             return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e)
