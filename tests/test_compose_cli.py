@@ -192,3 +192,32 @@ def test_errors_exit_2_naming_the_token(invoke, args, needle):
     assert res.stdout == ""
     assert needle in res.stderr
     assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize(
+    "specs,target",
+    [
+        (["dp:epsilon=1", "dp:epsilon=2"], "3"),
+        (["laplace:scale=1,count=3", "laplace:scale=2,count=2"], "4"),
+        (["dp:epsilon=0.1", "dp:epsilon=0.2"], "0.3"),
+    ],
+)
+def test_basic_composition_holds_at_its_exact_boundary(invoke, specs, target):
+    """Σε equal to the target in the decimals given: basic composition applies, δ = 0 (best picks it)."""
+    rows = _rows(invoke(["compose", *specs, "--epsilon", target, "-f", "csv"]))
+    assert rows[0]["method"] == "basic" and float(rows[0]["delta"]) == 0.0
+    below = _rows(
+        invoke(
+            [
+                "compose",
+                *specs,
+                "--epsilon",
+                repr(float(target) * (1 - 1e-12)),
+                "--method",
+                "basic",
+                "-f",
+                "csv",
+            ]
+        )
+    )
+    assert below[0]["delta"] == "" and "needs --epsilon" in below[0]["note"]

@@ -125,13 +125,18 @@ def _basic(specs, want_eps, targets, opts):
     pairs, reason = _per_release(specs)
     if pairs is None:
         return None, reason, {}
-    e_basic, d_basic = composition.basic(*zip(*pairs))
+    eps, delta, counts = zip(*pairs)
+    e_basic, d_basic = composition.basic(eps, delta, counts)
+    # the boundary is decided on the exact sums of the decimals given (1 + 2 <= 3 holds); the values
+    # reported are the sums rounded up
+    given = composition.exact_sum(delta, counts) if want_eps else composition.exact_sum(eps, counts)
+    ok = [composition.at_least(float(t), given) for t in targets]
     if want_eps:
-        values = [e_basic if t >= d_basic else None for t in targets]
-        notes = ["" if t >= d_basic else f"needs --delta >= sum of deltas = {d_basic!r}" for t in targets]
+        values = [e_basic if o else None for o in ok]
+        notes = ["" if o else f"needs --delta >= sum of deltas = {d_basic!r}" for o in ok]
     else:
-        values = [d_basic if t >= e_basic else None for t in targets]
-        notes = ["" if t >= e_basic else f"needs --epsilon >= sum of epsilons = {e_basic!r}" for t in targets]
+        values = [d_basic if o else None for o in ok]
+        notes = ["" if o else f"needs --epsilon >= sum of epsilons = {e_basic!r}" for o in ok]
     return values, notes, {}
 
 

@@ -59,6 +59,29 @@ def basic(eps, delta, counts=1):
     return _fsum_up(counts * eps), min(1.0, _fsum_up(counts * delta))
 
 
+def exact_sum(values, counts=1):
+    """``Σ k_j x_j`` exactly, as a :class:`fractions.Fraction`, reading each ``x_j`` as the decimal it
+    was written as (the shortest decimal that gives its double, e.g. 0.1 for the double nearest 0.1), so
+    that a boundary that holds exactly in the user's decimals holds here (1 + 2 <= 3; 0.1 + 0.2 <= 0.3)."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    x = np.atleast_1d(np.asarray(values, dtype=float))
+    k = np.broadcast_to(np.asarray(counts, dtype=float), x.shape)
+    return sum(
+        (Fraction(Decimal(repr(float(c)))) * Fraction(Decimal(repr(float(v)))) for v, c in zip(x, k)),
+        Fraction(0),
+    )
+
+
+def at_least(target: float, exact) -> bool:
+    """Whether the decimal ``target`` (read as in :func:`exact_sum`) is at least the exact value ``exact``."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    return math.isfinite(target) and Fraction(Decimal(repr(float(target)))) >= exact
+
+
 def _advanced_sums(eps, counts):
     """``(m, n2, S1)``: ``S2 = Σ k ε² = m²·n2`` with ``m = max ε`` (scaled: no underflow for tiny ε) and
     ``S1 = Σ k ε (e^ε − 1)`` (expm1), rounded up."""
