@@ -373,8 +373,8 @@ def _save_atomically(fig, path: str) -> None:
     metadata = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(ext)
     try:
         fd, tmp = tempfile.mkstemp(prefix=".dpcalc-plot-", suffix="." + ext, dir=directory)
-    except OSError as exc:
-        raise click.ClickException(f"--plot: cannot write {path!r}: {exc.strerror or exc}") from None
+    except OSError as exc:  # the directory named is missing or not writable: bad input, like a read-only file
+        raise click.UsageError(f"--plot: cannot write {path!r}: {exc.strerror or exc}") from None
     os.close(fd)
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the picture the usual mode

@@ -280,7 +280,7 @@ def test_failed_write_leaves_no_file(tmp_path, monkeypatch, existing):
 
 def test_missing_directory(tmp_path):
     res = invoke([*KINDS["convert-dots"].split(), "--plot", str(tmp_path / "no" / "such" / "x.png")])
-    assert res.exit_code == 1
+    assert res.exit_code == 2  # bad input, as a read-only file is
     assert res.stderr.startswith("Error: --plot: cannot write")
 
 
@@ -327,3 +327,43 @@ def test_rows_outside_their_conditions_are_drawn_apart(tmp_path, figures):
     assert list(bad.get_xdata()) == [20.0, 30.0] and list(bad.get_ydata()) == [1.8, 2.6]
     assert bad.get_linestyle() == ":" and bad.get_markerfacecolor() == "white"
     assert list(lines["abadi"].get_xdata()) == [10.0]
+
+
+def test_an_unwritable_plot_target_is_bad_input_whether_file_or_directory(invoke, tmp_path):
+    res = invoke(
+        [
+            "convert",
+            "--alpha",
+            "2,4",
+            "--rdp",
+            "0.1",
+            "--delta",
+            "1e-5",
+            "--plot",
+            str(tmp_path / "missing" / "x.png"),
+        ]
+    )
+    assert res.exit_code == 2 and res.stderr.startswith("Error: --plot: cannot write")
+
+
+def test_quiet_silences_notes(invoke):
+    args = [
+        "langevin",
+        "--sigma",
+        "0.1",
+        "--sensitivity",
+        "0.01",
+        "--lr",
+        "0.1",
+        "--strong-convexity",
+        "0.5",
+        "--smoothness",
+        "1",
+        "--dataset-size",
+        "1000",
+        "--steps",
+        "100",
+        "--alpha",
+        "2",
+    ]
+    assert "Note:" in invoke(args).stderr and invoke([*args, "-q"]).stderr == ""

@@ -196,7 +196,7 @@ def run(out: Output, compute) -> None:
                 _stream(result, out, caught)
                 return
     _warn(caught)
-    for note in result.notes:
+    for note in [] if out.quiet else result.notes:  # -q: the values alone
         click.echo(f"Note: {note}", err=True)
     emit(result, out)
 
@@ -229,7 +229,7 @@ def _stream(stream, out: Output, caught) -> None:
             chunk = next(chunks, None)
         writer.close()
     _warn(caught)
-    for note in stream.notes:
+    for note in [] if out.quiet else stream.notes:
         click.echo(f"Note: {note}", err=True)
     judge.check()
 

@@ -251,7 +251,8 @@ def report(path, ledger, conversion, quiet=False) -> Result:
     if not quiet:
         result.notes.extend(edge_notes(rows))
     if ledger.torn is not None:
-        result.notes.append(ledger.torn.message(path))
+        # a warning, not a note: it is about the data, and -q does not silence it
+        warnings.warn(ledger.torn.message(path), DpcalcWarning, stacklevel=2)
     if ledger.header is None:
         result.notes.append(f"{path}: the ledger has no entries yet")
     return result
