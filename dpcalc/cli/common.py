@@ -196,9 +196,14 @@ def run(out: Output, compute) -> None:
                 _stream(result, out, caught)
                 return
     _warn(caught)
-    for note in [] if out.quiet else result.notes:  # -q: the values alone
-        click.echo(f"Note: {note}", err=True)
+    _notes(result.notes, out)
     emit(result, out)
+
+
+def _notes(notes, out: Output) -> None:
+    """The result's notes on stderr, unless ``-q`` asked for the values alone."""
+    for note in [] if out.quiet else notes:
+        click.echo(f"Note: {note}", err=True)
 
 
 def _warn(caught) -> None:
@@ -211,7 +216,7 @@ def _stream(stream, out: Output, caught) -> None:
     from dpcalc.render import ChunkWriter
 
     chunks = iter(stream.chunks)
-    first = next(chunks, None)
+    chunk = next(chunks, None)  # computed before anything is written: an error here leaves stdout empty
     judge = BudgetJudge(out)
     with writing():
         writer = ChunkWriter(
@@ -222,15 +227,13 @@ def _stream(stream, out: Output, caught) -> None:
             headline=stream.headline,
             columns=out.columns,
         )
-        chunk = first
         while chunk is not None:
             writer.write(chunk)
             judge.feed(chunk)
             chunk = next(chunks, None)
         writer.close()
     _warn(caught)
-    for note in [] if out.quiet else stream.notes:
-        click.echo(f"Note: {note}", err=True)
+    _notes(stream.notes, out)
     judge.check()
 
 

@@ -250,49 +250,22 @@ def _prepare(p: SgdEpsilonParams, names):
     return g, kw
 
 
-def _pld_rows(p: SgdEpsilonParams, g, strict: bool) -> dict:
-    """The pld accountant's certified brackets, one configuration at a time: a configuration it cannot
-    discretise (or that needs more memory than the cap) is an error when pld alone was asked for
-    (``strict``), else a row with no value and the reason in ``note``."""
+def _pld_rows(p: SgdEpsilonParams, g, solve, strict: bool) -> dict:
+    """The pld accountant, one distinct configuration at a time: its certified bracket of ε, or (``solve``
+    = ``"sigma"``) the smallest noise multiplier whose certified upper end meets the target, with the
+    bracket there (:mod:`dpcalc.engine.pld.calibration`).  A configuration it cannot discretise (or that
+    needs more memory than the cap) is an error when pld alone was asked for (``strict``), else a row
+    with no value and the reason in ``note``."""
     import numpy as np
 
     from dpcalc.engine.dpsgd import accounting as sgd
     from dpcalc.engine.pld.accountant import sgd_epsilon_pld
-    from dpcalc.engine.pld.epsilon import RDP_HINT
-
-    n = g["q"].size
-    lower, est, upper = (np.full(n, np.nan) for _ in range(3))
-    notes = [""] * n
-    for i in range(n):
-        try:
-            b = sgd_epsilon_pld(g["q"][i], g["sigma"][i], g["steps"][i], g["delta"][i], eps_error=p.eps_error)
-        except InputError as exc:
-            message = str(exc).replace(RDP_HINT, "--accountant rdp")
-            if strict:
-                raise InputError(message) from None
-            notes[i] = f"does not apply: {message}"
-            continue
-        lower[i], est[i], upper[i] = (float(x) for x in b)
-    # the epsilon column holds the certified upper end; the estimate has a column of its own
-    e = sgd.Epsilon(upper, np.full(n, np.nan), np.zeros(n, bool), np.ones(n, bool))
-    return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, lower=lower, estimate=est, note=notes)
-
-
-def _pld_calibration(p: SgdEpsilonParams, g, strict: bool) -> dict:
-    """The smallest noise multiplier whose certified PLD ε meets the target, per configuration, with
-    the bracket at that σ (:mod:`dpcalc.engine.pld.calibration`); a refusal as in :func:`_pld_rows`."""
-    import numpy as np
-
-    from dpcalc.engine.dpsgd import accounting as sgd
     from dpcalc.engine.pld.calibration import calibrate_noise_pld
     from dpcalc.engine.pld.epsilon import RDP_HINT
 
-    n = g["q"].size
-    sigma, lower, est, upper = (np.full(n, np.nan) for _ in range(4))
-    notes = [""] * n
-    for i in range(n):
-        try:
-            s, (lo, es, up) = calibrate_noise_pld(
+    def one(i):
+        if solve == "sigma":
+            s, bracket = calibrate_noise_pld(
                 g["q"][i],
                 g["steps"][i],
                 g["delta"][i],
@@ -300,13 +273,31 @@ def _pld_calibration(p: SgdEpsilonParams, g, strict: bool) -> dict:
                 rtol=SIGMA_RTOL,
                 eps_error=p.eps_error,
             )
-        except InputError as exc:
-            message = str(exc).replace(RDP_HINT, "--accountant rdp")
-            if strict:
-                raise InputError(message) from None
-            notes[i] = f"does not apply: {message}"
-            continue
-        sigma[i], lower[i], est[i], upper[i] = float(s), float(lo), float(es), float(up)
+            return (float(s), *(float(x) for x in bracket)), ""
+        b = sgd_epsilon_pld(g["q"][i], g["sigma"][i], g["steps"][i], g["delta"][i], eps_error=p.eps_error)
+        return (float(g["sigma"][i]), *(float(x) for x in b)), ""
+
+    n = g["q"].size
+    answers: dict = {}
+    out = np.full((4, n), np.nan)  # noise multiplier, lower, estimate, upper
+    notes = [""] * n
+    for i in range(n):
+        key = tuple(
+            float(g[k][i]) for k in ("q", "steps", "delta", "target" if solve == "sigma" else "sigma")
+        )
+        if key not in answers:
+            try:
+                answers[key] = one(i)
+            except InputError as exc:
+                message = str(exc).replace(RDP_HINT, "--accountant rdp")
+                if strict:
+                    raise InputError(message) from None
+                answers[key] = ((np.nan,) * 4, f"does not apply: {message}")
+        out[:, i], notes[i] = answers[key]
+    sigma, lower, est, upper = out
+    if solve is None:
+        sigma = g["sigma"]  # as given, also on rows the accountant refused
+    # the epsilon column holds the certified upper end; the estimate has a column of its own
     e = sgd.Epsilon(upper, np.full(n, np.nan), np.zeros(n, bool), np.ones(n, bool))
     return dict(noise_multiplier=sigma, steps=g["steps"], eps=e, lower=lower, estimate=est, note=notes)
 
@@ -323,7 +314,7 @@ def _accountant_rows(p: SgdEpsilonParams, name, solve, g, kw, light=True, strict
 
     with sgm.light_start() if light else contextlib.nullcontext():
         if name == "pld":
-            return _pld_rows(p, g, strict) if solve is None else _pld_calibration(p, g, strict)
+            return _pld_rows(p, g, solve, strict)
         if solve is None:
             e = sgd.epsilon(name, g["q"], g["sigma"], g["steps"], g["delta"], **kw)
             return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e)

@@ -140,8 +140,8 @@ class RowWriter:
 
     CSV and TSV: header then rows.  JSON: a streamed array (``[`` ... ``]``) of objects.  JSON Lines:
     one object per line.  table: aligned plain-text columns (a rich table cannot stream).  ``quiet``:
-    the headline column only, one value per row as it comes.  ``columns`` (``--columns``; by default
-    the choice of the running command, see :mod:`dpcalc.cli.common`) chooses and orders the columns.
+    the headline column only, one value per row as it comes.  ``select`` (``--columns``) chooses and
+    orders the columns.
     """
 
     def __init__(
