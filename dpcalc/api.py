@@ -29,6 +29,7 @@ __all__ = [
     "rdp_from_dp",
     "sgd_epsilon",
     "sgd_noise_multiplier",
+    "sgd_sample_rate",
     "sgd_steps",
 ]
 
@@ -183,10 +184,26 @@ def sgd_epsilon(
 
 
 def sgd_noise_multiplier(
-    sample_rate, steps, delta, target_epsilon, *, conversion: str = "optimal", rtol=1e-4
+    sample_rate,
+    steps,
+    delta,
+    target_epsilon,
+    *,
+    accountant: str = "rdp",
+    conversion: str = "optimal",
+    rtol=1e-4,
+    eps_error=None,
 ):
     """The smallest noise multiplier (within a factor 1 + rtol, rounded up) whose DP-SGD ε at ``delta``
-    is at most ``target_epsilon`` (exact RDP, Poisson sampling).  Arguments broadcast."""
+    is at most ``target_epsilon`` (Poisson sampling): by exact RDP and ``conversion``, or with
+    ``accountant="pld"`` by the certified upper end of the PLD bracket.  Arguments broadcast."""
+    if accountant == "pld":
+        from dpcalc.engine.pld.calibration import calibrate_noise_pld
+
+        sigma, _ = calibrate_noise_pld(
+            sample_rate, steps, delta, target_epsilon, rtol=rtol, eps_error=eps_error
+        )
+        return sigma
     from dpcalc.engine.dpsgd import noise_calibration
 
     sigma, _ = noise_calibration.calibrate_noise(
@@ -195,12 +212,77 @@ def sgd_noise_multiplier(
     return sigma
 
 
-def sgd_steps(sample_rate, noise_multiplier, delta, target_epsilon, *, conversion: str = "optimal"):
-    """The largest number of DP-SGD steps whose ε at ``delta`` is at most ``target_epsilon`` (exact RDP,
-    Poisson sampling; 0 where even one step exceeds it).  Arguments broadcast."""
+def sgd_steps(
+    sample_rate,
+    noise_multiplier,
+    delta,
+    target_epsilon,
+    *,
+    accountant: str = "rdp",
+    conversion: str = "optimal",
+    eps_error=None,
+):
+    """The largest number of DP-SGD steps whose ε at ``delta`` is at most ``target_epsilon`` (Poisson
+    sampling; 0 where even one step exceeds it): by exact RDP and ``conversion``, or with
+    ``accountant="pld"`` by the certified upper end of the PLD bracket.  Arguments broadcast."""
+    if accountant == "pld":
+        from dpcalc.engine.pld.calibration import max_steps_pld
+
+        steps, _ = max_steps_pld(sample_rate, noise_multiplier, delta, target_epsilon, eps_error=eps_error)
+        return steps
     from dpcalc.engine.dpsgd import step_budget
 
     steps, _ = step_budget.max_steps(
         sample_rate, noise_multiplier, delta, target_epsilon, conversion=conversion
     )
     return steps
+
+
+def sgd_sample_rate(
+    noise_multiplier,
+    delta,
+    target_epsilon,
+    *,
+    steps=None,
+    epochs=None,
+    dataset_size=None,
+    accountant: str = "rdp",
+    conversion: str = "optimal",
+    rtol=1e-4,
+    eps_error=None,
+):
+    """The largest sample rate (within a factor 1 + rtol) whose DP-SGD ε at ``delta`` is at most
+    ``target_epsilon`` (Poisson sampling), for ``steps`` steps or ``epochs`` epochs (then the run has
+    ceil(epochs / q) steps); with ``dataset_size`` N the largest batch size B, returned as q = B/N.
+    0 where nothing fits.  ``accountant``: ``rdp`` or ``pld`` (certified upper end).  Arguments broadcast."""
+    from dpcalc.errors import InputError
+
+    if (steps is None) == (epochs is None):
+        raise InputError("sgd_sample_rate: give exactly one of steps and epochs")
+    if accountant == "pld":
+        from dpcalc.engine.pld.calibration import max_sample_rate_pld
+
+        q, _ = max_sample_rate_pld(
+            noise_multiplier,
+            steps,
+            delta,
+            target_epsilon,
+            dataset_size=dataset_size,
+            epochs=epochs,
+            eps_error=eps_error,
+            rtol=rtol,
+        )
+        return q
+    from dpcalc.engine.dpsgd import rate_budget
+
+    q, _ = rate_budget.max_sample_rate(
+        noise_multiplier,
+        steps,
+        delta,
+        target_epsilon,
+        epochs=epochs,
+        dataset_size=dataset_size,
+        conversion=conversion,
+        rtol=rtol,
+    )
+    return q

@@ -133,6 +133,17 @@ def man_page(name: str | None) -> str:
         ]
         for col, meaning in SCHEMAS[name]:
             lines += [".TP", f"\\fB{esc(col)}\\fR", esc(meaning)]
+    from dpcalc.commands.schema import CURVE_SCHEMAS
+
+    if name in CURVE_SCHEMAS:
+        lines.append(".SH RDP CURVE COLUMNS")
+        lines += [
+            "With --rdp-curve, every CSV, TSV and JSON row has these columns instead, in this order: one row "
+            "per order of --alphas, per configuration of the swept inputs and per method.  The CSV of one "
+            "curve is read as it is by dpcalc convert --curve -.",
+        ]
+        for col, meaning in CURVE_SCHEMAS[name]:
+            lines += [".TP", f"\\fB{esc(col)}\\fR", esc(meaning)]
     lines.append(".SH EXIT STATUS")
     for code, text in EXIT_STATUS:
         lines += [".TP", f"\\fB{int(code)}\\fR", esc(text)]

@@ -110,6 +110,13 @@ def header_mode(names: list[str], line_no: int, source: str = "EVENTS") -> str:
     where = _where(source, line_no)
     if len(set(names)) != len(names):
         raise InputError(f"{where}: a column name repeats in the header {','.join(names)!r}")
+    if "alpha" in names and "rdp" in names:  # e.g. `dpcalc sgd-epsilon ... --rdp-curve`: one row per order
+        raise InputError(
+            f"{where}: expected a header row with a 'mechanism' column or the columns "
+            "'sample_rate,noise_multiplier[,steps]', got a Rényi curve (columns alpha,rdp: one row per order, "
+            "not per step); the odometer takes no curve: give the steps as events, or convert the curve with "
+            "'dpcalc convert --curve'"
+        )
     has_mech = "mechanism" in names
     has_sgm = [c in names for c in SGM_COLUMNS]
     if has_mech and any(has_sgm):

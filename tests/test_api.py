@@ -78,3 +78,18 @@ def test_bad_input_raises_input_error():
         api.compose("laplace:scale=1", delta=1e-5, method="exact")
     with pytest.raises(InputError, match="unknown kind"):
         api.mechanism("gausian:sigma=1")
+
+
+def test_inverse_questions_with_the_tight_accountant():
+    from dpcalc import api
+
+    q, delta, target = 0.01, 1e-5, 2.0
+    sigma = float(api.sgd_noise_multiplier(q, 1000, delta, target, accountant="pld"))
+    assert api.sgd_epsilon(q, sigma, 1000, delta, accountant="pld").value <= target
+    assert sigma < float(api.sgd_noise_multiplier(q, 1000, delta, target))
+    steps = int(api.sgd_steps(q, 1.0, delta, target, accountant="pld"))
+    assert api.sgd_epsilon(q, 1.0, steps, delta, accountant="pld").value <= target
+    assert steps > int(api.sgd_steps(q, 1.0, delta, target))
+    rate = float(api.sgd_sample_rate(1.0, delta, target, steps=1000, accountant="pld"))
+    assert api.sgd_epsilon(rate, 1.0, 1000, delta, accountant="pld").value <= target
+    assert rate > float(api.sgd_sample_rate(1.0, delta, target, steps=1000))

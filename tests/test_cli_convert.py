@@ -89,7 +89,6 @@ BAD = [
     (["--alpha", "ten", "--rdp", "0.5", "--delta", "1e-5"], "--alpha"),
     (["--alpha", "10", "--rdp", "-0.5", "--delta", "1e-5"], "--rdp"),
     (["--alpha", "10", "--rdp", "nan", "--delta", "1e-5"], "--rdp"),
-    (["--alpha", "10", "--rdp", "0.5", "--delta", "0"], "--delta"),
     (["--alpha", "10", "--rdp", "0.5", "--delta", "1"], "--delta"),
     (["--alpha", "10", "--rdp", "0.5", "--delta", "1.5"], "--delta"),
     (["--alpha", "10", "--rdp", "0.5", "--delta", "-1e-5"], "--delta"),

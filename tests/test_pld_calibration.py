@@ -46,22 +46,3 @@ def test_less_noise_than_rdp_and_than_opacus_prv(invoke):
     assert pld["noise_multiplier"] < rdp["noise_multiplier"] * 0.96  # 5 % less noise than RDP's answer
     assert pld["noise_multiplier"] <= 1.34766  # Opacus's PRV calibration (an estimate, not certified)
     assert pld["epsilon_lower"] <= pld["epsilon_estimate"] <= pld["epsilon"] <= 8.0
-
-
-def test_pld_steps_budget_is_still_refused_with_a_pointer(invoke):
-    res = invoke(
-        [
-            "sgd-epsilon",
-            "--sigma",
-            "1",
-            "--sample-rate",
-            "0.01",
-            "--delta",
-            "1e-5",
-            "--target-epsilon",
-            "3",
-            "--accountant",
-            "pld",
-        ]
-    )
-    assert res.exit_code == 2 and "use rdp" in res.stderr

@@ -26,7 +26,7 @@ from dpcalc.errors import InputError
         ((0.0, 1.0, 1000, 1e-5), "--sample-rate"),
         ((0.01, 1.0, 0, 1e-5), "--steps"),
         ((0.01, 1.0, 10.5, 1e-5), "--steps"),
-        ((0.01, 1.0, 1000, 0.0), "--delta"),
+        ((0.01, 1.0, 1000, -1e-5), "--delta"),  # δ = 0 is answered: ε = inf (test_delta_zero.py)
         ((0.01, 1.0, 1000, 1.0), "--delta"),
         ((0.01, float("nan"), 1000, 1e-5), "--noise-multiplier"),
     ],
@@ -160,6 +160,8 @@ def test_delta_where_epsilon_is_far_below_the_loss():
                 "0.236",
                 "--accountant",
                 "pld",
+                "--eps-error",
+                "1e-7",
             ],
             "--eps-error",
         ),
@@ -186,6 +188,8 @@ def test_one_accountant_that_cannot_compute_does_not_sink_the_others(invoke):
             "0.236",
             "--accountant",
             "all",
+            "--eps-error",
+            "1e-7",
             "-f",
             "json",
         ]

@@ -170,7 +170,7 @@ def test_accountant_all_poisson_has_abadi_flagged():
         (["--sigma", "1", "--sample-rate", "0.5", "--steps", "0", "--delta", "1e-5"], "--steps"),
         (["--sigma", "1", "--sample-rate", "0.5", "--steps", "2.5", "--delta", "1e-5"], "--steps"),
         (["--sigma", "1", "--sample-rate", "0.5", "--steps", "10", "--delta", "1"], "--delta"),
-        (["--sigma", "1", "--sample-rate", "0.5", "--steps", "10", "--delta", "0"], "--delta"),
+        (["--sigma", "1", "--sample-rate", "0.5", "--steps", "10", "--delta", "-1e-5"], "--delta"),
         (
             [
                 "--sigma",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from dpcalc.cli.common import common_options, eps_error_option, run
+from dpcalc.cli.rdp_curve import curve_options, wanted
 from dpcalc.cli.types import Grid
 from dpcalc.commands.compose import METHOD_ORDER  # pure Python: numpy loads only when a method runs
 
@@ -32,6 +33,11 @@ MAN_EXAMPLES = [
         "dpcalc compose gaussian:count=10 --epsilon 1 --delta 1e-5",
     ),
     (
+        "The noise of the DP-SGD part of a release plan, with the tight accountant (leave sigma out):",
+        "dpcalc compose subsampled-gaussian:q=0.01,count=1000 laplace:scale=10 --epsilon 2 --delta 1e-5 "
+        "--method pld",
+    ),
+    (
         "Tight numerical accounting with a certified bracket (privacy loss distributions):",
         "dpcalc compose laplace:scale=10,count=100 subsampled-gaussian:q=0.01,sigma=1,count=1000 "
         "--delta 1e-5 --method pld",
@@ -39,6 +45,10 @@ MAN_EXAMPLES = [
     (
         "ε by δ for every theorem that applies, drawn to a file:",
         "dpcalc compose laplace:scale=10,count=100 --delta 1e-10:1e-2:x10 --method all --plot compose.png",
+    ),
+    (
+        "The summed Rényi curve of a mix at a few orders:",
+        "dpcalc compose gaussian:sigma=4,count=10 laplace:scale=20,count=5 --rdp-curve --alphas 2,4,8,16,32",
     ),
 ]
 
@@ -53,8 +63,9 @@ pld — privacy loss distributions composed numerically (Koskela et al. 2020; Go
 one a lower end, with truncation and aliasing counted in; the row reports epsilon (the certified upper
 end, like every other epsilon), epsilon_lower and epsilon_estimate (a value inside the bracket, not a
 bound), and budget checks, best and -q read epsilon.  --eps-error sets the
-bracket width (default 0.5% of ε); a request past the memory cap is refused with the --eps-error
-that fits.  Applies to gaussian, laplace, randomized-response, dp and Poisson subsampled-gaussian.
+bracket width (default 0.5% of ε, however small ε is; where that grid would pass the memory cap the
+bracket is coarsened to fit, with a warning); an explicit --eps-error past the cap is refused with
+the --eps-error that fits.  Applies to gaussian, laplace, randomized-response, dp and Poisson subsampled-gaussian.
 
 rdp — Rényi-DP curves (Mironov 2017) summed over 225 orders from 1.01 to 1e4 and converted by the
 optimal conversion of Asoodeh et al.; applies to every kind except dp specs with δ > 0.
@@ -77,10 +88,18 @@ assumes add/remove-one, sampling=fixed-size replace-one, and the two are not mix
 
 Calibration: with both --epsilon and --delta and gaussian specs without sigma, the smallest common σ
 that makes the composition (ε, δ)-DP, by the exact Gaussian profile (unlike sqrt(2 log(1.25/δ))Δ/ε,
-it holds for every ε; --method all adds that classical value, which needs ε < 1).
+it holds for every ε; --method all adds that classical value, which needs ε < 1).  With --method
+pld, or with other specs in the list (subsampled-gaussian, laplace, ...), the spec(s) that leave
+sigma out get the smallest σ (within a factor 1.0001) at which the certified PLD upper end of ε(δ)
+of the whole list is within --epsilon; the row shows the bracket reached there.
 
 --plot FILE draws ε (or δ, or σ) against the swept target, one line per method; at a single target
-with --method all, one dot per method, and a method that does not apply is named with its reason."""
+with --method all, one dot per method, and a method that does not apply is named with its reason.
+
+--rdp-curve prints the summed Rényi curve of the MECHANISMs (the rdp method's, before any
+conversion) at each order of --alphas (default: the 225 orders of rdp), with no --delta or
+--epsilon; a dp spec with δ > 0 has no curve and is refused, and so is a --method other than rdp.
+dpcalc convert --curve - reads its CSV as it is and gives the rdp row's ε exactly."""
 
 
 # ------------------------------------------------------------------------------------------------ command
@@ -88,7 +107,12 @@ with --method all, one dot per method, and a method that does not apply is named
 
 @click.command("compose")
 @click.argument("mechanisms", nargs=-1, required=True, metavar="MECHANISM...")
-@click.option("--delta", type=Grid(lo=0, hi=1, hi_open=True), help="Target δ in (0, 1): report ε.")
+@click.option(
+    "--delta",
+    type=Grid(lo=0, lo_open=False, hi=1, hi_open=True),
+    help="Target δ in [0, 1): report ε.  At δ = 0, the pure ε (the largest privacy loss): Σε of laplace, "
+    "randomized-response and dp specs with delta=0; inf, with the reason in note, where a loss is unbounded.",
+)
 @click.option("--epsilon", type=Grid(lo=0, lo_open=False), help="Target ε >= 0: report δ.")
 @click.option(
     "--method",
@@ -100,8 +124,9 @@ with --method all, one dot per method, and a method that does not apply is named
     "all: one row per method.",
 )
 @eps_error_option
+@curve_options
 @common_options
-def command(mechanisms, delta, epsilon, method, eps_error, out):
+def command(mechanisms, delta, epsilon, method, eps_error, out, rdp_curve=False, alphas=None):
     """Compose mechanisms: one (ε, δ) guarantee for all of them.
 
     A MECHANISM is KIND:key=value,... with an optional count=K: gaussian:sigma=S[,sensitivity=D],
@@ -109,16 +134,28 @@ def command(mechanisms, delta, epsilon, method, eps_error, out):
     subsampled-gaussian:q=Q,sigma=S[,sampling=poisson|fixed-size], zcdp:rho=R, dp:epsilon=E[,delta=D].
     @FILE reads one MECHANISM per line from FILE, - from standard input (# starts a comment);
     identical specs are merged (their counts summed).  Give --delta to get ε, or --epsilon to get δ
-    (both take sweeps).  Give both, with gaussian specs that leave sigma out, to calibrate σ.
+    (both take sweeps).  Give both, with specs that leave sigma out, to calibrate σ.
+    With --rdp-curve, the summed Rényi curve of the mechanisms instead (no --delta or --epsilon needed).
     """
     from dpcalc.cli.common import single
     from dpcalc.commands import compose as cmd
 
     eps_error = single(eps_error, "--eps-error")
+    if wanted(rdp_curve, alphas, out):
+        if eps_error is not None:
+            raise click.UsageError(
+                "--eps-error cannot be used with --rdp-curve (it is the width of a pld bracket)"
+            )
+        from dpcalc.commands.curve import compose_curve
+
+        run(out, lambda: compose_curve(mechanisms, alphas, method, stream=True))
+        return
     if eps_error is not None and method not in ("pld", "best", "all"):
         raise click.UsageError("--eps-error applies to --method pld (or best, all)")
     if delta is not None and epsilon is not None:
-        run(out, lambda: cmd.calibrate(mechanisms, epsilon, delta, method))
+        from dpcalc.commands.compose_calibration import calibrate
+
+        run(out, lambda: calibrate(mechanisms, epsilon, delta, method, eps_error))
         return
     if delta is None and epsilon is None:
         raise click.UsageError("give --delta (to get ε) or --epsilon (to get δ); both to calibrate σ")

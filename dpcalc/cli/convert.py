@@ -69,7 +69,12 @@ HELP_METHOD = (
     metavar="FILE",
     help="A whole RDP curve: CSV with header alpha,rdp ('-' reads stdin). The best order is reported.",
 )
-@click.option("--delta", type=Grid(lo=0, hi=1, hi_open=True), help="Target δ in (0, 1): report ε.")
+@click.option(
+    "--delta",
+    type=Grid(lo=0, lo_open=False, hi=1, hi_open=True),
+    help="Target δ in [0, 1): report ε.  At δ = 0, ε = inf (RDP at finite orders bounds no privacy "
+    "loss) unless ζ = 0.",
+)
 @click.option("--epsilon", type=Grid(lo=0, lo_open=False), help="Target ε >= 0: report δ.")
 @click.option(
     "--method",

@@ -6,8 +6,12 @@ from __future__ import annotations
 import click
 
 from dpcalc.cli.common import common_options, run
+from dpcalc.cli.rdp_curve import curve_options, wanted
 from dpcalc.cli.types import Grid
 from dpcalc.commands.iterate import CONVERSIONS, METHODS, IterateParams, iterate
+
+#: Why --delta must be > 0 (docs/math.md §2.7).
+_GAUSSIAN_NOISE = "the noise is Gaussian, whose privacy loss is unbounded: no finite ε holds at δ = 0"
 
 MAN_EXAMPLES = [
     (
@@ -22,6 +26,10 @@ MAN_EXAMPLES = [
     (
         "A curve over the number of steps, drawn to a file:",
         "dpcalc iterate --sigma 3 --lipschitz 1 --lr 0.1 --steps 10:100000:x10 --delta 1e-5 --plot iterate.png",
+    ),
+    (
+        "The Rényi curves of feldman and composition at a few orders:",
+        "dpcalc iterate --sigma 5 --lipschitz 1 --lr 0.05 --steps 100 --rdp-curve --alphas 1.5,2,3,4,5",
     ),
 ]
 
@@ -54,7 +62,14 @@ runs on the same data started R apart, (α, αR²/(2(ησ)²T))-RDP at every ord
 like any Rényi curve; a swept R repeats the other methods' rows.
 
 --plot FILE draws the bounds against T (or the swept target or parameter), one line per method;
-with nothing swept, one dot per method."""
+with nothing swept, one dot per method.
+
+--rdp-curve prints the Rényi bound of feldman (inf above α*), composition and cni at each order of
+--alphas (default: 225 orders from 1.01 to 10^4), one curve per method and configuration, in the
+columns of RDP CURVE COLUMNS; asoodeh has no Rényi form, --alpha is refused (the orders are
+--alphas) and --diameter, --delta, --epsilon and --conversion do not enter a curve.  feldman and cni
+are converted over continuous α, so dpcalc convert --curve of a curve on a grid of orders gives their
+ε or above (to a few ulps at the best order, with convert --method the same as --conversion)."""
 
 
 @click.command("iterate")
@@ -76,7 +91,11 @@ with nothing swept, one dot per method."""
     show_default=True,
     help="Diameter D of the compact convex parameter set K (asoodeh).",
 )
-@click.option("--delta", type=Grid(lo=0, hi=1, hi_open=True), help="Target δ in (0, 1): report ε.")
+@click.option(
+    "--delta",
+    type=Grid(lo=0, hi=1, hi_open=True, why=_GAUSSIAN_NOISE),
+    help="Target δ in (0, 1): report ε (not 0: the noise is Gaussian, so no finite ε holds at δ = 0).",
+)
 @click.option("--epsilon", type=Grid(lo=0, lo_open=False), help="Target ε >= 0: report δ.")
 @click.option("--alpha", type=Grid(lo=1), help="Rényi order α > 1: report the Rényi bound.")
 @click.option(
@@ -115,6 +134,7 @@ with nothing swept, one dot per method."""
     default=None,
     help="Smoothness β of the loss: checks feldman's condition η <= 2/β.",
 )
+@curve_options
 @common_options
 def command(
     sigma,
@@ -131,6 +151,8 @@ def command(
     feldman_log,
     smoothness,
     out,
+    rdp_curve=False,
+    alphas=None,
 ):
     """Privacy of noisy SGD when only a randomly-stopped iterate is released.
 
@@ -138,6 +160,7 @@ def command(
     one of --delta (to get ε), --epsilon (to get δ) or --alpha (to get the Rényi bound).  Rows compare
     Feldman et al.'s amplification by iteration, Asoodeh et al.'s contraction bound and the
     composition baseline that releases every iterate.  Every numeric option takes sweeps.
+    With --rdp-curve, the Rényi curve of each bound that has one instead (feldman, composition, cni).
     """
     params = IterateParams(
         sigma=sigma,
@@ -154,4 +177,9 @@ def command(
         feldman_log=feldman_log,
         smoothness=smoothness,
     )
+    if wanted(rdp_curve, alphas, out):
+        from dpcalc.commands.curve import iterate_curve
+
+        run(out, lambda: iterate_curve(params, alphas, stream=True))
+        return
     run(out, lambda: iterate(params))

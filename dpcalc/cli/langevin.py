@@ -6,8 +6,12 @@ from __future__ import annotations
 import click
 
 from dpcalc.cli.common import common_options, run
+from dpcalc.cli.rdp_curve import curve_options, wanted
 from dpcalc.cli.types import Grid
 from dpcalc.commands.langevin import CONVERSIONS, METHODS, LangevinParams, langevin
+
+#: Why --delta must be > 0 (docs/math.md §2.7).
+_GAUSSIAN_NOISE = "the noise is Gaussian, whose privacy loss is unbounded: no finite ε holds at δ = 0"
 
 MAN_EXAMPLES = [
     (
@@ -24,6 +28,11 @@ MAN_EXAMPLES = [
         "A 1-Lipschitz loss instead of a gradient sensitivity (S_g = 2L), curve over K drawn to a file:",
         "dpcalc langevin --sigma 0.02 --lipschitz 1 --lr 0.02 --strong-convexity 1 --smoothness 1 "
         "--dataset-size 5000 --steps 1:1000:1 --alpha 30 --plot langevin.png",
+    ),
+    (
+        "The curve of the dynamics bound, to convert with 'dpcalc convert --curve -':",
+        "dpcalc langevin --sigma 0.02 --sensitivity 4 --lr 0.02 --strong-convexity 1 --smoothness 1 "
+        "--dataset-size 5000 --steps 1000 --method dynamics --rdp-curve -f csv",
     ),
 ]
 
@@ -54,7 +63,14 @@ crossing_steps: the K* = 2u*/(λη), u* = 2 + W(−2e^{−2}) ≈ 1.5936, beyond
 below composition (in Rényi terms, at every order).
 
 --plot FILE draws the three bounds against K (the lower bound dashed, K* dotted), or against the
-swept α or δ; with nothing swept, one dot per method."""
+swept α or δ; with nothing swept, one dot per method.
+
+--rdp-curve prints the bounds at each order of --alphas (default: 225 orders from 1.01 to 10^4), one
+curve per method and configuration, in the columns of RDP CURVE COLUMNS (the lower bound in
+rdp_lower); --alpha is refused (the orders are --alphas), --delta and --conversion do not enter a
+curve.  The dynamics bound is converted over continuous α, so dpcalc convert --curve of its curve on
+a grid of orders gives its ε or above (to a few ulps at best_alpha, with convert --method the same as
+--conversion)."""
 
 
 @click.command("langevin")
@@ -82,7 +98,10 @@ swept α or δ; with nothing swept, one dot per method."""
 )
 @click.option("--alpha", type=Grid(lo=1), default=None, help="Rényi order α > 1: report the Rényi bounds.")
 @click.option(
-    "--delta", type=Grid(lo=0, hi=1, hi_open=True), default=None, help="Target δ in (0, 1): report ε."
+    "--delta",
+    type=Grid(lo=0, hi=1, hi_open=True, why=_GAUSSIAN_NOISE),
+    default=None,
+    help="Target δ in (0, 1): report ε (not 0: the noise is Gaussian, so no finite ε holds at δ = 0).",
 )
 @click.option(
     "--method",
@@ -99,6 +118,7 @@ swept α or δ; with nothing swept, one dot per method."""
     show_default=True,
     help="RDP → (ε, δ) conversion for the dynamics bound with --delta (see 'dpcalc convert').",
 )
+@curve_options
 @common_options
 def command(
     sigma,
@@ -114,6 +134,8 @@ def command(
     method,
     conversion,
     out,
+    rdp_curve=False,
+    alphas=None,
 ):
     """Privacy of noisy gradient descent that releases only its last model.
 
@@ -121,6 +143,7 @@ def command(
     as the number of steps grows, while composition grows linearly.  Give --alpha (Rényi bounds) and/or
     --delta (ε).  S_g is the sensitivity of the SUM of gradients under replace-one; --lipschitz L
     means S_g = 2L.  One row per step count, order and bound; every numeric option takes sweeps.
+    With --rdp-curve, the Rényi curve of each bound instead (rows over the orders of --alphas).
     """
     params = LangevinParams(
         sigma=sigma,
@@ -136,4 +159,9 @@ def command(
         method=method,
         conversion=conversion,
     )
+    if wanted(rdp_curve, alphas, out):
+        from dpcalc.commands.curve import langevin_curve
+
+        run(out, lambda: langevin_curve(params, alphas, stream=True))
+        return
     run(out, lambda: langevin(params))

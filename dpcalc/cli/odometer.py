@@ -94,9 +94,9 @@ ORDERS_HELP = (
 )
 @click.option(
     "--delta",
-    type=Grid(lo=0, hi=1, hi_open=True),
+    type=Grid(lo=0, hi=1, hi_open=True, why="Rényi filters and odometers certify no finite ε at δ = 0"),
     default=None,
-    help="Target δ in (0, 1) (a ledger remembers its own).",
+    help="Target δ in (0, 1) (a ledger remembers its own; not 0: Rényi bounds certify no finite ε at δ = 0).",
 )
 @click.option("--alphas", default="paper", show_default=True, metavar="LIST", help=ORDERS_HELP)
 @click.option(

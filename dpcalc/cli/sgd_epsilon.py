@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from dpcalc.cli.common import common_options, eps_error_option, run
+from dpcalc.cli.rdp_curve import curve_options, wanted
 from dpcalc.cli.types import Grid
 from dpcalc.commands.sgd_epsilon import ACCOUNTANTS, CONVERSIONS, SgdEpsilonParams, sgd_epsilon_stream
 
@@ -35,6 +36,16 @@ MAN_EXAMPLES = [
         "dpcalc sgd-epsilon --target-epsilon 2 --sigma 4 --sample-rate 0.04 --delta 1e-5",
     ),
     (
+        "The largest number of steps (and whole epochs) within ε <= 3, RDP beside the tight accountant:",
+        "dpcalc sgd-epsilon --target-epsilon 3 --sigma 1.1 --batch-size 256 --dataset-size 60000 --delta 1e-5 "
+        "--accountant all",
+    ),
+    (
+        "The largest batch size for 60 epochs within ε <= 3 (leave the batch size out):",
+        "dpcalc sgd-epsilon --target-epsilon 3 --sigma 1.1 --dataset-size 60000 --epochs 60 --delta 1e-5 "
+        "--accountant pld",
+    ),
+    (
         "Fixed-size batches (sampling without replacement), replace-one neighbours:",
         "dpcalc sgd-epsilon --sigma 2 --batch-size 512 --dataset-size 50000 --steps 4900 --delta 1e-5 "
         "--sampling fixed-size --neighbors replace-one",
@@ -47,6 +58,11 @@ MAN_EXAMPLES = [
         "ε by steps for every accountant, drawn to a file:",
         "dpcalc sgd-epsilon --sigma 1.1 --sample-rate 0.004267 --steps 1000:14000:1000 --delta 1e-5 "
         "--accountant all --plot sgd.png",
+    ),
+    (
+        "The Rényi curve of a run (no δ needed), and ε from that curve:",
+        "dpcalc sgd-epsilon --sigma 1.1 --sample-rate 0.004267 --steps 14063 --rdp-curve -f csv | "
+        "dpcalc convert --curve - --delta 1e-5",
     ),
 ]
 
@@ -64,9 +80,11 @@ add/remove pair, the worse reported), composed by FFT: [epsilon_lower, epsilon] 
 bracket (pessimistic and optimistic discretisation, truncation and aliasing counted in), so epsilon
 is the certified upper end as in every other row; epsilon_estimate, a value inside the bracket, is
 not a bound.  Budget checks and -q read epsilon.  --eps-error sets the
-bracket width (default 0.5% of ε).  With --target-epsilon it also finds the smallest noise
-multiplier whose certified upper end meets the target (starting from the RDP answer, then bisecting
-on the PLD bracket; about 5% less noise than RDP at typical settings); the step budget uses rdp.
+bracket width (default 0.5% of ε).  With --target-epsilon it answers the inverse questions with its
+certified upper end: the smallest noise multiplier (about 5% less noise than RDP at typical
+settings), the largest number of steps (about 15% more) and the largest sample rate or batch size;
+each search starts from the RDP answer and needs a handful of PLD evaluations (interpolating in
+log-log, then confirming the neighbouring value), about a second per target.
 
 Sampling and neighbours: --sampling fixed-size uses the Wang, Balle and Kasiviswanathan 2019 bound
 for sampling without replacement, an upper bound, under replace-one neighbours.  The noise
@@ -82,11 +100,21 @@ bassily: the noise formula of Bassily, Smith and Thakurta 2014 as in Bellet's 20
 for ε; a reference, valid for ε <= 1.
 
 --epochs E means steps = ceil(E / sample rate).  --target-epsilon solves for the option left out:
-the smallest noise multiplier (within a factor 1.0001), or the largest number of steps; every
-answer is one at which ε was computed and found within the target.
+the smallest noise multiplier (within a factor 1.0001), the largest number of steps (and the whole
+epochs within them), or the largest sample rate (within a factor 1.0001; with --dataset-size, the
+largest batch size, and with --epochs the steps follow from it); every answer is one at which ε was
+computed and found within the target, and the next value (one step, one batch, a factor 1.0001) was
+computed and found above it.  Every accountant answers these questions, pld included.
 
 --plot FILE draws the headline against the first swept option, one line per accountant (the PLD
-bracket shaded; bounds whose conditions fail hollow and dotted)."""
+bracket shaded; bounds whose conditions fail hollow and dotted).
+
+--rdp-curve prints the rdp accountant's curve instead of ε: T times the per-step Rényi DP at each
+order of --alphas (default: the 225 orders ε is minimised over), one curve per configuration, in the
+columns of RDP CURVE COLUMNS; --delta and --conversion are not needed and do not change it;
+--target-epsilon and the other accountants are refused.  dpcalc convert --curve - reads its CSV as it
+is and gives the rdp row's ε: exactly with --conversion balle or mironov; with optimal, equal or
+lower (the accountant evaluates the exact conversion on a window of orders around its best one)."""
 
 
 @click.command("sgd-epsilon")
@@ -112,7 +140,13 @@ bracket shaded; bounds whose conditions fail hollow and dotted)."""
     "--steps", type=Grid(lo=1, lo_open=False, integer=True), default=None, help="Number of steps T."
 )
 @click.option("--epochs", type=Grid(lo=0), default=None, help="Epochs E: steps = ceil(E / sample rate).")
-@click.option("--delta", type=Grid(lo=0, hi=1, hi_open=True), required=True, help="Target δ in (0, 1).")
+@click.option(
+    "--delta",
+    type=Grid(lo=0, lo_open=False, hi=1, hi_open=True),
+    default=None,
+    help="Target δ in [0, 1) (required, except with --rdp-curve).  At δ = 0 every accountant reports "
+    "ε = inf: the subsampled Gaussian's privacy loss is unbounded (not with --target-epsilon).",
+)
 @click.option(
     "--accountant",
     type=click.Choice([*ACCOUNTANTS, "all"]),
@@ -146,7 +180,8 @@ bracket shaded; bounds whose conditions fail hollow and dotted)."""
     "--target-epsilon",
     type=Grid(lo=0),
     default=None,
-    help="Solve for the option left out (noise multiplier, or steps/epochs) so that ε <= this.",
+    help="Solve for the option left out (noise multiplier, steps/epochs, or sample rate/batch size) so that "
+    "ε <= this.",
 )
 @click.option(
     "--jobs",
@@ -155,6 +190,7 @@ bracket shaded; bounds whose conditions fail hollow and dotted)."""
     metavar="N",
     help="Processes for a large sweep [default: one per core from 8192 rows, else 1].",
 )
+@curve_options
 @common_options
 def command(
     sigma,
@@ -172,14 +208,21 @@ def command(
     eps_error,
     jobs,
     out,
+    rdp_curve=False,
+    alphas=None,
 ):
     """DP-SGD accounting: ε of a training run, or the noise / steps for a target ε.
 
     Give the noise multiplier, the sample rate (--sample-rate, or --batch-size with --dataset-size),
     the length (--steps, or --epochs) and --delta.  With --target-epsilon, leave out the noise
-    multiplier (to get the smallest one) or the length (to get the largest number of steps).
+    multiplier (to get the smallest one), the length (to get the largest number of steps) or the
+    sample rate (to get the largest one; the largest batch size with --dataset-size).
     Every numeric option takes sweeps; the output has one row per combination and accountant.
+    With --rdp-curve, the Rényi curve of each configuration instead (no --delta needed).
     """
+    if not wanted(rdp_curve, alphas, out) and delta is None:
+        ctx = click.get_current_context()
+        raise click.MissingParameter(ctx=ctx, param=next(q for q in ctx.command.params if q.name == "delta"))
     params = SgdEpsilonParams(
         delta=delta,
         sigma=sigma,
@@ -195,4 +238,9 @@ def command(
         neighbors=neighbors,
         eps_error=eps_error,
     )
+    if rdp_curve:
+        from dpcalc.commands.curve import sgd_curve
+
+        run(out, lambda: sgd_curve(params, alphas, stream=True))
+        return
     run(out, lambda: sgd_epsilon_stream(params, jobs=jobs))

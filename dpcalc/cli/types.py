@@ -20,7 +20,8 @@ class Grid(click.ParamType):
     """A numeric option in dpcalc's value syntax, checked against a domain.
 
     ``lo``/``hi`` bound the domain (``None``: unbounded); ``lo_open``/``hi_open`` say whether the
-    bound itself is excluded; ``integer`` requires whole numbers (returned as ``int``).
+    bound itself is excluded; ``integer`` requires whole numbers (returned as ``int``); ``why``, if
+    given, ends the error for the excluded lower end itself (why it is excluded).
     """
 
     name = "value"
@@ -34,6 +35,7 @@ class Grid(click.ParamType):
         hi_open: bool = False,
         integer: bool = False,
         max_values: int = MAX_VALUES,
+        why: str | None = None,
     ) -> None:
         self.lo = lo
         self.hi = hi
@@ -41,6 +43,7 @@ class Grid(click.ParamType):
         self.hi_open = hi_open
         self.integer = integer
         self.max_values = max_values
+        self.why = why
         self.name = "int" if integer else "float"
 
     # -- click interface -------------------------------------------------------------------
@@ -84,7 +87,8 @@ class Grid(click.ParamType):
         if self.integer and v != math.floor(v):
             bad = True
         if bad:
-            raise ValueError(f"{_fmt(v)} is out of range: must be {self.describe_domain()}")
+            why = f" ({self.why})" if self.why and v == self.lo else ""
+            raise ValueError(f"{_fmt(v)} is out of range: must be {self.describe_domain()}{why}")
         return int(v) if self.integer else v
 
 

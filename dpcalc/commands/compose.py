@@ -5,10 +5,12 @@ targets (δ values when ε is asked, or ε values when δ is asked), the bound p
 target, or ``None`` and the reason the method does not apply.  Formulas live in the engine
 (:mod:`dpcalc.engine.composition`, :mod:`dpcalc.engine.mechanisms`, :mod:`dpcalc.engine.pld`,
 :mod:`dpcalc.engine.conversion`); numpy is imported only inside the functions, so that ``dpcalc compose
---help`` stays light.  :func:`compose` and :func:`calibrate` return the :class:`~dpcalc.result.Result`.
+--help`` stays light.  :func:`compose` (and :func:`dpcalc.commands.compose_calibration.calibrate`) return the :class:`~dpcalc.result.Result`.
 """
 
 from __future__ import annotations
+
+import math
 
 from dpcalc.commands.schema import conform
 from dpcalc.errors import DpcalcWarning, InputError
@@ -16,6 +18,43 @@ from dpcalc.result import PlotSpec, Result
 
 # Each takes (specs, want_eps, targets: np.ndarray, opts: dict) and returns
 # (values | None, notes | reason, extra); opts holds eps_error and strict (for pld).
+# ε at δ = 0 (docs/math.md §2.7) is the largest privacy loss of the composition, Σ ε_i over releases whose
+# loss is bounded, and ∞ (with the reason) otherwise: every method that applies answers it so (_at_zero).
+
+
+def _zero(want_eps, targets):
+    """The mask of the targets where ε is asked at δ = 0."""
+    import numpy as np
+
+    return (targets == 0) if want_eps else np.zeros(targets.shape, bool)
+
+
+def _zero_beyond_max_loss(specs, epsilons, values) -> None:
+    """δ = 0 in ``values`` (an array, one per ε of ``epsilons``) wherever ε is at least the largest privacy
+    loss Σ count·ε_i, compared exactly in the decimals given (docs/math.md §2.7)."""
+    from dpcalc.engine.composition.theorems import at_least
+    from dpcalc.engine.mechanisms.catalogue import max_loss
+
+    top, _ = max_loss(specs)
+    for i, t in enumerate(epsilons):
+        if top is not None and at_least(float(t), top):
+            values[i] = 0.0
+
+
+def _at_zero(specs, zero, values, notes, how):
+    """``values`` and ``notes`` (lists, one per target) with the rows at δ = 0 filled in: the largest
+    privacy loss Σ count·ε_i (exact, rounded up; ``how`` says why this method gives it), or ``inf`` and
+    the reason where a release's loss is unbounded (Dwork & Roth 2014, Thm 3.16; docs/math.md §2.7)."""
+    from dpcalc.engine.mechanisms.catalogue import float_up, max_loss
+
+    values = list(values)
+    notes = [notes] * len(values) if isinstance(notes, str) else list(notes)
+    if zero.any():
+        top, reason = max_loss(specs)
+        for i in zero.nonzero()[0]:
+            values[i] = math.inf if top is None else float_up(top)
+            notes[i] = f"{reason}: no finite ε at δ = 0" if top is None else how
+    return values, notes
 
 
 def _exact(specs, want_eps, targets, opts):
@@ -28,11 +67,19 @@ def _exact(specs, want_eps, targets, opts):
     if r2 is None:
         return None, "only for compositions of plain gaussian specs", {}
     r = float(np.sqrt(r2))
-    values = gaussian.eps_gaussian(targets, r) if want_eps else gaussian.delta_gaussian(targets, r)
-    return np.atleast_1d(values), f"one Gaussian with sensitivity/sigma = {r:.6g}", {}
+    zero = _zero(want_eps, targets)
+    values = np.full(targets.shape, np.nan)
+    if want_eps:
+        values[~zero] = gaussian.eps_gaussian(targets[~zero], r)
+    else:
+        values = np.atleast_1d(gaussian.delta_gaussian(targets, r))
+    note = f"one Gaussian with sensitivity/sigma = {r:.6g}"
+    return (*_at_zero(specs, zero, values, note, note), {})
 
 
 _EDGE_NOTE = "best order at the edge of the grid"
+_INF_ORDER_NOTE = "order α = ∞: the largest privacy loss, the sum of the pure ε"
+_NO_LOSS_ABOVE = "ε >= the largest privacy loss: δ = 0"
 
 
 def _rdp(specs, want_eps, targets, opts):
@@ -52,6 +99,19 @@ def _rdp(specs, want_eps, targets, opts):
     alphas = np.atleast_1d(np.asarray(bound.alpha, float))
     edge = np.atleast_1d(np.asarray(bound.at_edge))
     notes = [_EDGE_NOTE if e else "optimal conversion over 225 orders" for e in edge]
+    # the order α = ∞: D_∞ is the largest privacy loss, Σ ε_i where every loss is bounded (docs/math.md §2.7);
+    # a finite grid of orders cannot certify δ = 0 by itself
+    zero = _zero(want_eps, targets)
+    values, notes = _at_zero(specs, zero, values, notes, _INF_ORDER_NOTE)
+    alphas = [math.inf if z and math.isfinite(v) else a for z, v, a in zip(zero, values, alphas)]
+    if not want_eps:  # δ = 0 at every ε >= D_∞
+        from dpcalc.engine.composition.theorems import at_least
+        from dpcalc.engine.mechanisms.catalogue import max_loss
+
+        top, _ = max_loss(specs)
+        for i, t in enumerate(targets):
+            if top is not None and at_least(float(t), top):
+                values[i], alphas[i], notes[i] = 0.0, math.inf, f"order α = ∞: {_NO_LOSS_ABOVE}"
     return values, notes, {"alpha": [None if np.isnan(a) else float(a) for a in alphas]}
 
 
@@ -89,8 +149,13 @@ def _optimal(specs, want_eps, targets, opts):
     if not k * eps < 1e300:
         return None, "count*epsilon overflows", {}
     fn = composition.kov_eps if want_eps else composition.kov_delta
-    values = np.atleast_1d(np.asarray(fn(eps, delta, k, targets), float))
-    return values, f"Kairouz-Oh-Viswanath, k = {k}", {}
+    zero = _zero(want_eps, targets)
+    values = np.full(targets.shape, np.nan)
+    values[~zero] = np.atleast_1d(np.asarray(fn(eps, delta, k, targets[~zero]), float))
+    note = f"Kairouz-Oh-Viswanath, k = {k}"
+    if not want_eps:  # δ(ε_g) = 0 exactly for ε_g >= kε when δ = 0 (the i = 0 point)
+        _zero_beyond_max_loss(specs, targets, values)
+    return (*_at_zero(specs, zero, values, note, f"{note}: kε at δ = 0"), {})
 
 
 def _advanced(specs, want_eps, targets, opts):
@@ -113,13 +178,22 @@ def _advanced(specs, want_eps, targets, opts):
             for v, low in zip(values, short)
         ]
         values = [None if low else float(v) for v, low in zip(values, short)]
+        # δ = 0: min(basic, advanced) is basic's Σε (advanced needs δ > Σδ_i), or ∞
+        values, notes = _at_zero(specs, _zero(want_eps, targets), values, notes, "basic is smaller")
     else:
         values = np.atleast_1d(np.asarray(composition.advanced_delta(eps, delta, counts, targets), float))
         notes = ["basic is smaller" if t >= e_basic else "Dwork-Rothblum-Vadhan" for t in targets]
+        # min(basic, advanced): basic's Σδ_i wherever ε >= Σε_i exactly (1 + 2 <= 3, as basic decides it)
+        given = composition.exact_sum(eps, counts)
+        for i, t in enumerate(targets):
+            if composition.at_least(float(t), given) and d_basic <= values[i]:
+                values[i], notes[i] = d_basic, "basic is smaller"
     return values, notes, {}
 
 
 def _basic(specs, want_eps, targets, opts):
+    import numpy as np
+
     from dpcalc.engine.composition import theorems as composition
 
     pairs, reason = _per_release(specs)
@@ -134,6 +208,8 @@ def _basic(specs, want_eps, targets, opts):
     if want_eps:
         values = [e_basic if o else None for o in ok]
         notes = ["" if o else f"needs --delta >= sum of deltas = {d_basic!r}" for o in ok]
+        zero = _zero(want_eps, targets) & ~np.array(ok)  # δ = 0 below Σδ_i: the loss is unbounded, ε = ∞
+        values, notes = _at_zero(specs, zero, values, notes, "")
     else:
         values = [d_basic if o else None for o in ok]
         notes = ["" if o else f"needs --epsilon >= sum of epsilons = {e_basic!r}" for o in ok]
@@ -160,7 +236,23 @@ def _pld(specs, want_eps, targets, opts):
             raise InputError(message) from None
         return None, message, {}
     lower, est, upper = (np.atleast_1d(np.asarray(x, float)) for x in b)
-    return upper, "privacy loss distributions: certified [lower, upper]", {"lower": lower, "estimate": est}
+    note = "privacy loss distributions: certified [lower, upper]"
+    # δ = 0 (compose_pld): the bracket is the largest privacy loss itself, or [inf, inf]
+    _, notes = _at_zero(
+        specs,
+        _zero(want_eps, targets),
+        upper,
+        note,
+        "privacy loss distributions at δ = 0: the largest privacy loss, Σ count·ε",
+    )
+    if not want_eps:
+        from dpcalc.engine.composition.theorems import at_least
+        from dpcalc.engine.mechanisms.catalogue import max_loss
+
+        top, _ = max_loss(specs)
+        if top is not None:
+            notes = [_NO_LOSS_ABOVE if at_least(float(t), top) else n for t, n in zip(targets, notes)]
+    return upper, notes, {"lower": lower, "estimate": est}
 
 
 #: Name -> method, in the order ``--method all`` shows them; ``best`` picks among them.  Adding a method
@@ -298,73 +390,3 @@ def _relation_caption(specs) -> str:
     if samplings == {"fixed-size"}:
         return "; neighbours: replace-one (fixed-size sampling)"
     return ""
-
-
-def calibrate(texts, epsilon, delta, method) -> Result:
-    """The smallest common σ making a composition of Gaussians (ε, δ)-DP (docs/math.md §2.6)."""
-    import math
-
-    import numpy as np
-
-    from dpcalc.engine.grid import product
-    from dpcalc.engine.mechanisms import gaussian_exact as gaussian
-    from dpcalc.spec import expand_sources, parse_mechanisms
-
-    specs = parse_mechanisms(expand_sources(texts), omit=("sigma",))
-    for s in specs:
-        if s.kind != "gaussian":
-            raise InputError(
-                f"mechanism {s.text!r}: --epsilon with --delta calibrates σ of gaussian specs only "
-                "(give one of them to compose)"
-            )
-        if s.params["sigma"] is not None:
-            raise InputError(
-                f"mechanism {s.text!r}: --epsilon with --delta solves for sigma: leave sigma out "
-                "(or give only one of --epsilon/--delta)"
-            )
-    if method not in ("best", "all", "exact"):
-        raise InputError("Invalid value for '--method': calibration uses exact (or all)")
-    sens = math.sqrt(math.fsum(s.count * s.params["sensitivity"] ** 2 for s in specs))
-    g = product(epsilon=np.asarray(epsilon, float), delta=np.asarray(delta, float))
-    sigma = np.atleast_1d(gaussian.sigma_gaussian(g["epsilon"], g["delta"], sensitivity=sens))
-    n = sigma.size
-    cols = {
-        "method": ["exact"] * n,
-        "epsilon": list(g["epsilon"]),
-        "delta": list(g["delta"]),
-        "sigma": [float(s) for s in sigma],
-        "note": ["Balle-Wang exact Gaussian"] * n,
-    }
-    if method == "all":
-        for e, d in zip(g["epsilon"], g["delta"]):
-            ok = 0 < e < 1
-            cols["method"].append("classical")
-            cols["epsilon"].append(float(e))
-            cols["delta"].append(float(d))
-            cols["sigma"].append(
-                float(np.nextafter(math.sqrt(2 * math.log(1.25 / d)) * sens / e, np.inf)) if ok else None
-            )
-            cols["note"].append("Dwork-Roth Thm A.1" if ok else "does not apply: needs 0 < epsilon < 1")
-    plot = None
-    if len(cols["method"]) > 1:
-        plot = PlotSpec(
-            x="epsilon" if len(epsilon) > 1 or len(delta) == 1 else "delta",
-            y="sigma",
-            series="method",
-            group=("delta",) if len(epsilon) > 1 and len(delta) > 1 else (),
-            logx=len(epsilon) == 1 and len(delta) > 1,
-            autolog=True,
-            xlabel="target ε (nats)" if len(epsilon) > 1 or len(delta) == 1 else "target δ (probability)",
-            ylabel="noise σ (standard deviation of each release)",
-            title="Gaussian calibration: the smallest σ",
-            subtitle=" + ".join(s.text for s in specs)
-            + "".join(f"; {n} = {v[0]:g}" for n, v in (("ε", epsilon), ("δ", delta)) if len(v) == 1),
-        )
-    return Result(
-        conform(cols, "compose"),
-        plot=plot,
-        headline="sigma",
-        title="Gaussian calibration",
-        caption="sigma: the noise of every gaussian spec, so that their composition is (epsilon, delta)-DP; "
-        f"combined sensitivity sqrt(sum count*sensitivity^2) = {sens:.6g}",
-    )

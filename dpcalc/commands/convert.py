@@ -57,7 +57,7 @@ def convert(params: ConvertParams) -> Result:
     if p.source == "dp":
         _require(alpha=p.alpha, epsilon=p.epsilon, delta=p.delta)
         _forbid("with --from dp", rdp=p.rdp, curve=p.curve)
-        return _from_dp(p.alpha, p.epsilon, p.delta, methods)
+        return _zero_note(_from_dp(p.alpha, p.epsilon, p.delta, methods), p.delta, ZERO_DELTA_DP_NOTE)
     if p.curve is not None:
         _forbid("with --curve", alpha=p.alpha, rdp=p.rdp)
     else:
@@ -66,8 +66,25 @@ def convert(params: ConvertParams) -> Result:
         raise InputError("give exactly one of --delta (to get ε) or --epsilon (to get δ)")
     if p.curve is not None:
         alphas, zetas = _read_curve(p.curve)
-        return _from_curve(alphas, zetas, p.delta, p.epsilon, methods)
-    return _points(p.alpha, p.rdp, p.delta, p.epsilon, methods)
+        return _zero_note(_from_curve(alphas, zetas, p.delta, p.epsilon, methods), p.delta)
+    return _zero_note(_points(p.alpha, p.rdp, p.delta, p.epsilon, methods), p.delta)
+
+
+#: The note where δ = 0 is asked (docs/math.md §2.7): a Rényi bound at finite orders bounds no privacy loss.
+ZERO_DELTA_NOTE = (
+    "δ = 0: Rényi DP at finite orders bounds no privacy loss (a Gaussian with a small enough shift meets "
+    "any ζ > 0), so ε = inf; only ζ = 0 (equal distributions) gives ε = 0"
+)
+ZERO_DELTA_DP_NOTE = (
+    "δ = 0: no Rényi level above 0 at a finite order certifies (ε, 0)-DP, so rdp_certifying = 0"
+)
+
+
+def _zero_note(result, delta, note=ZERO_DELTA_NOTE):
+    """``result`` (a Result or Stream) with the δ = 0 note where δ = 0 was asked."""
+    if delta is not None and 0 in delta:
+        result.notes.append(note)
+    return result
 
 
 def _require(**opts) -> None:
@@ -105,7 +122,8 @@ def convert_stream(params: ConvertParams, *, chunk: int | None = 0):
     if (p.delta is None) == (p.epsilon is None):
         return convert(p)  # the usual error
     methods = METHODS if p.method == "all" else (p.method,)
-    return _points(p.alpha, p.rdp, p.delta, p.epsilon, methods, chunk=CHUNK if chunk == 0 else chunk)
+    stream = _points(p.alpha, p.rdp, p.delta, p.epsilon, methods, chunk=CHUNK if chunk == 0 else chunk)
+    return _zero_note(stream, p.delta)
 
 
 def _points(alpha, rdp, delta, epsilon, methods, chunk=None):

@@ -42,8 +42,14 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("conversion", "the RDP → (ε, δ) conversion of the rdp row (classic for abadi)"),
         ("sampling", "poisson or fixed-size"),
         ("neighbors", "add-remove or replace-one"),
-        ("sample_rate", "the sampling rate q (--sample-rate, or batch_size/dataset_size)"),
-        ("batch_size", "the batch size B, when given"),
+        (
+            "sample_rate",
+            "the sampling rate q (--sample-rate, batch_size/dataset_size, or the largest within --target-epsilon)",
+        ),
+        (
+            "batch_size",
+            "the batch size B: given, or the largest within --target-epsilon (with --dataset-size)",
+        ),
         ("dataset_size", "the dataset size N, when given"),
         ("noise_multiplier", "σ: given, or the smallest one within --target-epsilon"),
         ("steps", "T: given, from --epochs, or the largest number within --target-epsilon"),
@@ -113,6 +119,64 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+_CURVE_ALPHA = ("alpha", "the Rényi order α of the row (one row per order of --alphas)")
+_CURVE_RDP = (
+    "rdp",
+    "an upper bound on the Rényi divergence of order alpha of the whole run (inf: no bound at that order)",
+)
+
+#: ``--rdp-curve``: command -> ((column, meaning), ...), the columns of the Rényi curve it prints
+#: instead of ε (one row per order, per configuration of the swept inputs and per method).  Each holds
+#: ``alpha`` and ``rdp``, so its CSV is a curve for ``dpcalc convert --curve`` as it is (one curve: one
+#: configuration, one method).  The man pages' RDP CURVE COLUMNS sections are generated from it.
+CURVE_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
+    "sgd-epsilon": (
+        ("sampling", "poisson or fixed-size"),
+        ("neighbors", "add-remove or replace-one"),
+        ("sample_rate", "the sampling rate q (--sample-rate, or batch_size/dataset_size)"),
+        ("batch_size", "the batch size B, when given"),
+        ("dataset_size", "the dataset size N, when given"),
+        ("noise_multiplier", "the noise multiplier σ"),
+        ("steps", "the number of steps T (given, or from --epochs)"),
+        ("epochs", "the epochs, when given"),
+        _CURVE_ALPHA,
+        (
+            "rdp",
+            "the exact Rényi DP of the T steps at alpha (the rdp accountant's curve, before any conversion; "
+            "inf: no bound at that order)",
+        ),
+    ),
+    "compose": (
+        _CURVE_ALPHA,
+        ("rdp", "the summed Rényi DP of every MECHANISM at alpha (the rdp method's curve; inf: unbounded)"),
+    ),
+    "iterate": (
+        ("method", "the bound: feldman, composition or cni (asoodeh has no Rényi form)"),
+        ("sigma", "the noise multiplier σ"),
+        ("lipschitz", "the Lipschitz constant L of the loss"),
+        ("lr", "the step size η"),
+        ("steps", "the number of steps T"),
+        ("initial_distance", "cni: the distance R between the two starting points"),
+        _CURVE_ALPHA,
+        ("rdp", "the Rényi bound at alpha (feldman: inf above α*, where the theorem gives none)"),
+    ),
+    "langevin": (
+        _METHOD,
+        ("bound", "upper (a guarantee) or lower (the paper's lower bound: never a guarantee)"),
+        ("sigma", "the noise scale σ"),
+        ("sensitivity", "the sensitivity S_g of the gradient sum (2L with --lipschitz)"),
+        ("lr", "the step size η"),
+        ("strong_convexity", "the strong convexity λ"),
+        ("smoothness", "the smoothness β"),
+        ("dataset_size", "the dataset size n"),
+        ("steps", "the number of iterations K"),
+        _CURVE_ALPHA,
+        ("rdp", "an upper bound on the Rényi divergence at alpha (bound = upper)"),
+        ("rdp_lower", "the lower bound on the Rényi divergence at alpha (bound = lower)"),
+    ),
+}
+
+
 def names(command: str) -> list[str]:
     """The column names of ``command``, in order."""
     return [name for name, _ in SCHEMAS[command]]
@@ -127,3 +191,8 @@ def conform(columns: dict, command: str) -> dict:
         raise KeyError(f"{command}: columns {sorted(extra)} are not in its schema")
     n = max((len(v) for v in columns.values() if hasattr(v, "__len__") and not isinstance(v, str)), default=1)
     return {name: columns[name] if name in columns else [None] * n for name in order}
+
+
+def curve_names(command: str) -> list[str]:
+    """The column names of ``command --rdp-curve``, in order."""
+    return [name for name, _ in CURVE_SCHEMAS[command]]

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from dpcalc.commands import schema, sweep
+from dpcalc.commands.sgd_rows import SIGMA_RTOL, accountant_rows
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result, Stream
 
@@ -19,8 +20,6 @@ from dpcalc.result import PlotSpec, Result, Stream
 ACCOUNTANTS = ("rdp", "pld", "abadi", "bassily")
 CONVERSIONS = ("optimal", "balle", "mironov")
 METHOD_LABEL = {"rdp": "rdp", "pld": "pld", "abadi": "abadi-asymptotic", "bassily": "bassily-reference"}
-#: Relative tolerance of the noise calibration (the σ reported is within this factor of the smallest).
-SIGMA_RTOL = 1e-4
 #: Combinations per chunk of a sweep (memory is bounded by the chunk, not by the sweep).
 CHUNK = 2048
 
@@ -73,7 +72,10 @@ def sgd_epsilon_stream(
     n = g["q"].size
     columns = _column_names(p, names, solve, g)
     caption = _caption(p, names, solve, g)
-    headline = {"sigma": "noise_multiplier", "steps": "steps"}.get(solve, "epsilon")  # never an estimate
+    rate = "batch_size" if p.dataset_size is not None else "sample_rate"
+    headline = {"sigma": "noise_multiplier", "steps": "steps", "q": rate}.get(
+        solve, "epsilon"
+    )  # never an estimate
     pieces = sweep.slices(n, CHUNK if chunk == 0 else chunk)
     tasks = [(name, lo, hi) for name in names for lo, hi in pieces]
     # a sweep of one chunk may evaluate small arrays without scipy (a quick start for single queries);
@@ -84,7 +86,7 @@ def sgd_epsilon_stream(
         name, lo, hi = task
         part = {k: v[lo:hi] for k, v in g.items()}
         part_kw = {k: (v[lo:hi] if k == "dataset_size" else v) for k, v in kw.items()}
-        cols = _accountant_rows(p, name, solve, part, part_kw, light, strict=len(names) == 1)
+        cols = accountant_rows(p, name, solve, part, part_kw, light, strict=len(names) == 1)
         return Result(
             _result_columns(p, solve, part, [(name, cols)], columns),
             headline=headline,
@@ -135,24 +137,35 @@ def _checked(p: SgdEpsilonParams):
         neighbors = "replace-one" if p.sampling == "fixed-size" else "add-remove"
     if p.sample_rate is not None and p.batch_size is not None:
         raise InputError("give either --sample-rate or --batch-size with --dataset-size, not both")
-    if p.sample_rate is None and (p.batch_size is None or p.dataset_size is None):
-        raise InputError("give --sample-rate, or --batch-size with --dataset-size")
     if p.steps is not None and p.epochs is not None:
         raise InputError("give either --steps or --epochs, not both")
+    rate_given = p.sample_rate is not None or p.batch_size is not None
+    length_given = p.steps is not None or p.epochs is not None
+    if p.batch_size is not None and p.dataset_size is None:
+        raise InputError("--batch-size needs --dataset-size (the sample rate is batch size / dataset size)")
     solve = None
     if p.target_epsilon is None:
+        if not rate_given:
+            raise InputError("give --sample-rate, or --batch-size with --dataset-size")
         if p.sigma is None:
             raise InputError("missing option --noise-multiplier (or give --target-epsilon to solve for it)")
-        if p.steps is None and p.epochs is None:
+        if not length_given:
             raise InputError("give --steps or --epochs (or --target-epsilon to solve for the steps)")
     else:
-        if p.sigma is None and p.steps is None and p.epochs is None:
-            raise InputError("with --target-epsilon, leave out one of --noise-multiplier or --steps/--epochs")
-        if p.sigma is not None and (p.steps is not None or p.epochs is not None):
+        left_out = [not rate_given, p.sigma is None, not length_given]
+        if sum(left_out) != 1:
             raise InputError(
-                "with --target-epsilon, leave out the option to solve for: --noise-multiplier, or --steps/--epochs"
+                "with --target-epsilon, leave out exactly one option to solve for: --noise-multiplier, "
+                "--steps/--epochs, or --sample-rate/--batch-size"
+                + (" (give --dataset-size to solve for the batch size)" if sum(left_out) > 1 else "")
             )
-        solve = "sigma" if p.sigma is None else "steps"
+        solve = "q" if not rate_given else ("sigma" if p.sigma is None else "steps")
+    if solve is not None and p.delta is not None and 0 in p.delta:
+        raise _invalid(
+            "--delta",
+            "0 with --target-epsilon: the subsampled Gaussian's privacy loss is unbounded, so no finite ε "
+            "holds at δ = 0 and nothing meets the target; give δ > 0",
+        )
     if p.batch_size is not None:
         bad = [(b, n) for b in p.batch_size for n in p.dataset_size if b > n]
         if bad:
@@ -161,11 +174,6 @@ def _checked(p: SgdEpsilonParams):
         names = [a for a in ACCOUNTANTS if _applies(a, p.sampling, neighbors, p.dataset_size, solve)]
     else:
         names = [p.accountant]
-    if p.accountant == "pld" and solve == "steps":
-        raise InputError(
-            "--accountant pld answers ε, or the noise for a target ε; for the largest number of steps within "
-            "--target-epsilon use rdp (the default)"
-        )
     if p.accountant == "pld" and (p.sampling, neighbors) != ("poisson", "add-remove"):
         raise InputError(
             "--accountant pld: the privacy loss distribution here is for Poisson sampling with add/remove "
@@ -183,7 +191,7 @@ def _checked(p: SgdEpsilonParams):
 
 def _applies(name, sampling, neighbors, dataset_size, solve=None) -> bool:
     if name == "pld":
-        return (sampling, neighbors) == ("poisson", "add-remove") and solve in (None, "sigma")
+        return (sampling, neighbors) == ("poisson", "add-remove")
     if name == "abadi":
         return (sampling, neighbors) == ("poisson", "add-remove")
     if name == "bassily":
@@ -202,8 +210,10 @@ def _grid(p: SgdEpsilonParams):
         axes["q"] = np.asarray(p.sample_rate, float)
         if p.dataset_size is not None:
             axes["n"] = np.asarray(p.dataset_size, float)
-    else:
+    elif p.batch_size is not None:
         axes["b"] = np.asarray(p.batch_size, float)
+        axes["n"] = np.asarray(p.dataset_size, float)
+    elif p.dataset_size is not None:  # the batch size is solved for
         axes["n"] = np.asarray(p.dataset_size, float)
     if p.sigma is not None:
         axes["sigma"] = np.asarray(p.sigma, float)
@@ -216,7 +226,7 @@ def _grid(p: SgdEpsilonParams):
         axes["target"] = np.asarray(p.target_epsilon, float)
     g = product(**axes)
     if "q" not in g:
-        g["q"] = g["b"] / g["n"]
+        g["q"] = g["b"] / g["n"] if "b" in g else np.full(g["delta"].shape, np.nan)  # nan: solved for
     if "epochs" in g:
         # steps = ceil(E/q) = ceil(E·N/B) (exact for whole numbers below 2^53)
         ratio = g["epochs"] * g["n"] / g["b"] if "b" in g else g["epochs"] / g["q"]
@@ -242,92 +252,18 @@ def _prepare(p: SgdEpsilonParams, names):
             DpcalcWarning,
             stacklevel=2,
         )
+    if np.any(g["delta"] == 0):  # every accountant reports inf there (docs/math.md §2.7)
+        warnings.warn(
+            "--delta 0: the subsampled Gaussian's privacy loss is unbounded: no finite ε at δ = 0 (ε = inf)",
+            DpcalcWarning,
+            stacklevel=2,
+        )
     kw = dict(sampling=p.sampling, neighbors=p.neighbors, conversion=p.conversion)
     if "n" in g:
         kw["dataset_size"] = g["n"]
     elif "bassily" in names:
         raise InputError("--dataset-size: needed by the bassily reference (its formula involves n)")
     return g, kw
-
-
-def _pld_rows(p: SgdEpsilonParams, g, solve, strict: bool) -> dict:
-    """The pld accountant, one distinct configuration at a time: its certified bracket of ε, or (``solve``
-    = ``"sigma"``) the smallest noise multiplier whose certified upper end meets the target, with the
-    bracket there (:mod:`dpcalc.engine.pld.calibration`).  A configuration it cannot discretise (or that
-    needs more memory than the cap) is an error when pld alone was asked for (``strict``), else a row
-    with no value and the reason in ``note``."""
-    import numpy as np
-
-    from dpcalc.engine.dpsgd import accounting as sgd
-    from dpcalc.engine.pld.accountant import sgd_epsilon_pld
-    from dpcalc.engine.pld.calibration import calibrate_noise_pld
-    from dpcalc.engine.pld.epsilon import RDP_HINT
-
-    def one(i):
-        if solve == "sigma":
-            s, bracket = calibrate_noise_pld(
-                g["q"][i],
-                g["steps"][i],
-                g["delta"][i],
-                g["target"][i],
-                rtol=SIGMA_RTOL,
-                eps_error=p.eps_error,
-            )
-            return (float(s), *(float(x) for x in bracket)), ""
-        b = sgd_epsilon_pld(g["q"][i], g["sigma"][i], g["steps"][i], g["delta"][i], eps_error=p.eps_error)
-        return (float(g["sigma"][i]), *(float(x) for x in b)), ""
-
-    n = g["q"].size
-    answers: dict = {}
-    out = np.full((4, n), np.nan)  # noise multiplier, lower, estimate, upper
-    notes = [""] * n
-    for i in range(n):
-        key = tuple(
-            float(g[k][i]) for k in ("q", "steps", "delta", "target" if solve == "sigma" else "sigma")
-        )
-        if key not in answers:
-            try:
-                answers[key] = one(i)
-            except InputError as exc:
-                message = str(exc).replace(RDP_HINT, "--accountant rdp")
-                if strict:
-                    raise InputError(message) from None
-                answers[key] = ((np.nan,) * 4, f"does not apply: {message}")
-        out[:, i], notes[i] = answers[key]
-    sigma, lower, est, upper = out
-    if solve is None:
-        sigma = g["sigma"]  # as given, also on rows the accountant refused
-    # the epsilon column holds the certified upper end; the estimate has a column of its own
-    e = sgd.Epsilon(upper, np.full(n, np.nan), np.zeros(n, bool), np.ones(n, bool))
-    return dict(noise_multiplier=sigma, steps=g["steps"], eps=e, lower=lower, estimate=est, note=notes)
-
-
-def _accountant_rows(p: SgdEpsilonParams, name, solve, g, kw, light=True, strict=True) -> dict:
-    """One accountant's answers on the combinations ``g`` (flat arrays); ``light``: small arrays may
-    skip scipy (see :class:`dpcalc.engine.dpsgd.sgm.light_start`)."""
-    import contextlib
-
-    import numpy as np
-
-    from dpcalc.engine.dpsgd import accounting as sgd
-    from dpcalc.engine.dpsgd import noise_calibration, sgm, step_budget
-
-    with sgm.light_start() if light else contextlib.nullcontext():
-        if name == "pld":
-            return _pld_rows(p, g, solve, strict)
-        if solve is None:
-            e = sgd.epsilon(name, g["q"], g["sigma"], g["steps"], g["delta"], **kw)
-            return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e)
-        if solve == "sigma":
-            sig, e = noise_calibration.calibrate_noise(
-                g["q"], g["steps"], g["delta"], g["target"], accountant=name, rtol=SIGMA_RTOL, **kw
-            )
-            return dict(noise_multiplier=sig, steps=g["steps"], eps=e)
-        t, _ = step_budget.max_steps(g["q"], g["sigma"], g["delta"], g["target"], accountant=name, **kw)
-        # report ε (with its order and flags) at the answer; 0 steps: nothing fits
-        e = sgd.epsilon(name, g["q"], g["sigma"], np.maximum(t, 1.0), g["delta"], **kw)
-        e = e._replace(epsilon=np.where(t >= 1, e.epsilon, np.nan), alpha=np.where(t >= 1, e.alpha, np.nan))
-        return dict(noise_multiplier=g["sigma"], steps=t, eps=e)
 
 
 #: The note of every row of an accountant (pld rows carry their own: a refusal's reason).
@@ -359,6 +295,10 @@ def _caption(p: SgdEpsilonParams, names, solve, g) -> str:
         caption += f"; noise_multiplier: the smallest (within a factor {1 + SIGMA_RTOL:g}) with ε <= target"
     elif solve == "steps":
         caption += "; steps: the largest with ε <= target (epochs: the whole epochs within them)"
+    elif solve == "q" and "n" in g:
+        caption += "; batch_size: the largest with ε <= target (sample_rate = batch_size / dataset_size)"
+    elif solve == "q":
+        caption += f"; sample_rate: the largest (within a factor {1 + SIGMA_RTOL:g}) with ε <= target"
     return caption
 
 
@@ -371,20 +311,26 @@ def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns) -> dict:
     for name, cols in rows:
         e = cols["eps"]
         steps = np.asarray(cols["steps"], float).reshape(-1)
+        q = np.asarray(cols["q"], float).reshape(-1) if "q" in cols else g["q"]
+        batch = None
+        if "b" in g:
+            batch = g["b"].astype(int).tolist()
+        elif solve == "q" and "n" in g:
+            batch = [None if not b > 0 else int(b) for b in np.round(q * g["n"])]
         values = {
             "method": [METHOD_LABEL[name]] * n,
             "accountant": [name] * n,
             "conversion": [p.conversion if name == "rdp" else ("classic" if name == "abadi" else "")] * n,
             "sampling": [p.sampling] * n,
             "neighbors": [p.neighbors] * n,
-            "sample_rate": g["q"].tolist(),
-            "batch_size": g["b"].astype(int).tolist() if "b" in g else None,
+            "sample_rate": _numbers(q),
+            "batch_size": batch,
             "dataset_size": g["n"].astype(int).tolist() if "n" in g else None,
             "noise_multiplier": np.asarray(cols["noise_multiplier"], float).reshape(-1).tolist(),
-            "steps": [int(t) for t in steps],
+            "steps": [None if np.isnan(t) else int(t) for t in steps],
             "epochs": g["epochs"].tolist()
             if "epochs" in g
-            else (_whole_epochs(steps, g).tolist() if solve == "steps" else None),
+            else (_numbers(_whole_epochs(steps, g)) if solve == "steps" else None),
             "delta": g["delta"].tolist(),
             "target_epsilon": g["target"].tolist() if solve is not None else None,
             "epsilon": np.asarray(e.epsilon, float).reshape(-1).tolist(),
@@ -394,6 +340,13 @@ def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns) -> dict:
             "valid": [bool(v) for v in np.asarray(e.valid).reshape(-1)],
             "note": list(cols["note"]) if "note" in cols else [_NOTE.get(name, "")] * n,
         }
+        zero = g["delta"] == 0  # ε = inf there (docs/math.md §2.7): say why in the row
+        values["note"] = [
+            _ZERO_NOTE + ("; " + note if note else "")
+            if z and not note.startswith("does not apply")
+            else note
+            for z, note in zip(zero, values["note"])
+        ]
         # a row the accountant could not compute is no statement at all: neither valid nor invalid
         values["valid"] = [
             None if note.startswith("does not apply") else v
@@ -402,6 +355,16 @@ def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns) -> dict:
         for k in columns:
             out[k] += values[k] if values[k] is not None else [None] * n
     return out
+
+
+_ZERO_NOTE = "δ = 0: the subsampled Gaussian's privacy loss is unbounded, no finite ε"
+
+
+def _numbers(x) -> list:
+    """Floats, None where nan (a value the row does not have)."""
+    import numpy as np
+
+    return [None if np.isnan(v) else float(v) for v in np.asarray(x, float).reshape(-1)]
 
 
 _PLOT_SYMBOL = {

@@ -4,8 +4,8 @@
 * :func:`advanced_eps` / :func:`advanced_delta` — Dwork–Rothblum–Vadhan 2010 (Dwork–Roth 2014, Thm 3.20),
   in the heterogeneous form of Lécuyer §2.1 (docs/math.md §2.2), reporting min(basic, advanced).
 * :func:`kov_log_delta` / :func:`kov_eps` / :func:`kov_delta` — the exact (optimal) homogeneous composition of
-  Kairouz–Oh–Viswanath 2015 (docs/math.md §2.3): the hockey-stick divergence of the k-fold product of the
-  dominating pair of (ε, δ)-DP, in log space, for k up to 10^6.
+  Kairouz–Oh–Viswanath 2015 (docs/math.md §2.3), evaluated in :mod:`dpcalc.engine.composition.kov` and
+  re-exported here.
 
 Mechanisms are given as arrays ``eps``, ``delta``, ``counts`` (one entry per mechanism kind, ``counts[j]``
 copies of it); targets (``delta_target`` / ``eps_target``) are arrays and results have their shape.
@@ -15,24 +15,14 @@ certifies nothing at the target.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
-from scipy import special
 
-from dpcalc.engine._numerics import log1mexp, logsumexp, next_up
-from dpcalc.engine._roots import bisect
+from dpcalc.engine._numerics import next_up
 from dpcalc.errors import InputError
 
 _EPS = float(np.finfo(float).eps)
-
-#: The largest count :func:`kov_log_delta` accepts (its sum has count + 1 terms).
-KOV_MAX_COUNT = 10**6
-#: Terms of the KOV sum below ``max − _WINDOW`` (in log) are bounded in bulk rather than summed.
-_WINDOW = 1000.0
-#: At most this many (target × term) values are held in memory at once.
-_BLOCK = 4_000_000
 
 
 def _mechs(eps, delta, counts):
@@ -152,99 +142,12 @@ def advanced_delta(eps, delta, counts, eps_target):
     return out[()] if out.ndim == 0 else out
 
 
-def _check_kov(eps, delta, k):
-    if not (math.isfinite(eps) and eps >= 0):
-        raise InputError("epsilon: must be a finite number >= 0")
-    if not 0 <= delta < 1:
-        raise InputError("delta: must lie in [0, 1)")
-    if int(k) != k or not 1 <= k <= KOV_MAX_COUNT:
-        raise InputError(
-            f"count: optimal composition is computed for counts in [1, {KOV_MAX_COUNT}], got {k}"
-        )
-    return float(eps), float(delta), int(k)
-
-
-@functools.lru_cache(maxsize=8)
-def _kov_setup(eps: float, delta: float, k: int):
-    """The ε_g-independent parts of :func:`kov_log_delta` (computed once per bisection, not per step)."""
-    log_keep = k * math.log1p(-delta)  # log (1-δ)^k
-    log_c = float(log1mexp(log_keep)) if delta > 0 else -np.inf  # log(1 − (1−δ)^k)
-    sp = float(np.logaddexp(0.0, eps))
-    lgk = float(special.gammaln(k + 1))
-    l_all = np.arange(k + 1, dtype=float)
-    base = lgk - special.gammaln(l_all + 1) - special.gammaln(k - l_all + 1) + (k - l_all) * eps - k * sp
-    top = float(base.max())
-    keep = base >= top - _WINDOW
-    n_drop = int(k + 1 - keep.sum())
-    ls = l_all[keep]
-    base = base[keep]
-    ls.flags.writeable = False
-    base.flags.writeable = False
-    # rounding error bound of each log term (gammaln, products, logsumexp over ls.size terms)
-    log_err = 64.0 * _EPS * (lgk + k * eps + k * sp + 1.0) + math.log1p(4.0 * _EPS * (ls.size + 2))
-    return log_keep, log_c, ls, base, top, n_drop, log_err
-
-
-def kov_log_delta(eps, delta, k, eps_g):
-    """``log δ(ε_g)`` of the k-fold composition of (ε, δ)-DP mechanisms, exactly (an upper bound).
-
-    Kairouz–Oh–Viswanath 2015 (Thm 3.3 as recalled in docs/math.md §2.3):
-    ``δ(ε_g) = 1 − (1−δ)^k + (1−δ)^k Σ_l C(k,l) [e^{(k−l)ε} − e^{ε_g + lε}]_+ / (1+e^ε)^k``.
-    Each term is ``log C(k,l) + (k−l)ε − k·log(1+e^ε) + log1mexp(ε_g + (2l−k)ε)`` (gammaln), summed by
-    logsumexp.  Safe side: the exponent of ``log1mexp`` is lowered by its rounding error, terms more than
-    1000 below the largest are bounded in bulk, and the total is raised by the worst-case rounding
-    error of the log terms.  ``eps_g`` is an array; the result has its shape.
-    """
-    eps, delta, k = _check_kov(eps, delta, k)
-    eg = np.asarray(eps_g, dtype=float)
-    shape = eg.shape
-    eg = eg.reshape(-1)
-    log_keep, log_c, ls, base, top, n_drop, log_err = _kov_setup(eps, delta, k)
-    x_err = 8.0 * _EPS * (k * eps + np.abs(eg) + 1.0)
-    rows = max(1, _BLOCK // max(ls.size, 1))
-    sums = np.empty(eg.shape)
-    for start in range(0, eg.size, rows):  # blocks of targets, bounding memory
-        e = eg[start : start + rows, None]
-        x = e + (2.0 * ls - k) * eps - x_err[start : start + rows, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(x < 0, base + log1mexp(np.minimum(x, 0.0)), -np.inf)
-        sums[start : start + rows] = logsumexp(terms, axis=-1)
-    if n_drop:  # terms outside the window: at most n_drop of them, each below e^{top − WINDOW}
-        sums = np.logaddexp(sums, math.log(n_drop) + top - _WINDOW)
-    with np.errstate(invalid="ignore"):
-        out = np.logaddexp(log_c, log_keep + sums) + log_err
-    out = np.where(eg >= k * eps, log_c, out)
-    out = np.minimum(out, 0.0)
-    out = out.reshape(shape)
-    return out[()] if out.ndim == 0 else out
-
-
-def kov_delta(eps, delta, k, eps_target):
-    """δ at total ε = ``eps_target`` of k-fold (ε, δ)-DP composition, exactly (KOV; docs/math.md §2.3), rounded up."""
-    ld = kov_log_delta(eps, delta, k, eps_target)
-    with np.errstate(over="ignore"):
-        out = np.where(np.isneginf(ld), 0.0, np.minimum(next_up(np.exp(ld)), 1.0))
-    return out[()] if np.ndim(out) == 0 else out
-
-
-def kov_eps(eps, delta, k, delta_target):
-    """The smallest ε_g (rounded up) with δ(ε_g) ≤ ``delta_target`` under KOV (docs/math.md §2.3).
-
-    δ(ε_g) is decreasing on [0, kε]: bisection on ``log δ``, returning the bracket's upper end.  0 where
-    δ(0) ≤ target; ``inf`` where the target is below ``1 − (1−δ)^k`` (no ε reaches it).
-    """
-    eps, delta, k = _check_kov(eps, delta, k)
-    t = np.asarray(delta_target, dtype=float)
-    if np.any(~(t > 0)) or np.any(t >= 1):
-        raise InputError("--delta: must lie in (0, 1)")
-    lt = np.log(t)
-    floor = kov_log_delta(eps, delta, k, np.asarray(k * eps))
-    zero = kov_log_delta(eps, delta, k, np.zeros_like(t)) <= lt
-
-    def f(e):
-        return kov_log_delta(eps, delta, k, e) - lt
-
-    _, hi = bisect(f, np.zeros_like(t), np.full_like(t, k * eps), increasing=False)
-    out = np.where(zero, 0.0, next_up(hi, 2))
-    out = np.where(floor > lt, np.inf, out)
-    return out[()] if out.ndim == 0 else out
+# the exact homogeneous composition lives in its own module (its numerics are long)
+from dpcalc.engine.composition.kov import (  # noqa: E402,F401
+    KOV_MAX_COUNT,
+    _kov_log_pmf,
+    _kov_split,
+    kov_delta,
+    kov_eps,
+    kov_log_delta,
+)

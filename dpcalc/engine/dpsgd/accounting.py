@@ -211,7 +211,8 @@ def epsilon_abadi(q, sigma, steps, delta, *, sampling="poisson", neighbors="add-
         )
     q, sigma, steps, delta = _bcast(q, sigma, steps, delta)
     rho_t = abadi_rho(q, sigma) * steps
-    ld = -np.log(delta)
+    with np.errstate(divide="ignore"):
+        ld = -np.log(delta)  # δ = 0: ε = ∞
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         eps = rho_t + np.sqrt(4.0 * rho_t * ld)
         alpha = 1.0 + np.sqrt(ld / rho_t)

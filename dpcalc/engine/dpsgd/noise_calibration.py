@@ -2,7 +2,9 @@
 the forward accounting is :mod:`dpcalc.engine.dpsgd.accounting`).
 
 Conservative by construction: every σ returned is one at which ε was computed on the full grid of orders and
-found within the target, and found above the target at σ/(1 + rtol).
+found within the target, and found above the target at σ/(1 + rtol) (but for σ = 1e-150, the smallest
+evaluated, reported with a warning where even it meets the target).  The search range widens per row until
+the answer is bracketed (up to σ = 1e150; beyond, inf with a warning).
 """
 
 from __future__ import annotations
@@ -253,6 +255,13 @@ def _fast_rdp_estimate(qf, tf, df, ef, lo0, hi0, orders, coarse, conversion, set
     return est, refine
 
 
+#: The σ search starts on ``sigma_range`` and is widened per row, geometrically, until the target is
+#: bracketed, but not beyond these limits: past them σ² (resp. 1/σ²) nears the end of the double range,
+#: per-step RDP values underflow (resp. overflow: ε = inf) and no accountant here is evaluated meaningfully
+#: any more.
+SIGMA_LIMITS = (1e-150, 1e150)
+
+
 def calibrate_noise(
     q,
     steps,
@@ -267,9 +276,13 @@ def calibrate_noise(
     """Smallest noise multiplier σ (within a factor 1 + rtol) with ε(q, σ, steps, δ) <= target, vectorised.
 
     Conservative by construction: the σ returned is one at which ε was computed and found <= target, and at
-    σ/(1 + rtol) it was found above the target (or σ is the low end of ``sigma_range``).  Where even the
-    high end of ``sigma_range`` misses the target, σ = inf and ε = nan (with a warning).  Returns
-    ``(sigma, Epsilon at sigma)``.
+    σ/(1 + rtol) it was found above the target.  The search starts on ``sigma_range``; a row whose answer
+    lies outside it has the range widened (:func:`_widen`: away from the end by factors 10 (six times),
+    100, 10^4, …, ε on the full grid at each) until the target is bracketed, then is searched again on that
+    bracket.  The widening stops at :data:`SIGMA_LIMITS`: where ε at σ = 1e150 still misses the target, σ =
+    inf and ε = nan (with a warning: no σ that can be evaluated reaches it); where ε at σ = 1e-150 already
+    meets it (ε ~ 1/σ² makes that a target near 1e300), σ = 1e-150, the smallest searched (with a
+    warning).  Returns ``(sigma, Epsilon at sigma)``.
 
     For ``rdp``, :func:`_fast_rdp_estimate` first estimates the boundary σ* from a few cheap evaluations of
     the RDP curve on sub-grids of orders; σ = σ*·(1 + rtol/2) is then accepted only where ε on the full grid
@@ -285,9 +298,134 @@ def calibrate_noise(
     shape = q.shape
     qf, tf, df, ef = (x.reshape(-1) for x in (q, steps, delta, target))
     n = qf.size
-    lo0 = np.full(n, float(sigma_range[0]))
-    hi0 = np.full(n, float(sigma_range[1]))
+    lo0 = np.full(n, max(float(sigma_range[0]), SIGMA_LIMITS[0]))
+    hi0 = np.full(n, min(float(sigma_range[1]), SIGMA_LIMITS[1]))
     orders = np.asarray(kw.pop("orders", DEFAULT_ORDERS), dtype=float)
+    sigma, final = _calibrate_rows(accountant, qf, tf, df, ef, lo0, hi0, orders, rtol, kw)
+    fin_eps, fin_alpha, fin_edge, fin_valid = final
+    floor = np.zeros(n, dtype=bool)
+    # rows whose answer lies outside the range: widen it until the target is bracketed, and search again
+    out_hi = ~np.isfinite(sigma)
+    out_lo = np.isfinite(sigma) & (sigma <= lo0)
+    if np.any(out_hi | out_lo):
+        rows = np.nonzero(out_hi | out_lo)[0]
+        grid_kw = {"orders": orders} if accountant == "rdp" else {}
+
+        def eps_full(s, r):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DpcalcWarning)
+                return epsilon(
+                    accountant, qf[rows[r]], s, tf[rows[r]], df[rows[r]], warn=False, **grid_kw, **kw
+                )
+
+        lo_w, hi_w, status, at_floor = _widen(eps_full, ef[rows], lo0[rows], hi0[rows], out_hi[rows])
+        sigma[rows[status == _IMPOSSIBLE]] = np.inf
+        fl = status == _FLOOR
+        sigma[rows[fl]] = SIGMA_LIMITS[0]
+        floor[rows[fl]] = True
+        for dst, src in zip((fin_eps, fin_alpha, fin_edge, fin_valid), at_floor):
+            dst[rows[fl]] = np.asarray(src)[fl]
+        br = rows[status == _BRACKETED]
+        if br.size:
+            s2, f2 = _calibrate_rows(
+                accountant, qf[br], tf[br], df[br], ef[br], lo_w[status == _BRACKETED],
+                hi_w[status == _BRACKETED], orders, rtol, kw,
+            )  # fmt: skip
+            sigma[br] = s2
+            for dst, src in zip((fin_eps, fin_alpha, fin_edge, fin_valid), f2):
+                dst[br] = src
+    if np.any(fin_edge & np.isfinite(sigma)):
+        warnings.warn(
+            "the best Rényi order is at the edge of the grid of orders: a wider grid could allow less noise",
+            DpcalcWarning,
+            stacklevel=2,
+        )
+    if np.any(~np.isfinite(sigma)):
+        hint = ""
+        if accountant == "rdp" and kw.get("conversion", "optimal") == "mironov":
+            hint = (
+                f": Mironov's conversion with orders up to {orders.max():g} never certifies ε below "
+                f"log(1/δ)/{orders.max() - 1:g}"
+            )
+        warnings.warn(
+            f"--target-epsilon: no noise multiplier up to {SIGMA_LIMITS[1]:g} (the largest evaluated) "
+            f"reaches the target for {int(np.sum(~np.isfinite(sigma)))} row(s) (noise_multiplier inf, "
+            f"no epsilon){hint}",
+            DpcalcWarning,
+            stacklevel=2,
+        )
+    if np.any(floor):
+        warnings.warn(
+            f"--target-epsilon: even a noise multiplier of {SIGMA_LIMITS[0]:g} (the smallest evaluated) "
+            f"meets the target for {int(np.sum(floor))} row(s); that value is reported",
+            DpcalcWarning,
+            stacklevel=2,
+        )
+    if np.any(np.isfinite(sigma) & ~(fin_eps <= ef)):  # cannot happen: every candidate was checked
+        raise AssertionError("calibration returned a σ above the target")
+    feasible = np.isfinite(sigma)
+    eps = np.where(feasible, fin_eps, np.nan)
+    alpha = np.where(feasible, fin_alpha, np.nan)
+    res = Epsilon(*(np.asarray(v).reshape(shape) for v in (eps, alpha, fin_edge & feasible, fin_valid)))
+    return sigma.reshape(shape), res
+
+
+_BRACKETED, _IMPOSSIBLE, _FLOOR = 0, 1, 2
+
+
+def _widen(eps_fn, ef, lo0, hi0, up):
+    """Per row, a bracket ``[lo, hi]`` of σ with ε(lo) > target >= ε(hi) outside ``[lo0, hi0]``: beyond
+    ``hi0`` where ``up`` (ε(hi0) > target), below ``lo0`` elsewhere (ε(lo0) <= target).  ε is non-increasing
+    in σ for every accountant, so the answer lies in the bracket.
+
+    ``eps_fn(s, rows)`` gives the :class:`Epsilon` (full grid) at σ = ``s`` (len(rows),).  The far limit of
+    :data:`SIGMA_LIMITS` is tried first (one evaluation settles the rows that cannot be bracketed: status
+    ``_IMPOSSIBLE`` above, ``_FLOOR`` below), then the end moves by a factor 10 six times, then by 10^2,
+    10^4, … (one evaluation per step; at most 6 + 5).  Returns ``(lo, hi, status, Epsilon fields at the
+    lower limit)``."""
+    n = ef.size
+    lo, hi = lo0.copy(), hi0.copy()
+    status = np.full(n, _BRACKETED)
+    limit = np.where(up, SIGMA_LIMITS[1], SIGMA_LIMITS[0])
+    e = eps_fn(limit, np.arange(n))
+    meets = e.epsilon <= ef
+    status[up & ~meets] = _IMPOSSIBLE
+    status[~up & meets] = _FLOOR
+    at_floor = tuple(np.asarray(v) for v in e)
+    todo = status == _BRACKETED
+    # the end that is known: hi0 misses (up), lo0 meets (down)
+    known = np.where(up, hi0, lo0)
+    factor, step = 10.0, 0
+    while np.any(todo):
+        rows = np.nonzero(todo)[0]
+        u = up[rows]
+        nxt = np.where(
+            u, np.minimum(known[rows] * factor, limit[rows]), np.maximum(known[rows] / factor, limit[rows])
+        )
+        # at the limit the answer is known from the first evaluation (it meets above, misses below): not
+        # evaluated again, so that a different batch's last-digit rounding cannot contradict it
+        ok = np.where(nxt == limit[rows], u, False)
+        ev = nxt != limit[rows]
+        if np.any(ev):
+            ok[ev] = eps_fn(nxt[ev], rows[ev]).epsilon <= ef[rows[ev]]
+        done_up = u & ok  # bracket [known, nxt]
+        done_dn = ~u & ~ok  # bracket [nxt, known]
+        r_up, r_dn = rows[done_up], rows[done_dn]
+        lo[r_up], hi[r_up] = known[r_up], nxt[done_up]
+        lo[r_dn], hi[r_dn] = nxt[done_dn], known[r_dn]
+        known[rows] = nxt
+        todo[rows[done_up | done_dn]] = False
+        # six decades one at a time (a narrow bracket makes the search that follows cheaper), then faster
+        step += 1
+        factor = 10.0 if step < 6 else factor * factor
+    return lo, hi, status, at_floor
+
+
+def _calibrate_rows(accountant, qf, tf, df, ef, lo0, hi0, orders, rtol, kw):
+    """The search of :func:`calibrate_noise` on flat rows and the ranges ``[lo0, hi0]`` (arrays): returns
+    ``(sigma, (ε, α, at_edge, valid) at sigma)``, σ = lo0 where lo0 already meets the target, inf where hi0
+    misses it (no warnings)."""
+    n = qf.size
     coarse = orders[np.isin(orders, _COARSE_ORDERS)]
     sigma = np.full(n, np.nan)
     fin_eps, fin_alpha, fin_edge, fin_valid = (
@@ -337,27 +475,7 @@ def calibrate_noise(
             accountant, qf[r], tf[r], df[r], ef[r], lo0[r], hi0[r], orders, rtol, kw
         )
         fin_eps[r], fin_alpha[r], fin_edge[r], fin_valid[r] = final
-    if np.any(fin_edge & np.isfinite(sigma)):
-        warnings.warn(
-            "the best Rényi order is at the edge of the grid of orders: a wider grid could allow less noise",
-            DpcalcWarning,
-            stacklevel=2,
-        )
-    if np.any(~np.isfinite(sigma)):
-        warnings.warn(
-            f"--target-epsilon: no noise multiplier up to {sigma_range[1]:g} reaches the target for "
-            f"{int(np.sum(~np.isfinite(sigma)))} row(s) (noise_multiplier inf, no epsilon): with orders up to "
-            f"{orders.max():g}, ε stays above about log(1/δ)/{orders.max():g}",
-            DpcalcWarning,
-            stacklevel=2,
-        )
-    if np.any(np.isfinite(sigma) & (fin_eps > ef)):  # cannot happen: every candidate was checked
-        raise AssertionError("calibration returned a σ above the target")
-    feasible = np.isfinite(sigma)
-    eps = np.where(feasible, fin_eps, np.nan)
-    alpha = np.where(feasible, fin_alpha, np.nan)
-    res = Epsilon(*(np.asarray(v).reshape(shape) for v in (eps, alpha, fin_edge & feasible, fin_valid)))
-    return sigma.reshape(shape), res
+    return sigma, (fin_eps, fin_alpha, fin_edge, fin_valid)
 
 
 def _calibrate_search(accountant, qf, tf, df, ef, lo0, hi0, orders, rtol, kw):

@@ -1,7 +1,8 @@
 """DP-SGD's step budget: the largest number of steps whose ε is within a target (docs/math.md §3; the
 forward accounting is :mod:`dpcalc.engine.dpsgd.accounting`).
 
-Conservative by construction: ε(T) was computed and found within the target, and ε(T + 1) above it.
+Conservative by construction: ε(T) was computed and found within the target, and ε(T + 1) above it (but for
+T = :data:`STEPS_LIMIT`, reported with a warning where even that many steps fit).
 """
 
 from __future__ import annotations
@@ -20,12 +21,21 @@ from dpcalc.engine.dpsgd.accounting import (
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import DpcalcWarning
 
+#: The largest step count searched by default: 2^53.  Every count up to it is a double; above it not every
+#: one is (2^53 + 1 is not, and T + 1 == T in floating point), so "ε(T) within the target and ε(T + 1) above
+#: it" could not be checked.  ε is non-decreasing in T, so searching [1, 2^53] finds every answer that can
+#: be stated exactly.
+STEPS_LIMIT = float(2**53)
 
-def max_steps(q, sigma, delta, target, *, accountant="rdp", steps_max=1e12, **kw):
+
+def max_steps(q, sigma, delta, target, *, accountant="rdp", steps_max=STEPS_LIMIT, **kw):
     """Largest number of steps T with ε(q, σ, T, δ) <= target, vectorised (0 where even one step exceeds it;
-    ``steps_max`` where that many still fit).  Conservative by construction: ε(T) was computed and found
-    <= target, and ε(T + 1) above it.  Returns ``(steps, Epsilon at steps)`` (ε nan where steps = 0).
+    ``steps_max`` where that many still fit, with a warning: the largest count that fits is then at least
+    that).  Conservative by construction: ε(T) was computed and found <= target, and ε(T + 1) above it.
+    ``steps_max`` is capped at :data:`STEPS_LIMIT`.  Returns ``(steps, Epsilon at steps)`` (ε nan where
+    steps = 0).
     """
+    steps_max = min(float(steps_max), STEPS_LIMIT)
     q, sigma, delta, target = _bcast(q, sigma, delta, target)
     shape = q.shape
     qf, sf, df, ef = (x.reshape(-1) for x in (q, sigma, delta, target))
@@ -85,9 +95,10 @@ def max_steps(q, sigma, delta, target, *, accountant="rdp", steps_max=1e12, **kw
             stacklevel=2,
         )
     if np.any(steps >= steps_max):
+        limit = " = 2^53, the largest count held exactly" if steps_max == STEPS_LIMIT else ""
         warnings.warn(
-            f"--target-epsilon: at least {steps_max:g} steps fit the target for {int(np.sum(steps >= steps_max))} "
-            "row(s); the search stops there",
+            f"--target-epsilon: {int(steps_max)} steps (the most searched{limit}) still fit the target for "
+            f"{int(np.sum(steps >= steps_max))} row(s): that count is reported; more may fit",
             DpcalcWarning,
             stacklevel=2,
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas
+from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, decimal
 from dpcalc.engine.mechanisms.loss_models import approx_dp
 from dpcalc.engine.mechanisms.randomized_response import rdp_randomized_response
 
@@ -45,6 +45,14 @@ class ApproxDP(Mechanism):
 
     def per_release(self, params):
         return (params["epsilon"], params["delta"]), None
+
+    def max_loss(self, params):
+        if params.get("delta", 0.0) > 0:
+            return (
+                None,
+                "an (ε, δ)-DP guarantee with δ > 0 allows an infinite privacy loss with probability δ",
+            )
+        return (decimal(params["epsilon"]),) * 2, None
 
 
 MECHANISM = ApproxDP()

@@ -11,6 +11,8 @@ A kind of mechanism is one module in this package that defines ``MECHANISM``, an
   discretisations are built from it by :mod:`dpcalc.engine.pld`) — read by ``compose --method pld``;
 * its per-release (ε, δ) where it has one (:meth:`Mechanism.per_release`) — read by the basic,
   advanced and optimal composition theorems;
+* its largest privacy loss where that is bounded (:meth:`Mechanism.max_loss`, its pure ε) — read at
+  δ = 0 by ``compose`` and the PLD accountant;
 * whether it is a plain Gaussian (:meth:`Mechanism.gaussian_ratio`, for the exact Gaussian profile)
   and which neighbouring relation it fixes (:meth:`Mechanism.relation`).
 
@@ -21,6 +23,8 @@ by each accountant).  Adding a mechanism is one module here and its tests.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 
@@ -57,6 +61,11 @@ def check_alphas(alphas) -> np.ndarray:
     if a.ndim != 1 or np.any(np.isnan(a)) or np.any(a < 1):
         raise InputError("alphas: Rényi orders must be >= 1")
     return a
+
+
+def decimal(x) -> Fraction:
+    """The number a double was written as: its shortest decimal (``0.1`` for the double nearest 0.1), exactly."""
+    return Fraction(Decimal(repr(float(x))))
 
 
 def up(value, scale):
@@ -108,6 +117,14 @@ class Mechanism:
         we do not make that choice silently.
         """
         return None, f"{self.kind} has no per-release (epsilon, delta); give it as a dp: spec"
+
+    def max_loss(self, params: dict):
+        """``((lower, upper), None)``: the largest privacy loss of one release (its pure ε, the ess sup of the
+        loss of its dominating pair, D_∞) lies in ``[lower, upper]``, exact fractions
+        (equal where it is known exactly); or ``(None, reason)`` where the loss is unbounded, so that no
+        finite ε holds at δ = 0 (docs/math.md §2.7).  The default says unbounded: a kind claims a bound
+        only by overriding this."""
+        return None, f"the privacy loss of {self.kind} is unbounded"
 
     def gaussian_ratio(self, params: dict) -> float | None:
         """``Δ/σ`` if one release is a plain Gaussian mechanism (exact profile: Balle & Wang 2018), else ``None``."""

@@ -10,6 +10,8 @@ Questions of a parsed spec (:class:`dpcalc.spec.MechanismSpec`: ``kind``, ``para
 * :func:`rdp_curve` / :func:`total_rdp` — the Rényi-DP curve of ``count`` releases, and of several specs
   (composition adds curves: Mironov 2017, arXiv:1702.07476, Prop. 1; docs/math.md §2.4);
 * :func:`per_release_dp` — the (ε, δ) of one release, where it has one;
+* :func:`max_loss` — the largest privacy loss of a composition (the sum of its releases' pure ε, exactly),
+  where every release's loss is bounded: its ε at δ = 0 (docs/math.md §2.7);
 * :func:`gaussian_r2` — ``Σ count·(Δ/σ)²`` of an all-Gaussian composition (one Gaussian with
   ``r = sqrt(r2)``, docs/math.md §2.6), else ``None``;
 * :func:`pld_pair` — the privacy loss models of one release (see :mod:`dpcalc.engine.pld`).
@@ -21,6 +23,7 @@ magnitude, so floating-point rounding never lowers a curve.
 from __future__ import annotations
 
 import importlib
+import math
 
 import numpy as np
 
@@ -97,6 +100,41 @@ def total_rdp(specs, alphas) -> np.ndarray:
 def per_release_dp(spec):
     """``((ε, δ), None)`` for one release of a mechanism with a natural (ε, δ), else ``(None, reason)``."""
     return CATALOGUE[spec.kind].per_release(spec.params)
+
+
+def max_loss(specs, lower=False):
+    """``(total, None)``: ``Σ count·(largest loss of one release)``, the largest privacy loss of the
+    composition (the ess sup of a sum of independent losses is the sum of their ess sups), i.e. its ε at
+    δ = 0 (Dwork & Roth 2014, Thm 3.16 for the bound; tight for the dominating pairs), as an exact
+    :class:`fractions.Fraction` never below it (``lower=True``: never above it); or ``(None, reason)``
+    naming the first spec whose loss is unbounded, where no finite ε holds at δ = 0."""
+    from fractions import Fraction
+
+    total = Fraction(0)
+    for s in specs:
+        bounds, reason = CATALOGUE[s.kind].max_loss(s.params)
+        if bounds is None:
+            return None, f"{reason} ({s.text or s.label()})"
+        total += s.count * bounds[0 if lower else 1]
+    return total, None
+
+
+def float_up(x) -> float:
+    """The smallest double >= the exact number ``x`` (a Fraction); ``inf`` past double range."""
+    try:
+        f = float(x)
+    except OverflowError:
+        return math.inf
+    return f if f >= x else float(np.nextafter(f, np.inf))
+
+
+def float_down(x) -> float:
+    """The largest double <= the exact number ``x`` (a Fraction); the largest finite double past range."""
+    try:
+        f = float(x)
+    except OverflowError:
+        return float(np.finfo(float).max)
+    return f if f <= x else float(np.nextafter(f, -np.inf))
 
 
 def gaussian_r2(specs):

@@ -69,5 +69,8 @@ class Gaussian(Mechanism):
     def gaussian_ratio(self, params):
         return params["sensitivity"] / params["sigma"]
 
+    def max_loss(self, params):
+        return None, "the Gaussian's privacy loss is unbounded"
+
 
 MECHANISM = Gaussian()

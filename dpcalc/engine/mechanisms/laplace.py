@@ -2,7 +2,7 @@
 
 Spec ``laplace:scale=B[,sensitivity=D]`` (``b``, ``sens``).  Rényi DP: Mironov 2017 (arXiv:1702.07476),
 Table II.  Privacy loss of Lap(Δ, b) vs Lap(0, b): atoms at ±Δ/b and a density between (Koskela et al.
-2021, §6), symmetric.  Per release: pure (Δ/b, 0)-DP.
+2021, §6), symmetric.  Per release: pure (Δ/b, 0)-DP; its largest loss is Δ/b.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, up
+from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, decimal, up
 from dpcalc.engine.mechanisms.loss_models import LossModel, Piece
 from dpcalc.errors import InputError
 
@@ -92,6 +92,11 @@ class Laplace(Mechanism):
         if not np.isfinite(eps):
             return None, "sensitivity/scale overflows: no finite per-release epsilon"
         return (eps, 0.0), None
+
+    def max_loss(self, params):
+        # Δ/b exactly, in the decimals given: the loss of Lap(Δ, b) vs Lap(0, b) has an atom at Δ/b
+        e0 = decimal(params.get("sensitivity", 1.0)) / decimal(params["scale"])
+        return (e0, e0), None
 
 
 MECHANISM = Laplace()

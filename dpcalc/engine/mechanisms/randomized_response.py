@@ -8,10 +8,11 @@ Spec ``randomized-response:epsilon=E`` or ``p=P`` (kind alias ``rr``; ``eps``), 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
-from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, up
+from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, decimal, up
 from dpcalc.engine.mechanisms.loss_models import LossModel, approx_dp
 from dpcalc.errors import InputError
 
@@ -84,6 +85,25 @@ class RandomizedResponse(Mechanism):
 
     def per_release(self, params):
         return (params["epsilon"], 0.0), None
+
+    def max_loss(self, params):
+        """ε, exactly as written when ε was given; when p was given, log(p/(1−p)) computed in doubles,
+        raised past its rounding error (a parsed spec holds both: a p of at most 15 significant digits is
+        taken to be the one given, since p = e^ε/(1+e^ε) computed from a given ε has 16 or 17)."""
+        eps, p = params.get("epsilon"), params.get("p")
+        if p is None or (eps is not None and len(_digits(p)) > 15 and len(_digits(eps)) <= 15):
+            return (decimal(eps),) * 2, None
+        p = max(p, 1.0 - p)
+        lp, lq = math.log(p), math.log1p(-p)
+        value = lp - lq
+        slack = 8.0 * 2.0**-52 * (abs(lp) + abs(lq) + abs(value))  # log, log1p and the difference
+        return (Fraction(value) - Fraction(slack), Fraction(value) + Fraction(slack)), None
+
+
+def _digits(x: float) -> str:
+    """The significant digits of a double's shortest decimal (``0.75`` -> ``75``)."""
+    mantissa = repr(float(x)).lower().split("e")[0].replace("-", "").replace(".", "")
+    return mantissa.strip("0") or "0"
 
 
 MECHANISM = RandomizedResponse()

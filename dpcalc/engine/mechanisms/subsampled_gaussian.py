@@ -157,5 +157,8 @@ class SubsampledGaussian(Mechanism):
     def relation(self, params):
         return params["sampling"]
 
+    def max_loss(self, params):
+        return None, "the subsampled Gaussian's privacy loss is unbounded"
+
 
 MECHANISM = SubsampledGaussian()

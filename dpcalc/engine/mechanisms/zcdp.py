@@ -5,6 +5,8 @@ Spec ``zcdp:rho=R``.  No privacy loss distribution and no per-release (ε, δ) h
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, up
@@ -25,6 +27,11 @@ class ZCDP(Mechanism):
 
     def rdp(self, params, alphas):
         return rdp_zcdp(params["rho"], alphas)
+
+    def max_loss(self, params):
+        if params["rho"] > 0:
+            return None, "ρ-zCDP with ρ > 0 allows an unbounded privacy loss (a Gaussian is ρ-zCDP)"
+        return (Fraction(0), Fraction(0)), None  # 0-zCDP: both distributions are equal
 
 
 MECHANISM = ZCDP()

@@ -65,7 +65,34 @@ class Bracket(NamedTuple):
 
 
 def _check_delta(delta, name="--delta"):
-    return require(delta, lambda d: (d > 0) & (d < 1), f"{name}: must lie in (0, 1)", show=lambda v: f"{v:g}")
+    """δ in [0, 1): δ = 0 asks for the largest privacy loss (see :func:`_zero_delta`)."""
+    return require(
+        delta, lambda d: (d >= 0) & (d < 1), f"{name}: must lie in [0, 1)", show=lambda v: f"{v:g}"
+    )
+
+
+_INF_BRACKET = (math.inf, math.inf, math.inf)
+
+
+def _unbounded(dirs) -> bool:
+    """Whether some direction's composed loss is unbounded (a mass at +∞, or an unbounded largest loss)."""
+    return any(c.model.inf_mass > 0 or not math.isfinite(c.model.loss_max) for d in dirs for c in d)
+
+
+def _zero_delta(specs, lower=False):
+    """ε at δ = 0 of a list of mechanisms: the largest privacy loss of the composition, ``Σ count·ε_j``
+    (the ess sup of a sum of independent losses is the sum of their ess sups, so this is exact for the
+    dominating pairs; Dwork & Roth 2014, Thm 3.16 for the bound; docs/math.md §2.7), as ``(total, None)``
+    with ``total`` an exact Fraction never below it (``lower=True``: never above it), or ``(None, reason)``
+    where some loss is unbounded: ε = ∞."""
+    from dpcalc.engine.mechanisms.catalogue import lookup, max_loss
+    from dpcalc.spec import MechanismSpec
+
+    canon = []
+    for spec in specs:
+        kind, params, count, text = _spec_fields(spec)
+        canon.append(MechanismSpec(lookup(kind).kind, params, int(count), text or kind))
+    return max_loss(canon, lower)
 
 
 def _check_eps(eps, name="--epsilon"):
@@ -144,7 +171,13 @@ def sgd_epsilon_pld(q, sigma, steps, delta, eps_error=None, *, memory_cap=DEFAUL
     q, sigma, steps = _sgd_args(q, sigma, steps)
     delta = _check_delta(delta)
     eps_error = _check_eps_error(eps_error)
-    return _per_config(q, sigma, steps, delta, lambda dirs, d: _eps_worst(dirs, d, eps_error, memory_cap))
+
+    def solve(dirs, d):
+        if d == 0 and _unbounded(dirs):  # the "remove" direction's loss is unbounded: ε(0) = ∞, exactly
+            return _INF_BRACKET
+        return _eps_worst(dirs, d, eps_error, memory_cap)
+
+    return _per_config(q, sigma, steps, delta, solve)
 
 
 def sgd_delta_pld(q, sigma, steps, epsilon, eps_error=None, *, memory_cap=DEFAULT_MEMORY_CAP) -> Bracket:
@@ -246,6 +279,9 @@ def compose_pld(specs, delta=None, epsilon=None, eps_error=None, *, memory_cap=D
     """
     if (delta is None) == (epsilon is None):
         raise InputError("compose: give exactly one of --delta and --epsilon")
+    from dpcalc.engine.composition.theorems import at_least
+    from dpcalc.engine.mechanisms.catalogue import float_down, float_up
+
     eps_error = _check_eps_error(eps_error)
     dirs = _in_range("these mechanisms", lambda: _directions(specs))
     if delta is not None:
@@ -256,8 +292,15 @@ def compose_pld(specs, delta=None, epsilon=None, eps_error=None, *, memory_cap=D
         fn = delta_bracket
     flat = vals.ravel()
     out = np.empty((3, flat.size))
+    # the largest privacy loss (None: unbounded), for δ = 0 and for the ε beyond which δ = 0
+    top = _zero_delta(specs)[0] if delta is None or np.any(flat == 0) else None
     for i, v in enumerate(flat):
-        if delta is not None:
+        if delta is not None and v == 0:  # ε(0) is the largest privacy loss, exactly
+            low = None if top is None else _zero_delta(specs, lower=True)[0]
+            out[:, i] = _INF_BRACKET if top is None else (float_down(low), float_up(top), float_up(top))
+        elif delta is None and top is not None and at_least(float(v), top):  # ε >= every loss: δ = 0
+            out[:, i] = 0.0
+        elif delta is not None:
             out[:, i] = _in_range(
                 "these mechanisms", lambda v=float(v): _eps_worst(dirs, v, eps_error, memory_cap)
             )

@@ -1,78 +1,244 @@
-"""Noise calibration with the tight accountant: the smallest noise multiplier whose *certified* PLD ε
-is within a target (docs/math.md §7; DP-SGD's Poisson-subsampled Gaussian, add/remove neighbours).
+"""The inverse questions with the tight accountant (docs/math.md §7; DP-SGD's Poisson-subsampled
+Gaussian, add/remove neighbours): the smallest noise multiplier, the largest number of steps and the
+largest sample rate (or batch size) whose *certified* PLD ε is within a target.
 
-The search starts from the RDP answer (cheap, and close: RDP's ε lies above the exact one, so the
-tight σ is at or below it), checks that the PLD upper end meets the target there (moving up if not),
-finds a σ below it where the upper end misses the target, and bisects in log σ to a relative
-``rtol``.  Every σ returned is one at which the certified upper end of the PLD bracket was computed
-and found at or below the target (soundness), and σ/(1 + rtol) one at which it was found above.
+Each search starts from the RDP answer (cheap and close: RDP's ε lies above the exact one, so the tight
+answer lies on the far side of it) and runs :func:`dpcalc.engine.pld.search.boundary`: few PLD
+evaluations, interpolation in (log x, log ε), and a confirmation one tolerance step away.  Every value
+returned is one at which the certified upper end of the PLD bracket was computed and found at or below
+the target (soundness); the neighbour one step further was computed and found above it.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from typing import NamedTuple
 
 import numpy as np
 
-from dpcalc.engine.pld.accountant import sgd_epsilon_pld
-from dpcalc.errors import InputError
+from dpcalc.engine.pld.accountant import MAX_COUNT, sgd_epsilon_pld
+from dpcalc.engine.pld.search import boundary
+from dpcalc.errors import DpcalcWarning, InputError
 
-#: How far the search may move σ away from its start (each way) before giving up.
-_MAX_EXPANSIONS = 60
+#: The noise multipliers searched.
+SIGMA_RANGE = (1e-6, 1e12)
+
+
+def _check_target(target: float) -> None:
+    if not (target > 0 and math.isfinite(target)):
+        raise InputError(f"--target-epsilon: must be a finite number > 0, got {target:g}")
+
+
+def _pld(q, sigma, steps, delta, eps_error):
+    """``(upper, Found)`` of DP-SGD's PLD bracket (:func:`_held`)."""
+    return _held(lambda: sgd_epsilon_pld(q, sigma, steps, delta, eps_error))
+
+
+def _held(compute):
+    """``(upper, Found)`` of the bracket ``compute()`` returns; a configuration the accountant cannot
+    certify (a refusal) counts as missing every target.  Warnings (a bracket wider than asked) are held
+    in the answer, and given once for the point the search returns (:func:`_answer`), not for every
+    point tried."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DpcalcWarning)
+        try:
+            b = compute()
+        except InputError:
+            return math.inf, _Found((math.nan, math.nan, math.nan), ())
+    held = tuple(w.message for w in caught if issubclass(w.category, DpcalcWarning))
+    return float(b.upper), _Found((float(b.lower), float(b.estimate), float(b.upper)), held)
+
+
+class _Found(NamedTuple):
+    bracket: tuple
+    warnings: tuple
+
+
+#: The bracket width (relative to the target) of the first, locating stage of a search.
+COARSE = 0.02
+
+
+def _search(make, eps_error, target, start, *, integer=False, rtol=1e-4, **kw):
+    """:func:`~dpcalc.engine.pld.search.boundary` of ``make(eps_error)`` (a test at the requested
+    accuracy), located first with ``make(COARSE × target)``.
+
+    A coarse bracket costs a quarter of a fine one, and its upper end is still certified and close to
+    the fine one (the upper end's excess grows like the square of the width: about 6e-5 of ε at a
+    width of 2 %).  So the coarse search finds the crossing to within about the tolerance, and the
+    fine search, started there with the neighbour as its first step, usually ends after two
+    evaluations.  Every answer is decided by evaluations at the requested accuracy."""
+    kw = dict(kw, integer=integer, rtol=rtol)
+    coarse = COARSE * target
+    if eps_error is None or eps_error < coarse:
+        located = boundary(make(coarse), target, start, **kw)
+        if located.x is not None:
+            start = located.x
+            kw["first_step"] = 1.0 + 1e-12 if integer else 1.0 + rtol
+            kw["slope"] = located.slope
+    return boundary(make(eps_error), target, start, **kw)
+
+
+def _nothing_fits(least: str, q, sigma) -> None:
+    where = f"sample rate {q:g}, " if q is not None else ""
+    warnings.warn(
+        f"--target-epsilon: even {least} exceeds the target ({where}noise multiplier {sigma:g}; "
+        "the row has no epsilon)",
+        DpcalcWarning,
+        stacklevel=4,
+    )
+
+
+def _answer(x, found) -> tuple:
+    """``(x, lower, estimate, upper)`` of a search's answer, giving the warnings held at that point."""
+    if found.x is None:
+        return (x, math.nan, math.nan, math.nan)
+    for message in found.info.warnings:
+        warnings.warn(message, DpcalcWarning, stacklevel=3)
+    return (x, *found.info.bracket)
+
+
+def _per_row(fn, arrays):
+    """``fn(*row)`` -> 4 numbers for every row of the broadcast ``arrays`` (distinct rows once)."""
+    arrays = np.broadcast_arrays(*(np.asarray(x, float) for x in arrays))
+    shape = arrays[0].shape
+    out = np.full((4, arrays[0].size), np.nan)
+    cache: dict = {}
+    for i, key in enumerate(zip(*(a.ravel() for a in arrays))):
+        if key not in cache:
+            cache[key] = fn(*(float(k) for k in key))
+        out[:, i] = cache[key]
+    return tuple(o.reshape(shape) for o in out)
 
 
 def calibrate_noise_pld(q, steps, delta, target, *, rtol=1e-3, eps_error=None):
     """Smallest σ (within a factor 1 + rtol) with the PLD upper ε of DP-SGD at or below ``target``,
     for every (q, steps, δ, target) of the broadcast inputs.  Returns ``(sigma, (lower, estimate,
     upper))`` at σ, arrays of the broadcast shape; σ = inf where no σ up to 1e12 meets the target."""
-    q, steps, delta, target = np.broadcast_arrays(*(np.asarray(x, float) for x in (q, steps, delta, target)))
-    shape = q.shape
-    out = np.full((4, q.size), np.nan)
-    cache: dict = {}
-    for i, key in enumerate(zip(q.ravel(), steps.ravel(), delta.ravel(), target.ravel())):
-        if key not in cache:
-            cache[key] = _one(*key, rtol=rtol, eps_error=eps_error)
-        out[:, i] = cache[key]
-    sigma, lower, est, upper = (o.reshape(shape) for o in out)
+
+    def one(q, steps, delta, target):
+        from dpcalc.engine.dpsgd import noise_calibration
+
+        _check_target(target)
+        start, _ = noise_calibration.calibrate_noise(q, steps, delta, target, conversion="balle", rtol=1e-3)
+        start = float(start) if np.isfinite(start) else 1.0
+        found = _search(
+            lambda err: lambda s: _pld(q, s, steps, delta, err),
+            eps_error,
+            target,
+            start,
+            ok_above=True,
+            lo=SIGMA_RANGE[0],
+            hi=SIGMA_RANGE[1],
+            rtol=rtol,
+        )
+        return _answer(math.inf if found.x is None else found.x, found)
+
+    sigma, lower, est, upper = _per_row(one, (q, steps, delta, target))
     return sigma, (lower, est, upper)
 
 
-def _one(q, steps, delta, target, *, rtol, eps_error):
-    from dpcalc.engine.dpsgd import noise_calibration
+def max_steps_pld(q, sigma, delta, target, *, eps_error=None, steps_max=MAX_COUNT):
+    """Largest number of steps T (at most ``steps_max``) with the PLD upper ε of DP-SGD at or below
+    ``target``; 0 where even one step misses it.  Returns ``(steps, (lower, estimate, upper))`` at T
+    (nan where T = 0), arrays of the broadcast shape."""
 
-    if not (target > 0 and math.isfinite(target)):
-        raise InputError(f"--target-epsilon: must be a finite number > 0, got {target:g}")
+    def one(q, sigma, delta, target):
+        from dpcalc.engine.dpsgd import step_budget
 
-    def upper(sigma):
-        b = sgd_epsilon_pld(q, sigma, steps, delta, eps_error)
-        return float(b.upper), (float(b.lower), float(b.estimate), float(b.upper))
+        _check_target(target)
+        with warnings.catch_warnings():  # the RDP answer is only a starting point
+            warnings.simplefilter("ignore", DpcalcWarning)
+            start, _ = step_budget.max_steps(q, sigma, delta, target, conversion="balle")
+        start = float(start) if float(start) >= 1 else 1.0
+        found = _search(
+            lambda err: lambda t: _pld(q, sigma, t, delta, err),
+            eps_error,
+            target,
+            start,
+            ok_above=False,
+            lo=1.0,
+            hi=float(steps_max),
+            integer=True,
+        )
+        if found.x is None:
+            _nothing_fits("one step", q, sigma)
+        return _answer(0.0 if found.x is None else found.x, found)
 
-    start, _ = noise_calibration.calibrate_noise(q, steps, delta, target, conversion="balle", rtol=1e-3)
-    hi = float(start) if np.isfinite(start) else 1.0
-    u, b_hi = upper(hi)
-    for _ in range(_MAX_EXPANSIONS):
-        if u <= target:
-            break
-        hi *= 1.25
-        if hi > 1e12:
-            return math.inf, math.nan, math.nan, math.nan
-        u, b_hi = upper(hi)
-    else:  # pragma: no cover - 1.25^60 covers any start
-        return math.inf, math.nan, math.nan, math.nan
-    lo = hi / 1.1
-    for _ in range(_MAX_EXPANSIONS):
-        if lo < 1e-6:
-            return hi, *b_hi
-        u, b = upper(lo)
-        if u > target:
-            break
-        hi, b_hi = lo, b
-        lo = hi / 1.5
-    while hi / lo > 1.0 + rtol:
-        mid = math.sqrt(lo * hi)
-        u, b = upper(mid)
-        if u <= target:
-            hi, b_hi = mid, b
-        else:
-            lo = mid
-    return hi, *b_hi
+    steps, lower, est, upper = _per_row(one, (q, sigma, delta, target))
+    return steps, (lower, est, upper)
+
+
+def max_sample_rate_pld(
+    sigma, steps, delta, target, *, dataset_size=None, epochs=None, eps_error=None, rtol=1e-4
+):
+    """Largest sample rate q in (0, 1] (within a factor 1 + rtol) with the PLD upper ε of DP-SGD at or
+    below ``target``; with ``dataset_size`` N, the largest batch size B (q = B/N, a whole number in
+    [1, N]).  With ``epochs`` E instead of ``steps`` the run has ceil(E/q) steps, which shrink as q
+    grows.  Returns ``(q, (lower, estimate, upper))`` (q = 0 where nothing meets the target)."""
+    steps = np.nan if steps is None else steps
+    epochs = np.nan if epochs is None else epochs
+    n_all = np.nan if dataset_size is None else dataset_size
+
+    def one(sigma, steps, epochs, n, delta, target):
+        from dpcalc.engine.dpsgd import rate_budget
+
+        _check_target(target)
+        whole = math.isfinite(n)
+
+        def q_of(x):
+            return x / n if whole else x
+
+        def t_of(x):  # the run's steps at rate (or batch size) x, as the forward command counts them
+            if math.isfinite(steps):
+                return steps
+            return max(math.ceil(epochs * n / x if whole else epochs / x), 1)
+
+        with warnings.catch_warnings():  # the RDP answer is only a starting point
+            warnings.simplefilter("ignore", DpcalcWarning)
+            start, _ = rate_budget.max_sample_rate(
+                sigma,
+                steps if math.isfinite(steps) else None,
+                delta,
+                target,
+                epochs=epochs if math.isfinite(epochs) else None,
+                dataset_size=n if whole else None,
+                conversion="balle",
+            )
+        start = float(start)
+        start = start * n if whole else start
+        found = _search(
+            lambda err: lambda x: _pld(q_of(x), sigma, t_of(x), delta, err),
+            eps_error,
+            target,
+            max(start, 1.0 if whole else 1e-12),
+            ok_above=False,
+            lo=1.0 if whole else 1e-12,
+            hi=n if whole else 1.0,
+            integer=whole,
+            rtol=rtol,
+        )
+        if found.x is None:
+            _nothing_fits("a batch of one" if whole else "a sample rate of 1e-12", None, sigma)
+        return _answer(0.0 if found.x is None else q_of(found.x), found)
+
+    q, lower, est, upper = _per_row(one, (sigma, steps, epochs, n_all, delta, target))
+    return q, (lower, est, upper)
+
+
+def calibrate_compose_pld(fill, delta, target, *, rtol=1e-4, eps_error=None, start=1.0):
+    """Smallest σ (within a factor 1 + rtol) such that the PLD upper ε(δ) of the composition
+    ``fill(σ)`` (a list of mechanism specs, the σ put into the spec or specs that left it out) is at
+    or below ``target``.  Returns ``(sigma, lower, estimate, upper)``; σ = inf where no σ up to 1e12
+    meets the target."""
+    from dpcalc.engine.pld.accountant import compose_pld
+
+    _check_target(target)
+
+    def make(err):
+        return lambda sigma: _held(lambda: compose_pld(fill(sigma), delta=delta, eps_error=err))
+
+    found = _search(
+        make, eps_error, target, start, ok_above=True, lo=SIGMA_RANGE[0], hi=SIGMA_RANGE[1], rtol=rtol
+    )
+    return _answer(math.inf if found.x is None else found.x, found)

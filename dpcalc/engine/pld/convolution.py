@@ -77,8 +77,18 @@ def compose_window(plds: list[DiscretePLD], counts, lam: float, lo_idx: int, n_f
 
     Each per-mechanism tilted PMF is folded modulo ``n_fft``, transformed once, raised to its count in
     log-polar form and multiplied; one inverse transform gives the composition wrapped modulo
-    ``n_fft`` (wrap-around is bounded by the caller's ``alias`` term).
+    ``n_fft`` (wrap-around is bounded by the caller's ``alias`` term).  A single mechanism used once
+    needs no transform: its folded PMF is the answer, with no round-off floor (``ν = 0``; the few ulps
+    of each value are inside the relative mass margin), which matters for heavy-tailed losses at
+    small δ, where no tilt keeps both the answer and the top of the grid above the FFT's floor.
     """
+    if len(plds) == 1 and int(counts[0]) == 1:
+        d = plds[0]
+        with np.errstate(divide="ignore", under="ignore"):
+            vals = np.exp(np.log(d.p) + lam * d.losses() - d.log_mgf(lam))
+        pos = (d.start + np.arange(d.n)) % n_fft
+        raw = np.bincount(pos, weights=vals, minlength=n_fft)
+        return np.roll(raw, -(lo_idx % n_fft)), 0.0
     acc = None
     total_count = 0
     for d, c in zip(plds, counts):
@@ -138,20 +148,55 @@ def _suffix_scan(x: np.ndarray, c: float) -> np.ndarray:
     return y
 
 
-def _best_theta(kc, lam: float, point: float, sign: float, base: float) -> np.ndarray:
+def spread(plds, counts) -> float:
+    """Standard deviation of the composed discrete loss (finite part; exact moments of the PMFs)."""
+    var = 0.0
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        for d, c in zip(plds, counts):
+            m = float(np.sum(d.p))
+            if m > 0:
+                x = d.losses()
+                mu = float(np.sum(d.p * x)) / m
+                var += c * float(np.sum(d.p * (x - mu) ** 2)) / m
+    return math.sqrt(var) if var > 0 and math.isfinite(var) else 0.0  # 0: none, or beyond double range
+
+
+def thetas(plds, counts) -> np.ndarray:
+    """The θ grid searched for Chernoff bounds: 1e-4 .. 3e3, extended at the same density up to
+    ``100/sd`` when the composed discrete loss has a small spread ``sd`` (tiny losses need large θ;
+    the grid is unchanged for spreads above 1/30)."""
+    sd = spread(plds, counts)
+    top = 100.0 / sd if sd > 0 else math.inf
+    if not (top > 3e3 and math.isfinite(top)):
+        return _THETA
+    extra = np.geomspace(3e3, top, max(2, int(math.ceil(6.5 * math.log10(top / 3e3))) + 1))[1:]
+    return np.concatenate([_THETA, extra])
+
+
+_THETA = np.geomspace(1e-4, 3e3, 49)
+#: A Chernoff bound above this (log) is worse than any window is built for (:func:`window_for` aims at
+#: 1e-10 or less): its θ was badly chosen, and the exact cumulant is searched on a coarse grid too.
+_RETRY = math.log(1e-10)
+
+
+def _best_theta(kc, lam: float, point: float, sign: float, base: float, theta=_THETA) -> np.ndarray:
     """Candidate θ > 0 for the Chernoff bound ``κ(λ + sign·θ) − base − sign·θ·point`` (chosen with the
-    quadrature cumulant ``kc``; the bound itself is then evaluated with the exact discrete one)."""
-    theta = np.geomspace(1e-4, 3e3, 49)
+    quadrature cumulant ``kc`` on the grid ``theta``; the bound itself is then evaluated with the exact
+    discrete one)."""
     vals = kc(lam + sign * theta) - base - sign * theta * point
     vals = np.where(np.isfinite(vals), vals, np.inf)
     i = int(np.argmin(vals))
     return theta[i] * np.array([0.01, 0.1, 0.5, 0.8, 1.0, 1.25, 2.0, 10.0, 100.0])
 
 
-def _chernoff(plds, counts, lam, point, sign, base, kc) -> float:
+def _chernoff(plds, counts, lam, point, sign, base, kc, grid=_THETA, exact=None) -> float:
     """Upper bound on ``log`` of the tilted mass beyond ``point`` (above for sign=+1, below for −1):
-    ``min_θ κ_b(λ ± θ) − base ∓ θ·point`` with ``base = κ(λ)`` (or 0 for the untilted mass above)."""
-    theta = _best_theta(kc, lam, point, sign, base)
+    ``min_θ κ_b(λ ± θ) − base ∓ θ·point`` with ``base = κ(λ)`` (or 0 for the untilted mass above).
+    ``exact``: further θ to try directly (where the quadrature cumulant may mislead: heavy tails,
+    :func:`_heavy`)."""
+    theta = _best_theta(kc, lam, point, sign, base, grid)
+    if exact is not None:
+        theta = np.concatenate([theta, exact])
     vals = kappa_bound(plds, counts, lam + sign * theta) - base - sign * theta * point
     return float(np.min(vals))
 
@@ -180,6 +225,8 @@ class GridBounds:
         self.log_inf_up = math.log(min(1.0, inf * (1 + 1e-12))) if inf > 0 else -math.inf
         self.log_inf_lo = math.log(inf * (1 - 1e-12)) if inf > 0 else -math.inf
         self.rel = min(0.5, float(sum(counts)) * REL_MASS_ERROR + 1e-12)
+        if nu == 0.0:  # no transform (one mechanism used once): the scans' sums of positive terms carry
+            self.rel = min(0.5, self.rel + 2.0 * n_fft * _U)  # up to n·u relative, unmasked by an FFT floor
         hi_val = (lo_idx + n_fft) * h  # first grid value above the window
         lo_val = (lo_idx - 1) * h  # first grid value below it
         # beyond the support of the composed discrete PLD there is no mass at all
@@ -187,10 +234,18 @@ class GridBounds:
         s_hi = sum(c * (d.start + d.n - 1) for d, c in zip(plds, counts))
         above_all = lo_idx + n_fft > s_hi
         below_all = lo_idx <= s_lo
-        log_tau_hi = -math.inf if above_all else _chernoff(plds, counts, lam, hi_val, 1.0, kap, kc)
-        log_tau_lo = -math.inf if below_all else _chernoff(plds, counts, lam, lo_val, -1.0, kap, kc)
+        grid = thetas(plds, counts)
+
+        def bound(tilt, point, sign, base):
+            v = _chernoff(plds, counts, tilt, point, sign, base, kc, grid)
+            if v > _RETRY:  # above the window's design target: the quadrature cumulant misled the
+                v = min(v, _chernoff(plds, counts, tilt, point, sign, base, kc, grid, grid[::3]))  # θ
+            return v
+
+        log_tau_hi = -math.inf if above_all else bound(lam, hi_val, 1.0, kap)
+        log_tau_lo = -math.inf if below_all else bound(lam, lo_val, -1.0, kap)
         self.log_alias = min(0.0, float(np.logaddexp(log_tau_hi, log_tau_lo)))
-        tail = -math.inf if above_all else _chernoff(plds, counts, 0.0, hi_val, 1.0, 0.0, kc)
+        tail = -math.inf if above_all else bound(0.0, hi_val, 1.0, 0.0)
         self.log_tail_hi = tail if lam <= 0 else min(tail, log_tau_hi + kap - lam * hi_val)
         la = self.log_alias + log_w_star(lam)
         self.alias_w = math.exp(la) if la > -740.0 else 0.0
@@ -262,13 +317,20 @@ class GridBounds:
         return int(fine[hit[-1]])
 
 
+def _heavy(plds, counts, n: float, h: float) -> bool:
+    """Whether a window of ``n`` points is far wider (400×) than the composed spread: a heavy tail,
+    where the quadrature cumulant (of the untruncated model) can lie far above the discrete one,
+    whose far tail the grid moves to +∞, and so point the Chernoff bounds at useless θ."""
+    return n > 400.0 * spread(plds, counts) / h + 64
+
+
 def window_for(plds, counts, lam: float, log_tau: float, log_tail: float, h: float, kc):
     """Grid indices ``(lo_idx, n)`` of a window whose outside tilted mass is below ``e^{log_tau}`` on
     each side and whose untilted mass above is below ``e^{log_tail}``: Chernoff bounds with the exact
     cumulant of the discrete PLDs (their bounded support keeps heavy-tailed losses in check), at θ
     values pre-selected with the quadrature cumulant ``kc``.  Checked afterwards by :class:`GridBounds`."""
     kap = kappa(plds, counts, lam)
-    theta = np.geomspace(1e-4, 3e3, 49)
+    theta = thetas(plds, counts)
     kb_up = kc(lam + theta)
     kb_dn = kc(lam - theta)
     with np.errstate(invalid="ignore"):
@@ -276,16 +338,28 @@ def window_for(plds, counts, lam: float, log_tau: float, log_tail: float, h: flo
         i_hi = int(np.nanargmin((kb_up - kap - log_tau) / theta))
         i_lo = int(np.nanargmax((log_tau - (kb_dn - kap)) / theta))
     loc = np.geomspace(1.0 / 16.0, 4.0, 7)
-    th_hi = theta[i_hi] * loc
-    th_lo = theta[i_lo] * loc
-    ex_up = kappa_bound(plds, counts, lam + th_hi)
-    ex_dn = kappa_bound(plds, counts, lam - th_lo)
-    hi = float(np.min((ex_up - kap - log_tau) / th_hi))
-    hi = max(hi, float(np.min((ex_up - log_tail) / (lam + th_hi))))
-    lo = float(np.max((log_tau - (ex_dn - kap)) / th_lo))
+
+    def ends(th_hi, th_lo):
+        """(bound on the tilted tail above, on the untilted tail above, bound below) at these θ."""
+        ex_up = kappa_bound(plds, counts, lam + th_hi)
+        ex_dn = kappa_bound(plds, counts, lam - th_lo)
+        return (
+            float(np.min((ex_up - kap - log_tau) / th_hi)),
+            float(np.min((ex_up - log_tail) / (lam + th_hi))),
+            float(np.max((log_tau - (ex_dn - kap)) / th_lo)),
+        )
+
+    hi_a, hi_b, lo = ends(theta[i_hi] * loc, theta[i_lo] * loc)
     # the composed discrete PLD lives on [Σ count·start, Σ count·end]: nothing to see outside
     s_lo = sum(c * d.start for d, c in zip(plds, counts))
     s_hi = sum(c * (d.start + d.n - 1) for d, c in zip(plds, counts))
+    span = (min(max(hi_a, hi_b), s_hi * h) - max(lo, s_lo * h)) / h
+    if _heavy(plds, counts, span, h):
+        # the quadrature cumulant may have missed the useful θ: search the exact one on a coarse grid too
+        g = theta[::3]
+        a2, b2, lo2 = ends(g, g)
+        hi_a, hi_b, lo = min(hi_a, a2), min(hi_b, b2), max(lo, lo2)
+    hi = max(hi_a, hi_b)
     lo_idx = max(int(math.floor(lo / h)) - 2, s_lo - 1) if math.isfinite(lo) else s_lo - 1
     hi_idx = min(int(math.ceil(hi / h)) + 2, s_hi + 1) if math.isfinite(hi) else s_hi + 1
     return lo_idx, max(hi_idx - lo_idx + 1, 16)

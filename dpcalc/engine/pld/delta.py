@@ -11,6 +11,7 @@ double range, the Chernoff/RDP-type bound of the dominating discrete pair is rep
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from dpcalc.engine.pld.epsilon import (
     _ETAS,
     DEFAULT_MEMORY_CAP,
     DEFAULT_REL_ERROR,
+    FALLBACK_SCALE,
     RDP_HINT,
     _exp_up,
     _guess,
@@ -29,8 +31,9 @@ from dpcalc.engine.pld.epsilon import (
     _refuse,
     _TooBig,
     _window,
+    spread,
 )
-from dpcalc.errors import UncertifiedError
+from dpcalc.errors import DpcalcWarning, UncertifiedError
 
 
 def delta_bracket(components, epsilon: float, eps_error: float | None = None, memory_cap=DEFAULT_MEMORY_CAP):
@@ -38,8 +41,8 @@ def delta_bracket(components, epsilon: float, eps_error: float | None = None, me
 
     Upper: ``Up`` at the grid point at or below ε (δ is non-increasing).  Lower:
     ``Low(ε + r + K·b_max) − η − η_bad`` maximised over ``r`` (module docstring).  ``eps_error`` sets
-    the grid as for :func:`epsilon_bracket` (default 0.5 % of max(ε, 0.02, sd) with sd the spread of
-    the composed loss).
+    the grid as for :func:`epsilon_bracket` (default 0.5 % of max(ε, sd) with sd the spread of the
+    composed loss at the tilt, :func:`~dpcalc.engine.pld.epsilon.spread`; no absolute floor).
     """
     epsilon = float(epsilon)
     log_keep = _log_inf_keep(components)
@@ -49,32 +52,89 @@ def delta_bracket(components, epsilon: float, eps_error: float | None = None, me
     lam, log_dbound, _, _ = _guess(components, 0.0, eps=epsilon)
     log_dfin = min(log_dbound, 0.0)
     log_dfin = max(log_dfin, -745.0)
+    basis = "ε"
+    width = eps_error
+    sd = 0.0
+    if eps_error is None:
+        # 0.5 % of ε, or of the spread of the composed (tilted) loss where that is larger (near ε = 0)
+        sd = spread(components, lam)
+        if sd > epsilon:
+            basis = "the privacy loss's spread, as ε is smaller"
+        width = DEFAULT_REL_ERROR * max(epsilon, sd)
+        if not width > 0:  # ε = 0 and every finite loss equal: any grid is exact there
+            width = DEFAULT_REL_ERROR
+    # where the default grid would pass the memory cap, coarsen it (at most to the 0.5 % of
+    # max(ε, 0.02, sd) of before, FALLBACK_SCALE) with a warning; refuse only what does not fit even then
+    coarsest = DEFAULT_REL_ERROR * max(epsilon, FALLBACK_SCALE, sd) if eps_error is None else width
+    coarsened = False
+    while True:
+        try:
+            out, trunc = _delta_once(components, epsilon, width, lam, log_dfin, log_dbound, memory_cap)
+            break
+        except _TooBig as err:
+            if width >= coarsest:
+                if coarsened:
+                    basis = f"max(ε, {FALLBACK_SCALE:g}, the privacy loss's spread)"
+                _refuse(err, memory_cap, width, eps_error is not None, basis)
+            width = min(coarsest, width * max(4.0, 24.0 * err.need / memory_cap))  # aim at 1/8 of the cap
+            coarsened = True
+    if coarsened:
+        warnings.warn(
+            f"PLD: δ(ε) on a grid for an ε-accuracy of {width:.3g}, coarser than the default (memory cap); "
+            "the bounds hold, the tolerance does not",
+            DpcalcWarning,
+            stacklevel=3,
+        )
+    # the grid ranges were cut where the tail mass is 1e-7 of the Chernoff-type bound on δ, which can be
+    # far above δ (tiny losses): when the cut mass shows in the bracket, settle the cut on coarse grids
+    # (each pass's upper end bounds δ; cutting at 1e-7 of it shrinks the cut mass by 1e-7 a pass), then
+    # redo the grid asked for if that fits in an eighth of the memory cap (the longer tails can make it
+    # costly).  Every bracket is certified, so their intersection is too.
+    lower, est, upper = out
+
+    def shows(up, cut, log_d):
+        return 0.0 < up and cut > 1e-4 * up and math.log(up) < log_d - 1.0
+
+    if shows(upper, trunc, log_dfin):
+        log_d = log_dfin
+        try:
+            for _ in range(4):
+                log_d = math.log(upper)
+                (lo2, est2, up2), cut = _delta_once(
+                    components, epsilon, 16.0 * width, lam, log_d, log_dbound, memory_cap
+                )
+                lower, upper = max(lower, lo2), min(upper, up2)
+                est = est2
+                if not shows(upper, cut, log_d):
+                    break
+            (lo2, est2, up2), _ = _delta_once(
+                components, epsilon, width, lam, log_d, log_dbound, memory_cap / 8
+            )
+            lower, upper, est = max(lower, lo2), min(upper, up2), est2
+        except _TooBig:  # keep the brackets found (they hold)
+            pass
+        est = min(max(est, lower), upper)
+    return lower, est, upper
+
+
+def _delta_once(components, epsilon, width, lam, log_dfin, log_dbound, memory_cap):
+    """One δ(ε) bracket on the grid meeting ``width`` (tail cuts at 1e-7 of ``e^{log_dfin}``); also
+    returns the mass cut off the grid ranges (``η_bad``)."""
     counts = [c.count for c in components]
     k_total = float(sum(counts))
-    if eps_error is not None:
-        width = eps_error
-    else:  # 0.5 % of ε, or of the spread of the composed loss where that is larger (δ near 1)
-        kc0 = _kc(components)
-        d = 1e-3 * max(lam, 1e-2)
-        kk = kc0(np.array([lam, lam + d, lam + 2 * d]))
-        spread = math.sqrt(max((kk[2] - 2 * kk[1] + kk[0]) / d**2, 0.0))
-        width = DEFAULT_REL_ERROR * max(epsilon, 0.02, spread)
-    try:
-        h, plds, lam = _prepare(components, width, log_dfin, lam, epsilon, memory_cap)
-        if log_dbound < -600.0:
-            # δ far below double range: the Chernoff/RDP-type bound of the dominating discrete
-            # pair (exact cumulants, no FFT) certifies an upper bound; 0 is the lower bound
-            tt = np.geomspace(1e-3, 1e4, 60)
-            kd = C.kappa_bound(plds, counts, tt)
-            log_b = float(np.min(kd - tt * epsilon + tt * np.log(tt) - (tt + 1.0) * np.log1p(tt)))
-            inf_d = -math.expm1(sum(c * math.log1p(-d.inf_mass) for d, c in zip(plds, counts)))
-            if log_b < -600.0:
-                up = min(1.0, _exp_up(log_b) + inf_d * (1.0 + 1e-12))
-                return 0.0, up, up
-        kc = _kc(components)
-        lo_idx, n_fft = _window(plds, counts, kc, lam, h, log_dfin, epsilon, memory_cap, width)
-    except _TooBig as err:
-        _refuse(err, memory_cap, width, eps_error is not None)
+    h, plds, lam = _prepare(components, width, log_dfin, lam, epsilon, memory_cap)
+    if log_dbound < -600.0:
+        # δ far below double range: the Chernoff/RDP-type bound of the dominating discrete
+        # pair (exact cumulants, no FFT) certifies an upper bound; 0 is the lower bound
+        tt = np.geomspace(1e-3, 1e4, 60)
+        kd = C.kappa_bound(plds, counts, tt)
+        log_b = float(np.min(kd - tt * epsilon + tt * np.log(tt) - (tt + 1.0) * np.log1p(tt)))
+        inf_d = -math.expm1(sum(c * math.log1p(-d.inf_mass) for d, c in zip(plds, counts)))
+        if log_b < -600.0:
+            up = min(1.0, _exp_up(log_b) + inf_d * (1.0 + 1e-12))
+            return (0.0, up, up), 0.0
+    kc = _kc(components)
+    lo_idx, n_fft = _window(plds, counts, kc, lam, h, log_dfin, epsilon, memory_cap, width)
     # the window must hold ε itself (mass below ε does not matter, but the grid point does)
     # (extended down to ε when affordable; otherwise ε lies far below the bulk of the composed
     # loss, δ(ε) >= δ(window bottom) ≈ 1, and the bracket is [Low(bottom), 1])
@@ -127,14 +187,15 @@ def delta_bracket(components, epsilon: float, eps_error: float | None = None, me
 
     if below_window or epsilon - slack < bottom:
         lower = lower_bound(1.0)
-        return lower, min(max(math.exp(float(gb.log_s(np.array([0]))[0])), lower), 1.0), 1.0
+        return (lower, min(max(math.exp(float(gb.log_s(np.array([0]))[0])), lower), 1.0), 1.0), 0.0
     top = (lo_idx + n_fft - 1) * h
     if epsilon - slack >= top:
         # above the window: Up is non-increasing, and δ >= δ(∞) = ω(∞)
         v = float(gb.log_up(np.array([n_fft - 1]))[0])
         upper = _exp_up(v)
         lower = math.exp(gb.log_inf_lo) if gb.log_inf_lo > -math.inf else 0.0
-        return lower, min(max(math.exp(float(gb.log_s(np.array([n_fft - 1]))[0])), lower), upper), upper
+        est = min(max(math.exp(float(gb.log_s(np.array([n_fft - 1]))[0])), lower), upper)
+        return (lower, est, upper), eta_bad
     v = at(gb.log_up, epsilon - slack)
     if v is None:
         raise UncertifiedError(f"PLD accounting: ε={epsilon:g} fell outside the FFT window; try {RDP_HINT}")
@@ -142,4 +203,4 @@ def delta_bracket(components, epsilon: float, eps_error: float | None = None, me
     lower = lower_bound(upper)
     ve = at(gb.log_s, epsilon + shift)
     est = min(max(math.exp(ve) if ve is not None else upper, lower), upper)
-    return lower, est, upper
+    return (lower, est, upper), eta_bad

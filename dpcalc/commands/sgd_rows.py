@@ -1,0 +1,174 @@
+"""The rows of one DP-SGD accountant for ``dpcalc sgd-epsilon`` (:mod:`dpcalc.commands.sgd_epsilon`):
+ε of each configuration, or the answer to the inverse question asked — the smallest noise multiplier,
+the largest number of steps, the largest sample rate or batch size within ``--target-epsilon`` — by the
+RDP-family accountants (:mod:`dpcalc.engine.dpsgd`, vectorised) or the PLD accountant, one distinct
+configuration at a time (:mod:`dpcalc.engine.pld.calibration`).  numpy loads only when it runs.
+"""
+
+from __future__ import annotations
+
+from dpcalc.errors import InputError
+
+#: Relative tolerance of the noise calibration and the rate budget (the σ reported is within this
+#: factor of the smallest, the rate within it of the largest).
+SIGMA_RTOL = 1e-4
+
+
+def _pld_rows(p, g, solve, strict: bool) -> dict:
+    """The pld accountant, one distinct configuration at a time: its certified bracket of ε, or (``solve``)
+    the smallest noise multiplier, the largest number of steps or the largest sample rate (batch size)
+    whose certified upper end meets the target, with the bracket there
+    (:mod:`dpcalc.engine.pld.calibration`).  A configuration it cannot discretise (or that needs more
+    memory than the cap) is an error when pld alone was asked for (``strict``), else a row with no value
+    and the reason in ``note``."""
+    import numpy as np
+
+    from dpcalc.engine.dpsgd import accounting as sgd
+    from dpcalc.engine.pld import calibration
+    from dpcalc.engine.pld.accountant import sgd_epsilon_pld
+    from dpcalc.engine.pld.epsilon import RDP_HINT
+
+    n = g["q"].size
+    nan = np.full(n, np.nan)
+    length = "epochs" if "epochs" in g and solve == "q" else "steps"
+    given = {
+        None: ("q", "sigma", "steps", "delta"),
+        "sigma": ("q", "steps", "delta", "target"),
+        "steps": ("q", "sigma", "delta", "target"),
+        "q": ("sigma", length, "n", "delta", "target"),
+    }[solve]
+
+    def one(i):
+        v = {
+            k: float(g[k][i]) if k in g else None
+            for k in ("q", "sigma", "steps", "epochs", "n", "delta", "target")
+        }
+        if solve == "sigma":
+            s, b = calibration.calibrate_noise_pld(
+                v["q"], v["steps"], v["delta"], v["target"], rtol=SIGMA_RTOL, eps_error=p.eps_error
+            )
+            return (float(s), v["steps"], v["q"], *map(float, b))
+        if solve == "steps":
+            t, b = calibration.max_steps_pld(
+                v["q"], v["sigma"], v["delta"], v["target"], eps_error=p.eps_error
+            )
+            return (v["sigma"], float(t), v["q"], *map(float, b))
+        if solve == "q":
+            q, b = calibration.max_sample_rate_pld(
+                v["sigma"],
+                None if length == "epochs" else v["steps"],
+                v["delta"],
+                v["target"],
+                dataset_size=v["n"],
+                epochs=v["epochs"] if length == "epochs" else None,
+                eps_error=p.eps_error,
+                rtol=SIGMA_RTOL,
+            )
+            q = float(q)
+            return (v["sigma"], _steps_at(q, v, length), q, *map(float, b))
+        b = sgd_epsilon_pld(v["q"], v["sigma"], v["steps"], v["delta"], eps_error=p.eps_error)
+        return (v["sigma"], v["steps"], v["q"], *(float(x) for x in b))
+
+    answers: dict = {}
+    out = np.full((6, n), np.nan)  # noise multiplier, steps, sample rate, lower, estimate, upper
+    notes = [""] * n
+    for i in range(n):
+        key = tuple(float(g[k][i]) if k in g else None for k in given)
+        if key not in answers:
+            try:
+                answers[key] = (one(i), "")
+            except InputError as exc:
+                message = str(exc).replace(RDP_HINT, "--accountant rdp")
+                if strict:
+                    raise InputError(message) from None
+                answers[key] = ((np.nan,) * 6, f"does not apply: {message}")
+        out[:, i], notes[i] = answers[key]
+    sigma, steps, q, lower, est, upper = out
+    if solve != "sigma":
+        sigma = g["sigma"]  # as given, also on rows the accountant refused
+    if solve != "steps" and not (solve == "q" and length == "epochs"):
+        steps = g["steps"]
+    # the epsilon column holds the certified upper end; the estimate has a column of its own
+    e = sgd.Epsilon(upper, nan, np.zeros(n, bool), np.ones(n, bool))
+    cols = dict(noise_multiplier=sigma, steps=steps, eps=e, lower=lower, estimate=est, note=notes)
+    if solve == "q":
+        cols["q"] = q
+    return cols
+
+
+def _steps_at(q: float, v: dict, length: str) -> float:
+    """The steps of the run at the rate found: as given, or ceil(E/q) = ceil(E·N/B) for ``--epochs``."""
+    import math
+
+    if length != "epochs":
+        return v["steps"]
+    if q <= 0:
+        return math.nan
+    ratio = v["epochs"] * v["n"] / round(q * v["n"]) if v["n"] is not None else v["epochs"] / q
+    return float(max(math.ceil(ratio), 1))
+
+
+def accountant_rows(p, name, solve, g, kw, light=True, strict=True) -> dict:
+    """One accountant's answers on the combinations ``g`` (flat arrays); ``light``: small arrays may
+    skip scipy (see :class:`dpcalc.engine.dpsgd.sgm.light_start`)."""
+    import contextlib
+
+    import numpy as np
+
+    from dpcalc.engine.dpsgd import accounting as sgd
+    from dpcalc.engine.dpsgd import noise_calibration, sgm, step_budget
+
+    with sgm.light_start() if light else contextlib.nullcontext():
+        if name == "pld":
+            return _pld_rows(p, g, solve, strict)
+        if solve is None:
+            e = sgd.epsilon(name, g["q"], g["sigma"], g["steps"], g["delta"], **kw)
+            return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e)
+        if solve == "sigma":
+            sig, e = noise_calibration.calibrate_noise(
+                g["q"], g["steps"], g["delta"], g["target"], accountant=name, rtol=SIGMA_RTOL, **kw
+            )
+            return dict(noise_multiplier=sig, steps=g["steps"], eps=e)
+        if solve == "q":
+            return _rate_rows(name, g, kw)
+        t, _ = step_budget.max_steps(g["q"], g["sigma"], g["delta"], g["target"], accountant=name, **kw)
+        # report ε (with its order and flags) at the answer; 0 steps: nothing fits
+        e = sgd.epsilon(name, g["q"], g["sigma"], np.maximum(t, 1.0), g["delta"], **kw)
+        e = e._replace(epsilon=np.where(t >= 1, e.epsilon, np.nan), alpha=np.where(t >= 1, e.alpha, np.nan))
+        return dict(noise_multiplier=g["sigma"], steps=t, eps=e)
+
+
+def _rate_rows(name, g, kw) -> dict:
+    """The largest sample rate (batch size, with ``--dataset-size``) within the target, and ε there."""
+    import numpy as np
+
+    from dpcalc.engine.dpsgd import accounting as sgd
+    from dpcalc.engine.dpsgd import rate_budget
+
+    by_epochs = "epochs" in g
+    n = g.get("n")
+    kw = {k: v for k, v in kw.items() if k != "dataset_size"}
+    q, _ = rate_budget.max_sample_rate(
+        g["sigma"],
+        None if by_epochs else g["steps"],
+        g["delta"],
+        g["target"],
+        epochs=g["epochs"] if by_epochs else None,
+        dataset_size=n,
+        accountant=name,
+        rtol=SIGMA_RTOL,
+        **kw,
+    )
+    fits = q > 0
+    if by_epochs:
+        ratio = g["epochs"] * n / np.round(np.where(fits, q, 1.0) * n) if n is not None else g["epochs"] / q
+        steps = np.where(fits, np.maximum(np.ceil(ratio), 1.0), np.nan)
+    else:
+        steps = g["steps"]
+    # report ε (with its order and flags) at the answer; rate 0: nothing fits
+    extra = {"dataset_size": n} if n is not None else {}
+    e = sgd.epsilon(
+        name, np.where(fits, q, 1.0), g["sigma"], np.where(fits, steps, 1.0), g["delta"], **kw, **extra
+    )
+    e = e._replace(epsilon=np.where(fits, e.epsilon, np.nan), alpha=np.where(fits, e.alpha, np.nan))
+    return dict(noise_multiplier=g["sigma"], steps=steps, eps=e, q=q)

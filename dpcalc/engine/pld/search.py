@@ -1,0 +1,214 @@
+"""The boundary of a monotone, expensive, certified test: where the PLD upper end of ε crosses a target
+as one parameter (the noise multiplier, the number of steps, the sample rate or batch size) moves.
+
+Each evaluation is a whole PLD computation (a tenth of a second or more), so the search makes few:
+it starts from a cheap guess (the RDP answer), expands geometrically until the crossing is bracketed,
+then interpolates in (log x, log ε) — ε is close to a power of x, so the line through two points lands
+near the crossing — nudged to the side that meets the target, and confirms with the neighbouring
+point (one tolerance step away).  Where interpolation stalls it bisects.
+
+Soundness does not depend on the interpolation: the value returned is one at which the certified
+upper end was computed and found at or below the target; the neighbour one tolerance step further
+was computed and found above it (or is outside the allowed range).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+
+class Boundary(NamedTuple):
+    """``x``: the extreme value meeting the target (None if none in range); ``info``: what the test
+    returned there; ``evaluations``: how many tests were run."""
+
+    x: float | None
+    info: object
+    evaluations: int
+    slope: float | None = None
+
+
+def boundary(
+    test: Callable[[float], tuple[float, object]],
+    target: float,
+    start: float,
+    *,
+    ok_above: bool,
+    lo: float,
+    hi: float,
+    integer: bool = False,
+    rtol: float = 1e-4,
+    first_step: float = 1.1,
+    slope: float | None = None,
+    max_evaluations: int = 80,
+) -> Boundary:
+    """The extreme ``x`` in ``[lo, hi]`` with ``test(x)[0] <= target``: the smallest such x when the test
+    is met for large x (``ok_above``, e.g. the noise multiplier), the largest when it is met for small
+    x (steps, sample rate).  ``test(x)`` returns ``(value, info)``; a value of inf (or nan) counts as
+    missing the target.  ``integer``: x is a whole number and the neighbour is x ± 1; otherwise the
+    neighbour is x·(1 + rtol)^(∓1).  The answer is None when even the most favourable end of the
+    range misses the target; the favourable end itself when the whole range meets it.
+
+    ``first_step``: the factor of the first move away from ``start`` (the expected distance of the
+    answer from the guess); later moves follow the secant through the points seen, at least doubling.
+    Near the crossing each round evaluates a pair of neighbours (one tolerance step apart) around the
+    secant's prediction: when the pair straddles the target the search is over.  ``slope``: d log
+    value / d log x if known (say from a coarser search), used while only one point has been seen.
+    The answer carries the slope of its last secant, for a finer search to start from.
+    """
+    seen: dict[float, tuple[float, object]] = {}
+
+    def ev(x: float) -> float:
+        if x not in seen:
+            v, info = test(x)
+            v = float(v)
+            seen[x] = (v if v == v else math.inf, info)
+        return seen[x][0]
+
+    def ok(v: float) -> bool:
+        return v <= target
+
+    sign = -1.0 if ok_above else 1.0  # the direction of x in which the test gets harder to meet
+
+    def done(good: float, bad: float) -> bool:
+        if integer:
+            return abs(bad - good) <= 1.0
+        return max(good, bad) / min(good, bad) <= 1.0 + rtol * 1.0000001
+
+    x = _fit(start, lo, hi, integer)
+    good, bad = (x, None) if ok(ev(x)) else (None, x)
+    # expand until the crossing is bracketed (or the range ends): towards the secant's crossing (a
+    # pair of neighbours around it) where the points seen predict one, else by ``factor``
+    factor = first_step
+    while good is None or bad is None:
+        if len(seen) >= max_evaluations:
+            break
+        here = good if bad is None else bad
+        towards = sign if bad is None else -sign  # from a good point towards harder x, and back
+        guess = _secant(seen, target, slope)
+        if guess is not None and guess > 0 and 1.0 < (guess / here) ** towards < 16.0:
+            moved = False
+            for p in _pair(guess, rtol, integer, nearest=here):
+                p = _fit(p, lo, hi, integer)
+                if (p - here) * towards <= 0:
+                    continue
+                moved = True
+                if ok(ev(p)):
+                    good = p
+                else:
+                    bad = p
+                if good is not None and bad is not None:
+                    break
+            if moved:
+                continue
+        nxt = _fit(here * factor if towards > 0 else here / factor, lo, hi, integer)
+        if nxt == here and integer:
+            nxt = _fit(here + towards, lo, hi, integer)
+        if nxt == here:  # the range ends: all of it meets the target, or none of it
+            return Boundary(good, seen[good][1] if good is not None else None, len(seen))
+        if ok(ev(nxt)):
+            good = nxt
+        else:
+            bad = nxt
+        factor = min(factor * factor, 1e6)
+    if good is None:
+        return Boundary(None, None, len(seen))
+    if bad is None:  # evaluations ran out while expanding: the best found is still sound
+        return Boundary(good, seen[good][1], len(seen))
+    # shrink: a pair of neighbours around the secant's crossing (through the two points nearest it),
+    # or around the mid-point when the secant is no help
+    stalls = 0
+    while not done(good, bad) and len(seen) < max_evaluations:
+        a, b = min(good, bad), max(good, bad)
+        guess = _secant(seen, target, slope) if stalls < 2 else None
+        if guess is None or not (a < guess < b):
+            guess = _between(good, bad, integer)
+            stalls = 0
+        if guess is None:
+            break
+        pair = _pair(guess, rtol, integer)
+        width = math.log(b / a)
+        for p in pair:
+            p = _fit(p, lo, hi, integer)
+            lo_now, hi_now = min(good, bad), max(good, bad)
+            if not (lo_now < p < hi_now):
+                continue
+            if ok(ev(p)):
+                good = p
+            else:
+                bad = p
+        new_width = math.log(max(good, bad) / min(good, bad))
+        stalls = stalls + 1 if new_width > 0.5 * width else 0
+    return Boundary(good, seen[good][1], len(seen), _slope(seen, target))
+
+
+def _pair(guess: float, rtol: float, integer: bool, nearest: float | None = None) -> list[float]:
+    """Two neighbours one tolerance step apart around ``guess`` (the one nearer ``nearest`` first)."""
+    if integer:
+        pair = [float(math.floor(guess)), float(math.floor(guess)) + 1.0]
+    else:
+        half = math.sqrt(1.0 + rtol)
+        pair = [guess / half, guess * half]
+    if nearest is not None:
+        pair.sort(key=lambda p: abs(p - nearest))
+    return pair
+
+
+def _between(good: float, bad: float, integer: bool) -> float | None:
+    """A point strictly between ``good`` and ``bad`` (the geometric or integer mid-point), or None."""
+    a, b = min(good, bad), max(good, bad)
+    if integer:
+        mid = float(math.floor((a + b) / 2.0))
+        return mid if a < mid < b else None
+    mid = math.sqrt(a * b)
+    return mid if a < mid < b else None
+
+
+def _nearest(seen: dict, target: float) -> list:
+    """``(x, value)`` of the evaluated points with finite positive values, nearest the target first."""
+    pts = [(abs(math.log(v / target)), x, v) for x, (v, _) in seen.items() if 0 < v < math.inf]
+    return [(x, v) for _, x, v in sorted(pts)]
+
+
+def _secant(seen: dict, target: float, slope: float | None = None) -> float | None:
+    """The crossing of log target by the line through the two evaluated points whose values are
+    nearest it (in log value), or through the one point seen with the given ``slope``; or None."""
+    pts = _nearest(seen, target)
+    if len(pts) >= 2:
+        (x0, v0), (x1, v1) = pts[0], pts[1]
+        return _interpolate(x0, v0, x1, v1, target)
+    if pts and slope:
+        x0, v0 = pts[0]
+        return x0 * math.exp((math.log(target) - math.log(v0)) / slope)
+    return None
+
+
+def _slope(seen: dict, target: float) -> float | None:
+    """d log value / d log x through the two points nearest the target (None if not available)."""
+    pts = _nearest(seen, target)
+    if len(pts) < 2 or pts[0][0] == pts[1][0]:
+        return None
+    (x0, v0), (x1, v1) = pts[0], pts[1]
+    return (math.log(v1) - math.log(v0)) / (math.log(x1) - math.log(x0))
+
+
+def _fit(x: float, lo: float, hi: float, integer: bool) -> float:
+    x = min(max(x, lo), hi)
+    if integer:
+        x = float(math.floor(x + 0.5))
+        x = min(max(x, math.ceil(lo)), math.floor(hi))
+    return float(x)
+
+
+def _interpolate(x0: float, v0: float, x1: float, v1: float, target: float) -> float | None:
+    """Where the line through (log x0, log v0) and (log x1, log v1) reaches log target (None when the
+    values do not allow it: infinite or non-positive values, a flat line)."""
+    if not (0 < v0 < math.inf and 0 < v1 < math.inf and target > 0):
+        return None
+    a0, a1 = math.log(x0), math.log(x1)
+    b0, b1 = math.log(v0), math.log(v1)
+    if b1 == b0:
+        return None
+    t = (math.log(target) - b0) / (b1 - b0)
+    return math.exp(a0 + t * (a1 - a0))
