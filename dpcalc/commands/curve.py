@@ -415,7 +415,7 @@ def langevin_curve(params, alphas: Sequence[float] | None = None, *, stream: boo
     the two agree to a few ulps (the printed ζ(α) = α·c is rounded up once more)."""
     import numpy as np
 
-    from dpcalc.commands.langevin import METHODS
+    from dpcalc.commands.langevin import METHODS, setting_grid
     from dpcalc.engine.grid import product
     from dpcalc.engine.hidden_state import langevin as lg
 
@@ -427,16 +427,7 @@ def langevin_curve(params, alphas: Sequence[float] | None = None, *, stream: boo
             "--alpha cannot be used with --rdp-curve: give the orders of the curve with --alphas"
         )
     methods = list(METHODS) if p.method == "all" else [p.method]
-    sens = p.sensitivity if p.sensitivity is not None else tuple(2.0 * v for v in p.lipschitz)
-    grid = dict(
-        sigma=p.sigma,
-        sensitivity=sens,
-        lr=p.lr,
-        strong_convexity=p.strong_convexity,
-        smoothness=p.smoothness,
-        dataset_size=p.dataset_size,
-        steps=p.steps,
-    )
+    grid = setting_grid(p)
     lg.check_conditions(
         np.asarray(grid["lr"])[:, None, None],
         np.asarray(grid["strong_convexity"])[None, :, None],

@@ -63,8 +63,13 @@ def langevin(params: LangevinParams) -> Result:
     if p.alpha is None and p.delta is None:
         raise InputError("give --alpha (Rényi bounds) and/or --delta (ε)")
     methods = METHODS if p.method == "all" else (p.method,)
+    return _compute(setting_grid(p), p.alpha, p.delta, methods, p.conversion, p.lipschitz is not None)
+
+
+def setting_grid(p) -> dict:
+    """The swept inputs of a langevin setting, by name (the sensitivity S_g = 2L with --lipschitz)."""
     sens = p.sensitivity if p.sensitivity is not None else tuple(2.0 * v for v in p.lipschitz)
-    grid = dict(
+    return dict(
         sigma=p.sigma,
         sensitivity=sens,
         lr=p.lr,
@@ -73,7 +78,6 @@ def langevin(params: LangevinParams) -> Result:
         dataset_size=p.dataset_size,
         steps=p.steps,
     )
-    return _compute(grid, p.alpha, p.delta, methods, p.conversion, p.lipschitz is not None)
 
 
 def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Result:

@@ -15,6 +15,17 @@ _ALPHA = ("alpha", "the Rényi order α of the row (the best order where the bou
 _NOTE = ("note", "why a row has no value, or what produced it")
 
 #: command -> ((column, meaning), ...) in output order.
+#: The inputs of a langevin setting, as columns (the bounds' table and the curve's).
+_LANGEVIN_INPUTS = (
+    ("sigma", "the noise scale σ"),
+    ("sensitivity", "the sensitivity S_g of the gradient sum (2L with --lipschitz)"),
+    ("lr", "the step size η"),
+    ("strong_convexity", "the strong convexity λ"),
+    ("smoothness", "the smoothness β"),
+    ("dataset_size", "the dataset size n"),
+    ("steps", "the number of iterations K"),
+)
+
 SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     "odometer": (
         ("step", "the event's number"),
@@ -100,13 +111,7 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     "langevin": (
         _METHOD,
         ("bound", "upper (a guarantee) or lower (the paper's lower bound: never a guarantee)"),
-        ("sigma", "the noise scale σ"),
-        ("sensitivity", "the sensitivity S_g of the gradient sum (2L with --lipschitz)"),
-        ("lr", "the step size η"),
-        ("strong_convexity", "the strong convexity λ"),
-        ("smoothness", "the smoothness β"),
-        ("dataset_size", "the dataset size n"),
-        ("steps", "the number of iterations K"),
+        *_LANGEVIN_INPUTS,
         _ALPHA,
         ("rdp", "an upper bound on the Rényi divergence at alpha"),
         ("rdp_lower", "the lower bound on the Rényi divergence at alpha (bound = lower)"),
@@ -163,13 +168,7 @@ CURVE_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     "langevin": (
         _METHOD,
         ("bound", "upper (a guarantee) or lower (the paper's lower bound: never a guarantee)"),
-        ("sigma", "the noise scale σ"),
-        ("sensitivity", "the sensitivity S_g of the gradient sum (2L with --lipschitz)"),
-        ("lr", "the step size η"),
-        ("strong_convexity", "the strong convexity λ"),
-        ("smoothness", "the smoothness β"),
-        ("dataset_size", "the dataset size n"),
-        ("steps", "the number of iterations K"),
+        *_LANGEVIN_INPUTS,
         _CURVE_ALPHA,
         ("rdp", "an upper bound on the Rényi divergence at alpha (bound = upper)"),
         ("rdp_lower", "the lower bound on the Rényi divergence at alpha (bound = lower)"),
