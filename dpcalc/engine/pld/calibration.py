@@ -57,6 +57,8 @@ class _Found(NamedTuple):
 
 #: The bracket width (relative to the target) of the first, locating stage of a search.
 COARSE = 0.02
+#: Its tolerance, in multiples of the search's own.
+COARSE_RTOL_FACTOR = 20
 
 
 def _search(make, eps_error, target, start, *, integer=False, rtol=1e-4, **kw):
@@ -65,13 +67,14 @@ def _search(make, eps_error, target, start, *, integer=False, rtol=1e-4, **kw):
 
     A coarse bracket costs a quarter of a fine one, and its upper end is still certified and close to
     the fine one (the upper end's excess grows like the square of the width: about 6e-5 of ε at a
-    width of 2 %).  So the coarse search finds the crossing to within about the tolerance, and the
+    width of 2 %).  So the coarse search finds the crossing to within a few tolerances, and the
     fine search, started there with the neighbour as its first step, usually ends after two
     evaluations.  Every answer is decided by evaluations at the requested accuracy."""
     kw = dict(kw, integer=integer, rtol=rtol)
     coarse = COARSE * target
     if eps_error is None or eps_error < coarse:
-        located = boundary(make(coarse), target, start, **kw)
+        # the locating stage needs the crossing to a few tolerances only: the fine stage finishes it
+        located = boundary(make(coarse), target, start, **dict(kw, rtol=COARSE_RTOL_FACTOR * rtol))
         if located.x is not None:
             start = located.x
             kw["first_step"] = 1.0 + 1e-12 if integer else 1.0 + rtol
