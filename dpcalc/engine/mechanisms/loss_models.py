@@ -87,6 +87,7 @@ class LossModel:
     log_sf_above: object = None
     log_cdf_below: object = None
     _nodes: object = field(default=None, repr=False, compare=False)
+    _mgf_memo: object = field(default=None, repr=False, compare=False)
 
     def _atom_log_tail(self, b, above: bool) -> float:
         sel = self.atoms_loc > b if above else self.atoms_loc < b
@@ -129,8 +130,20 @@ class LossModel:
 
     def log_mgf(self, t) -> np.ndarray:
         """``log E_P[e^{tL}; L < ∞]`` for an array of ``t`` (quadrature for the continuous piece:
-        an estimate used to choose the grid and the window, never part of a bound)."""
+        an estimate used to choose the grid and the window, never part of a bound).  The accountant
+        asks for the same grids of t many times (each direction, each attempt): answers are memoised."""
         t = np.atleast_1d(np.asarray(t, dtype=float))
+        if self._mgf_memo is None:
+            self._mgf_memo = {}
+        key = t.tobytes()
+        if key in self._mgf_memo:
+            return self._mgf_memo[key].copy()
+        out = self._log_mgf(t)
+        if len(self._mgf_memo) < 256:
+            self._mgf_memo[key] = out.copy()
+        return out
+
+    def _log_mgf(self, t: np.ndarray) -> np.ndarray:
         out = np.empty(t.size)
         for c0 in range(0, t.size, 16):
             tc = t[c0 : c0 + 16, None]
