@@ -20,13 +20,19 @@ def load_curve(path: str, source: str | None = None, stdin=None) -> tuple[list[f
         return read_curve(lines, source)
 
 
-def read_curve(lines: Iterable, source: str = "--curve") -> tuple[list[float], list[float]]:
+def read_curve(
+    lines: Iterable, source: str = "--curve", *, single: bool = False
+) -> tuple[list[float], list[float]]:
     """Parse a CSV with a header holding ``alpha`` and ``rdp`` columns (others are ignored).
 
     ``lines``: text lines, or a text or byte stream (read through :func:`dpcalc.textinput.iter_lines`).
     Orders must be numbers > 1 and distinct; RDP values numbers >= 0 (``inf`` allowed: that order
     certifies nothing and is skipped).  Every error is an :class:`InputError` naming ``source`` and
     the line.
+
+    ``single=True``: the text must hold one curve: every other column (the identifying columns of a
+    ``--rdp-curve`` CSV: the configuration, the method) keeps the value of the first row, and a
+    repeated order is called a second curve.
     """
     if hasattr(lines, "read"):
         lines = iter_lines(binary_stream(lines), source)
@@ -49,11 +55,23 @@ def read_curve(lines: Iterable, source: str = "--curve") -> tuple[list[float], l
     alphas: list[float] = []
     rdps: list[float] = []
     seen: dict[float, int] = {}
+    ids = [i for i, c in enumerate(header) if i not in (ia, ir)]
+    first: tuple[int, list[str]] | None = None
     for line, row in reader:
         if not row or not any(cell.strip() for cell in row) or row[0].lstrip().startswith("#"):
             continue
         if len(row) <= max(ia, ir):
             raise InputError(f"{source} line {line}: expected {len(header)} columns, got {len(row)}")
+        if single:
+            values = [row[i].strip() if i < len(row) else "" for i in ids]
+            if first is None:
+                first = (line, values)
+            for i, v, v0 in zip(ids, values, first[1]):
+                if v != v0:
+                    raise InputError(
+                        f"{source} line {line}: several curves in one file ({header[i]}={v!r} here, "
+                        f"{header[i]}={v0!r} on line {first[0]}): give one curve"
+                    )
         a = _cell(row[ia], "alpha", source, line)
         z = _cell(row[ir], "rdp", source, line)
         if not (math.isfinite(a) and a > 1):
@@ -63,8 +81,9 @@ def read_curve(lines: Iterable, source: str = "--curve") -> tuple[list[float], l
         if math.isnan(z) or z < 0:
             raise InputError(f"{source} line {line}: rdp must be a number >= 0, got {row[ir].strip()!r}")
         if a in seen:
+            more = ": several curves in one file? give one curve" if single else ""
             raise InputError(
-                f"{source} line {line}: duplicate order alpha={row[ia].strip()} (first on line {seen[a]})"
+                f"{source} line {line}: duplicate order alpha={row[ia].strip()} (first on line {seen[a]}){more}"
             )
         seen[a] = line
         alphas.append(a)

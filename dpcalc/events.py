@@ -3,7 +3,8 @@
 A CSV text with a header row, one row per adaptive step (``dpcalc odometer``; see its man page):
 
 * a ``mechanism`` column holding a mechanism spec (``gaussian:sigma=2``, ``subsampled-gaussian:
-  q=0.01,sigma=1,count=98``, ... as in ``dpcalc compose``), or
+  q=0.01,sigma=1,count=98``, ``rdp-curve:file=curve.csv`` for a Rényi curve printed by
+  ``--rdp-curve``, ... as in ``dpcalc compose``), or
 * the columns ``sample_rate,noise_multiplier`` and optionally ``steps`` (default 1): that many steps
   of the Poisson-subsampled Gaussian (DP-SGD; add/remove neighbours).
 
@@ -110,12 +111,12 @@ def header_mode(names: list[str], line_no: int, source: str = "EVENTS") -> str:
     where = _where(source, line_no)
     if len(set(names)) != len(names):
         raise InputError(f"{where}: a column name repeats in the header {','.join(names)!r}")
-    if "alpha" in names and "rdp" in names:  # e.g. `dpcalc sgd-epsilon ... --rdp-curve`: one row per order
+    if "alpha" in names and "rdp" in names:  # `dpcalc sgd-epsilon ... --rdp-curve`: a curve is one event
         raise InputError(
             f"{where}: expected a header row with a 'mechanism' column or the columns "
             "'sample_rate,noise_multiplier[,steps]', got a Rényi curve (columns alpha,rdp: one row per order, "
-            "not per step); the odometer takes no curve: give the steps as events, or convert the curve with "
-            "'dpcalc convert --curve'"
+            "not per step); give the curve as one event: --event rdp-curve:file=FILE (with --ledger: "
+            "--add rdp-curve:file=FILE), or a 'mechanism' row rdp-curve:file=FILE"
         )
     has_mech = "mechanism" in names
     has_sgm = [c in names for c in SGM_COLUMNS]

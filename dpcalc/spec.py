@@ -79,6 +79,8 @@ def _number(text: str, key: str, raw: str) -> float:
 
 
 def _check(text: str, key, raw: str):
+    if key.check == "path":  # a file name: kept as written (case and all); the kind reads it
+        return raw.strip()
     if key.check == "choice":
         v = raw.strip().lower()
         if v not in key.choices:

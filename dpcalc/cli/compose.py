@@ -78,7 +78,7 @@ advanced — Dwork–Rothblum–Vadhan (heterogeneous form), reported as min(bas
 basic — (Σε, Σδ).
 
 basic, advanced and optimal need a per-release (ε, δ): laplace (Δ/b, 0), randomized-response
-(ε, 0) and dp specs have one; gaussian, subsampled-gaussian and zcdp do not, and those rows say so
+(ε, 0) and dp specs have one; gaussian, subsampled-gaussian, zcdp and rdp-curve do not, and those rows say so
 rather than choosing a δ split for you.  best (default) — one row per target with the smallest bound
 among the methods that apply, and the method that gave it.  all — one row per method.  Every bound
 is rounded to the safe side.
@@ -99,7 +99,14 @@ with --method all, one dot per method, and a method that does not apply is named
 --rdp-curve prints the summed Rényi curve of the MECHANISMs (the rdp method's, before any
 conversion) at each order of --alphas (default: the 225 orders of rdp), with no --delta or
 --epsilon; a dp spec with δ > 0 has no curve and is refused, and so is a --method other than rdp.
-dpcalc convert --curve - reads its CSV as it is and gives the rdp row's ε exactly."""
+dpcalc convert --curve - reads its CSV as it is and gives the rdp row's ε exactly.
+
+rdp-curve:file=PATH reads such a CSV back as a mechanism (one curve per file; a relative PATH is
+relative to the current directory): at an order of the file its value, between orders the value at
+the next larger order of the file (and below the smallest, the smallest order's), which bounds the
+curve from above because Rényi divergence is non-decreasing in the order (van Erven and Harremoës
+2014, Thm 3); inf above the largest order.  Only the rdp method applies to it: with the orders of
+the file, compose --method rdp gives what convert --curve gives."""
 
 
 # ------------------------------------------------------------------------------------------------ command
@@ -131,7 +138,8 @@ def command(mechanisms, delta, epsilon, method, eps_error, out, rdp_curve=False,
 
     A MECHANISM is KIND:key=value,... with an optional count=K: gaussian:sigma=S[,sensitivity=D],
     laplace:scale=B[,sensitivity=D], randomized-response:epsilon=E (or p=P),
-    subsampled-gaussian:q=Q,sigma=S[,sampling=poisson|fixed-size], zcdp:rho=R, dp:epsilon=E[,delta=D].
+    subsampled-gaussian:q=Q,sigma=S[,sampling=poisson|fixed-size], zcdp:rho=R,
+    rdp-curve:file=PATH (a curve printed by --rdp-curve; rdp only), dp:epsilon=E[,delta=D].
     @FILE reads one MECHANISM per line from FILE, - from standard input (# starts a comment);
     identical specs are merged (their counts summed).  Give --delta to get ε, or --epsilon to get δ
     (both take sweeps).  Give both, with specs that leave sigma out, to calibrate σ.

@@ -41,6 +41,10 @@ MAN_EXAMPLES = [
     ),
     ("Report the ledger:", "dpcalc odometer --ledger privacy.ledger"),
     (
+        "A training run's Rényi curve (from sgd-epsilon --rdp-curve) as one event:",
+        "dpcalc odometer --event rdp-curve:file=curve.csv --delta 1e-5",
+    ),
+    (
         "Draw the spent budget of a ledger (odometer against plain RDP):",
         "dpcalc odometer --ledger privacy.ledger --delta 1e-6 --plot budget.png",
     ),
@@ -174,6 +178,9 @@ def command(
     With --ledger FILE: --add MECHANISM records one event and prints the running ε (refused with
     exit 3, and not recorded, if it would pass --max-epsilon); --check asks without recording; the
     ledger alone is reported row by row.
+
+    A Rényi curve printed by --rdp-curve (CSV alpha,rdp) is one event: rdp-curve:file=FILE (in a
+    'mechanism' row, --event or --add); the curve CSV itself is not an EVENTS file.
     """
     ctx = click.get_current_context()
     given = {

@@ -39,13 +39,14 @@ DOMAINS = {
     "q": "a number in (0, 1]",
     "p": "a number in (1/2, 1)",
     "delta": "a number in [0, 1)",
+    "path": "a file path (relative to the current directory)",
 }
 
 
 @dataclass(frozen=True)
 class Key:
     """One key of a spec: its canonical ``name``, its domain ``check`` (a key of :data:`DOMAINS`, or
-    ``"choice"`` with ``choices``), its ``default`` (``None``: required unless in a one-of group) and
+    ``"choice"`` with ``choices``; ``"path"`` keeps the text as given), its ``default`` (``None``: required unless in a one-of group) and
     the other spellings it accepts (``aliases``)."""
 
     name: str

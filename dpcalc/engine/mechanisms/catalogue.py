@@ -38,6 +38,7 @@ KIND_MODULES = (
     "randomized_response",
     "subsampled_gaussian",
     "zcdp",
+    "rdp_curve",
     "approx_dp",
 )
 

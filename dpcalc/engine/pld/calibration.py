@@ -59,6 +59,9 @@ class _Found(NamedTuple):
 COARSE = 0.02
 #: Its tolerance, in multiples of the search's own.
 COARSE_RTOL_FACTOR = 20
+#: The coarse upper end's excess over the fine one, relative to ε, per (width/ε)² (0.13–0.21 measured
+#: on DP-SGD configurations; see tests/test_pld_inverse.py).
+COARSE_EXCESS = 0.16
 
 
 def _search(make, eps_error, target, start, *, integer=False, rtol=1e-4, **kw):
@@ -74,9 +77,23 @@ def _search(make, eps_error, target, start, *, integer=False, rtol=1e-4, **kw):
     coarse = COARSE * target
     if eps_error is None or eps_error < coarse:
         # the locating stage needs the crossing to a few tolerances only: the fine stage finishes it
-        located = boundary(make(coarse), target, start, **dict(kw, rtol=COARSE_RTOL_FACTOR * rtol))
+        # aimed where the fine upper end will cross: the coarse upper end lies above the fine one by
+        # about COARSE_EXCESS × (width/ε)² of ε (measured; it only steers, the fine stage decides)
+        aim = target * (1.0 + COARSE_EXCESS * COARSE**2)
+        located = boundary(make(coarse), aim, start, **dict(kw, rtol=COARSE_RTOL_FACTOR * rtol))
         if located.x is not None:
             start = located.x
+            x = located.crossing
+            lo_x, hi_x = sorted((located.x, x if x is not None else located.x))
+            if x is not None and lo_x <= x <= hi_x * (1 + 1e-9) and abs(math.log(x / located.x)) < 0.05:
+                # start half a tolerance on the side that meets the target: then the first step, the
+                # neighbour, most often lands on the other side and the search is over
+                ok_above = kw.get("ok_above")
+                half = math.sqrt(1.0 + rtol)
+                if integer:
+                    start = float(math.ceil(x) if ok_above else math.floor(x))
+                else:
+                    start = x * half if ok_above else x / half
             kw["first_step"] = 1.0 + 1e-12 if integer else 1.0 + rtol
             kw["slope"] = located.slope
     return boundary(make(eps_error), target, start, **kw)

@@ -27,6 +27,7 @@ class Boundary(NamedTuple):
     info: object
     evaluations: int
     slope: float | None = None
+    crossing: float | None = None
 
 
 def boundary(
@@ -55,7 +56,8 @@ def boundary(
     Near the crossing each round evaluates a pair of neighbours (one tolerance step apart) around the
     secant's prediction: when the pair straddles the target the search is over.  ``slope``: d log
     value / d log x if known (say from a coarser search), used while only one point has been seen.
-    The answer carries the slope of its last secant, for a finer search to start from.
+    The answer carries the slope of its last secant and the secant's crossing, for a finer search to
+    start from.
     """
     seen: dict[float, tuple[float, object]] = {}
 
@@ -91,8 +93,10 @@ def boundary(
             moved = False
             for p in _pair(guess, rtol, integer, nearest=here):
                 p = _fit(p, lo, hi, integer)
-                if (p - here) * towards <= 0:
-                    continue
+                if (p - here) * towards <= 0 or (not integer and abs(math.log(p / here)) < 0.25 * rtol):
+                    continue  # not beyond here (by a quarter of a tolerance step at least)
+                if not integer and abs(math.log(p / here)) < 2.0 * rtol:  # just beyond: the neighbour
+                    p = _fit(here * (1.0 + rtol) ** towards, lo, hi, integer)
                 moved = True
                 if ok(ev(p)):
                     good = p
@@ -140,7 +144,7 @@ def boundary(
                 bad = p
         new_width = math.log(max(good, bad) / min(good, bad))
         stalls = stalls + 1 if new_width > 0.5 * width else 0
-    return Boundary(good, seen[good][1], len(seen), _slope(seen, target))
+    return Boundary(good, seen[good][1], len(seen), _slope(seen, target), _secant(seen, target, slope))
 
 
 def _pair(guess: float, rtol: float, integer: bool, nearest: float | None = None) -> list[float]:

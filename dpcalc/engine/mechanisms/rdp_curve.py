@@ -1,0 +1,74 @@
+"""A Rényi-DP curve read from a file: the ``--rdp-curve`` CSV of another command, as a mechanism.
+
+Spec ``rdp-curve:file=PATH`` (a relative ``PATH`` is relative to the current directory; not ``-``:
+standard input may be the EVENTS of the odometer).  The file is a CSV with the columns ``alpha,rdp`` (one row per order; other columns, such
+as the configuration columns ``--rdp-curve`` prints, are allowed but must keep one value: one curve
+per file), read by :mod:`dpcalc.textinput` and parsed by :func:`dpcalc.curvefile.read_curve`, as
+``dpcalc convert --curve`` reads it.  The file is read once, when the spec is parsed.
+
+The curve at an order α (``count=K`` multiplies it, as for every kind):
+
+* at an order of the file, the file's value;
+* between two orders of the file, the value at the next larger order of the file; below the smallest
+  order, the value at the smallest order.  Both are upper bounds because the Rényi divergence
+  D_α(P‖Q) is non-decreasing in α (van Erven & Harremoës 2014, "Rényi divergence and
+  Kullback–Leibler divergence", IEEE Trans. Inf. Theory 60(7), Thm 3), so ζ(α) ≤ ζ(β) for β ≥ α;
+* above the largest order, ``inf`` (nothing bounds the curve there).
+
+No privacy loss distribution and no per-release (ε, δ): a curve does not determine them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas
+from dpcalc.errors import InputError
+
+
+def load(path: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The curve of the file ``path``, sorted by order (errors name ``file PATH`` and the line)."""
+    from dpcalc.curvefile import read_curve
+    from dpcalc.textinput import read_lines
+
+    source = f"file {path}"
+    alphas, rdps = read_curve(read_lines(path, source), source, single=True)
+    order = sorted(range(len(alphas)), key=alphas.__getitem__)
+    return tuple(alphas[i] for i in order), tuple(rdps[i] for i in order)
+
+
+def rdp_step(orders, values, alphas) -> np.ndarray:
+    """The curve ``values`` at ``orders`` (sorted, distinct) extended to ``alphas`` from above: the value
+    at the smallest order >= α, ``inf`` above the largest order (see the module docstring)."""
+    a = check_alphas(alphas)
+    o = np.asarray(orders, dtype=float)
+    v = np.append(np.asarray(values, dtype=float), np.inf)
+    return v[np.searchsorted(o, a, side="left")]  # index len(o) (beyond the last order): inf
+
+
+class RdpCurve(Mechanism):
+    kind = "rdp-curve"
+    keys = (Key("file", "path"),)
+    label_keys = ("file",)
+    order = 55
+
+    def complete(self, params, given, fail):
+        if params["file"] == "-":
+            fail("file=- (standard input) is not read here: give the curve as a file")
+        try:
+            orders, values = load(params["file"])
+        except InputError as exc:
+            fail(str(exc))
+        return {**params, "orders": orders, "values": values}
+
+    def rdp(self, params, alphas):
+        return rdp_step(params["orders"], params["values"], alphas)
+
+    def per_release(self, params):
+        return None, f"{self.kind} has no per-release (epsilon, delta); a Rényi curve does not give one"
+
+    def max_loss(self, params):
+        return None, f"a Rényi curve at finite orders does not bound the privacy loss ({self.kind})"
+
+
+MECHANISM = RdpCurve()
