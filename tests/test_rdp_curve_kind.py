@@ -96,7 +96,9 @@ def test_relative_paths_are_relative_to_the_current_directory(invoke, tmp_path, 
     _curve_file(invoke, tmp_path)
     monkeypatch.chdir(tmp_path)
     spec = parse_mechanism("rdp-curve:file=curve.csv,count=3")
-    assert spec.label() == "rdp-curve:file=curve.csv,count=3"
+    # the label names the file absolutely, with its contents' SHA-256 (what a ledger records)
+    assert spec.label().startswith(f"rdp-curve:file={tmp_path / 'curve.csv'},sha256=")
+    assert spec.label().endswith(",count=3")
     assert parse_mechanism(spec.label()).params == spec.params
     one = catalogue.CATALOGUE["rdp-curve"].rdp(spec.params, DEFAULT_ORDERS)
     assert np.all(catalogue.rdp_curve(spec, DEFAULT_ORDERS) >= 3 * one)
@@ -203,3 +205,25 @@ def test_methods_other_than_rdp_do_not_apply(invoke):
     _one_line_error(res, "no privacy loss distribution")
     assert catalogue.pld_pair("rdp-curve", parse_mechanism(spec).params) is None
     assert catalogue.max_loss([parse_mechanism(spec)])[0] is None
+
+
+def test_a_ledger_pins_the_curve_it_recorded(invoke, tmp_path, monkeypatch):
+    """--add records the curve by absolute path and SHA-256: an edited file makes the ledger fail to replay
+    (exit 1, the file unchanged) instead of silently changing the account; the same bytes replay."""
+    monkeypatch.chdir(tmp_path)
+    curve = tmp_path / "c.csv"
+    curve.write_text("alpha,rdp\n2,0.0125\n4,0.03\n8,0.07\n16,0.15\n")
+    first = invoke(
+        ["odometer", "--ledger", "l.txt", "--add", "rdp-curve:file=c.csv", "--delta", "1e-6", "-q"]
+    )
+    assert first.exit_code == 0, first.stderr
+    line = (tmp_path / "l.txt").read_text().splitlines()[-1]
+    assert f"file={curve}" in line and "sha256=" in line
+    before = (tmp_path / "l.txt").read_bytes()
+    curve.write_text("alpha,rdp\n2,0.0125\n4,0.03\n8,0.07\n16,0.16\n")
+    res = invoke(["odometer", "--ledger", "l.txt", "-q"])
+    assert res.exit_code == 1 and "is not the curve recorded" in res.stderr and res.stdout == ""
+    assert (tmp_path / "l.txt").read_bytes() == before
+    curve.write_text("alpha,rdp\n2,0.0125\n4,0.03\n8,0.07\n16,0.15\n")
+    again = invoke(["odometer", "--ledger", "l.txt", "-q"])
+    assert again.exit_code == 0 and again.stdout == first.stdout

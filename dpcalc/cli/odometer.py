@@ -180,7 +180,8 @@ def command(
     ledger alone is reported row by row.
 
     A Rényi curve printed by --rdp-curve (CSV alpha,rdp) is one event: rdp-curve:file=FILE (in a
-    'mechanism' row, --event or --add); the curve CSV itself is not an EVENTS file.
+    'mechanism' row, --event or --add); the curve CSV itself is not an EVENTS file.  A ledger records
+    it by absolute path and SHA-256: if the file moves or changes, the ledger no longer replays.
     """
     ctx = click.get_current_context()
     given = {
@@ -397,6 +398,8 @@ def _ledger(path, add, check, repair, delta, orders, gamma_kind, conversion, exp
             run(out, lambda: session.report(path, ledger, conversion, quiet=out.quiet))
             return
         spec = session.parse_spec(add, "--add")
+        if spec.kind == "rdp-curve":  # recorded by absolute path and contents (see its module)
+            add = spec.label()
         exists = L.exists(path, "read" if check else "write")  # a directory, a FIFO, no directory: exit 2
         if delta is None and not exists:
             raise click.UsageError("missing option --delta (needed to start a new ledger)")

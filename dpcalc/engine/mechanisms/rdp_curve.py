@@ -16,14 +16,27 @@ The curve at an order α (``count=K`` multiplies it, as for every kind):
 * above the largest order, ``inf`` (nothing bounds the curve there).
 
 No privacy loss distribution and no per-release (ε, δ): a curve does not determine them.
+
+``sha256=HEX`` (optional) pins the file's contents: a different file is refused.  The spec's label — what
+``odometer --ledger --add`` records — names the file by its absolute path with its SHA-256, so a ledger's
+account never silently changes with the file: a moved or edited curve makes the ledger fail to replay.
 """
 
 from __future__ import annotations
+
+import hashlib
+import os
 
 import numpy as np
 
 from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas
 from dpcalc.errors import InputError
+
+
+def _sha256(path: str) -> str:
+    """The SHA-256 of the file's bytes (it was just read as text, so it is a readable regular file)."""
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
 
 
 def load(path: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -48,8 +61,8 @@ def rdp_step(orders, values, alphas) -> np.ndarray:
 
 class RdpCurve(Mechanism):
     kind = "rdp-curve"
-    keys = (Key("file", "path"),)
-    label_keys = ("file",)
+    keys = (Key("file", "path"), Key("sha256", "path", default=""))
+    label_keys = ("file", "sha256")
     order = 55
 
     def complete(self, params, given, fail):
@@ -59,7 +72,20 @@ class RdpCurve(Mechanism):
             orders, values = load(params["file"])
         except InputError as exc:
             fail(str(exc))
-        return {**params, "orders": orders, "values": values}
+        digest = _sha256(params["file"])
+        if params["sha256"] and params["sha256"].lower() != digest:
+            fail(
+                f"file {params['file']} is not the curve recorded (its sha256 is {digest}, not "
+                f"{params['sha256']}): the file changed since"
+            )
+        # the label (what a ledger records) names the file absolutely and pins its contents
+        return {
+            **params,
+            "file": os.path.abspath(params["file"]),
+            "sha256": digest,
+            "orders": orders,
+            "values": values,
+        }
 
     def rdp(self, params, alphas):
         return rdp_step(params["orders"], params["values"], alphas)
