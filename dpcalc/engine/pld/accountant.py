@@ -85,13 +85,16 @@ def _zero_delta(specs, lower=False):
     dominating pairs; Dwork & Roth 2014, Thm 3.16 for the bound; docs/math.md §2.7), as ``(total, None)``
     with ``total`` an exact Fraction never below it (``lower=True``: never above it), or ``(None, reason)``
     where some loss is unbounded: ε = ∞."""
+    from types import SimpleNamespace
+
     from dpcalc.engine.mechanisms.catalogue import lookup, max_loss
-    from dpcalc.spec import MechanismSpec
 
     canon = []
-    for spec in specs:
+    for spec in specs:  # the fields max_loss reads (the engine does not import the spec parser above it)
         kind, params, count, text = _spec_fields(spec)
-        canon.append(MechanismSpec(lookup(kind).kind, params, int(count), text or kind))
+        canon.append(
+            SimpleNamespace(kind=lookup(kind).kind, params=params, count=int(count), text=text or kind)
+        )
     return max_loss(canon, lower)
 
 
