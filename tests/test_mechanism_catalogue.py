@@ -16,6 +16,9 @@ EXAMPLES = {
     "laplace": "laplace:scale=4",
     "randomized-response": "rr:epsilon=0.7",
     "subsampled-gaussian": "sgm:q=0.02,sigma=1.2,count=10",
+    "tree-aggregation": "dp-ftrl:sigma=1.5,steps=100,epochs=3,count=2",
+    "discrete-gaussian": "discrete-gaussian:sigma=2,sensitivity=2,count=3",
+    "discrete-laplace": "discrete-laplace:scale=4,sensitivity=2,count=2",
     "zcdp": "zcdp:rho=0.05",
     "rdp-curve": "rdp-curve:file=docs/examples/sgd-curve.csv,count=2",
     "dp": "dp:epsilon=0.5",
@@ -25,9 +28,12 @@ EXAMPLES = {
 def test_every_kind_module_is_in_the_catalogue_in_order():
     assert list(catalogue.CATALOGUE) == [
         "gaussian",
+        "discrete-gaussian",
         "laplace",
+        "discrete-laplace",
         "randomized-response",
         "subsampled-gaussian",
+        "tree-aggregation",
         "zcdp",
         "rdp-curve",
         "dp",
@@ -64,7 +70,7 @@ def test_rdp_curve_is_count_times_one_release_and_non_decreasing(kind):
     assert np.all(np.diff(total) >= -1e-12 * np.abs(total[1:]))  # RDP is non-decreasing in the order
 
 
-@pytest.mark.parametrize("kind", [k for k in EXAMPLES if k not in ("zcdp", "rdp-curve")])
+@pytest.mark.parametrize("kind", [k for k in EXAMPLES if k not in ("zcdp", "rdp-curve", "tree-aggregation")])
 def test_pld_pair_profile_is_below_the_rdp_route(kind):
     """δ(ε) of the PLD pair of one release never exceeds what its RDP curve certifies (both are of
     the same mechanism; the RDP route is a valid but looser bound)."""

@@ -6,6 +6,7 @@ import click
 
 from dpcalc.cli.common import common_options, eps_error_option, run
 from dpcalc.cli.rdp_curve import curve_options, wanted
+from dpcalc.cli.tuning import tuning_option
 from dpcalc.cli.types import Grid
 from dpcalc.commands.compose import METHOD_ORDER  # pure Python: numpy loads only when a method runs
 
@@ -50,6 +51,10 @@ MAN_EXAMPLES = [
         "The summed Rényi curve of a mix at a few orders:",
         "dpcalc compose gaussian:sigma=4,count=10 laplace:scale=20,count=5 --rdp-curve --alphas 2,4,8,16,32",
     ),
+    (
+        "Hyperparameter tuning: the best of K runs of the composition, K geometric with mean 10:",
+        "dpcalc compose gaussian:sigma=10,count=100 --delta 1e-5 --tuning-runs geometric:mean=10",
+    ),
 ]
 
 MAN_NOTES = """\
@@ -65,7 +70,8 @@ end, like every other epsilon), epsilon_lower and epsilon_estimate (a value insi
 bound), and budget checks, best and -q read epsilon.  --eps-error sets the
 bracket width (default 0.5% of ε, however small ε is; where that grid would pass the memory cap the
 bracket is coarsened to fit, with a warning); an explicit --eps-error past the cap is refused with
-the --eps-error that fits.  Applies to gaussian, laplace, randomized-response, dp and Poisson subsampled-gaussian.
+the --eps-error that fits.  Applies to gaussian, discrete-gaussian, laplace, discrete-laplace,
+randomized-response, dp and Poisson subsampled-gaussian.
 
 rdp — Rényi-DP curves (Mironov 2017) summed over 225 orders from 1.01 to 1e4 and converted by the
 optimal conversion of Asoodeh et al.; applies to every kind except dp specs with δ > 0.
@@ -77,8 +83,9 @@ advanced — Dwork–Rothblum–Vadhan (heterogeneous form), reported as min(bas
 
 basic — (Σε, Σδ).
 
-basic, advanced and optimal need a per-release (ε, δ): laplace (Δ/b, 0), randomized-response
-(ε, 0) and dp specs have one; gaussian, subsampled-gaussian, zcdp and rdp-curve do not, and those rows say so
+basic, advanced and optimal need a per-release (ε, δ): laplace and discrete-laplace (Δ/b, 0),
+randomized-response (ε, 0) and dp specs have one; gaussian, discrete-gaussian, subsampled-gaussian,
+tree-aggregation, zcdp and rdp-curve do not, and those rows say so
 rather than choosing a δ split for you.  best (default) — one row per target with the smallest bound
 among the methods that apply, and the method that gave it.  all — one row per method.  Every bound
 is rounded to the safe side.
@@ -86,12 +93,25 @@ is rounded to the safe side.
 Neighbouring relation: the sensitivities are yours; subsampled-gaussian with sampling=poisson
 assumes add/remove-one, sampling=fixed-size replace-one, and the two are not mixed.
 
+tree-aggregation:sigma=S,steps=T[,epochs=E] is the tree aggregation of DP-FTRL (Kairouz et al.
+2021, Appendix D): E trees of T leaves (steps per epoch), the tree restarted every epoch, Gaussian
+noise of S times the clipping norm on every node.  Neighbours: one example added or removed (its
+contributions replaced by zero), at most one leaf per epoch; under replace-one give sigma=S/2.  A
+leaf enters floor(log2 T)+1 nodes, so its Rényi curve is α·E·(floor(log2 T)+1)/(2S²); count=K
+composes K independent runs (the same as epochs=K·E).  Only the rdp method applies to it.
+
 Calibration: with both --epsilon and --delta and gaussian specs without sigma, the smallest common σ
 that makes the composition (ε, δ)-DP, by the exact Gaussian profile (unlike sqrt(2 log(1.25/δ))Δ/ε,
 it holds for every ε; --method all adds that classical value, which needs ε < 1).  With --method
 pld, or with other specs in the list (subsampled-gaussian, laplace, ...), the spec(s) that leave
 sigma out get the smallest σ (within a factor 1.0001) at which the certified PLD upper end of ε(δ)
 of the whole list is within --epsilon; the row shows the bracket reached there.
+
+--tuning-runs KIND:mean=M[,shape=η]: private hyperparameter tuning (Papernot and Steinke 2022): the
+whole composition is run K times, K ~ geometric, poisson, logarithmic or negative-binomial (shape η > 0)
+with mean M, and the best output is released.  The rdp row becomes the tuned bound (Thm 2 for the
+negative-binomial family, with the second order λ̂ minimised over the same 225 orders; Thm 6 for
+poisson, δ̂ by the optimal conversion); the other rows say it does not apply, and best picks rdp.
 
 --plot FILE draws ε (or δ, or σ) against the swept target, one line per method; at a single target
 with --method all, one dot per method, and a method that does not apply is named with its reason.
@@ -131,14 +151,18 @@ the file, compose --method rdp gives what convert --curve gives."""
     "all: one row per method.",
 )
 @eps_error_option
+@tuning_option
 @curve_options
 @common_options
-def command(mechanisms, delta, epsilon, method, eps_error, out, rdp_curve=False, alphas=None):
+def command(mechanisms, delta, epsilon, method, eps_error, tuning, out, rdp_curve=False, alphas=None):
     """Compose mechanisms: one (ε, δ) guarantee for all of them.
 
     A MECHANISM is KIND:key=value,... with an optional count=K: gaussian:sigma=S[,sensitivity=D],
     laplace:scale=B[,sensitivity=D], randomized-response:epsilon=E (or p=P),
+    discrete-laplace:scale=B[,sensitivity=D], discrete-gaussian:sigma=S[,sensitivity=D] (integer
+    noise, whole D),
     subsampled-gaussian:q=Q,sigma=S[,sampling=poisson|fixed-size], zcdp:rho=R,
+    tree-aggregation:sigma=S,steps=T[,epochs=E] (DP-FTRL's tree, restarted every epoch; rdp only),
     rdp-curve:file=PATH (a curve printed by --rdp-curve; rdp only), dp:epsilon=E[,delta=D].
     @FILE reads one MECHANISM per line from FILE, - from standard input (# starts a comment);
     identical specs are merged (their counts summed).  Give --delta to get ε, or --epsilon to get δ
@@ -149,6 +173,17 @@ def command(mechanisms, delta, epsilon, method, eps_error, out, rdp_curve=False,
     from dpcalc.commands import compose as cmd
 
     eps_error = single(eps_error, "--eps-error")
+    if tuning is not None:
+        if method not in ("rdp", "best", "all"):
+            raise click.UsageError(
+                f"--tuning-runs applies to --method rdp (or best, all): its bound is an RDP bound, not {method}"
+            )
+        if wanted(rdp_curve, alphas, out):
+            raise click.UsageError("--tuning-runs cannot be used with --rdp-curve")
+        if delta is not None and epsilon is not None:
+            raise click.UsageError(
+                "--tuning-runs cannot be used with σ calibration (both --delta and --epsilon)"
+            )
     if wanted(rdp_curve, alphas, out):
         if eps_error is not None:
             raise click.UsageError(
@@ -167,4 +202,4 @@ def command(mechanisms, delta, epsilon, method, eps_error, out, rdp_curve=False,
         return
     if delta is None and epsilon is None:
         raise click.UsageError("give --delta (to get ε) or --epsilon (to get δ); both to calibrate σ")
-    run(out, lambda: cmd.compose(mechanisms, delta, epsilon, method, eps_error))
+    run(out, lambda: cmd.compose(mechanisms, delta, epsilon, method, eps_error, tuning=tuning))

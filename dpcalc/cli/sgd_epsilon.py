@@ -7,6 +7,7 @@ import click
 
 from dpcalc.cli.common import common_options, eps_error_option, run
 from dpcalc.cli.rdp_curve import curve_options, wanted
+from dpcalc.cli.tuning import tuning_option
 from dpcalc.cli.types import Grid
 from dpcalc.commands.sgd_epsilon import ACCOUNTANTS, CONVERSIONS, SgdEpsilonParams, sgd_epsilon_stream
 
@@ -106,6 +107,12 @@ largest batch size, and with --epochs the steps follow from it); every answer is
 computed and found within the target, and the next value (one step, one batch, a factor 1.0001) was
 computed and found above it.  Every accountant answers these questions, pld included.
 
+--tuning-runs KIND:mean=M[,shape=η]: private hyperparameter tuning (Papernot and Steinke 2022): the
+whole run is repeated K times, K ~ geometric, poisson, logarithmic or negative-binomial (shape η > 0)
+with mean M, and the best model released.  rdp only (Thm 2, or Thm 6 for poisson, applied to the run's
+curve, then --conversion); pld and abadi rows say it does not apply; --target-epsilon and
+--rdp-curve refuse it.
+
 --plot FILE draws the headline against the first swept option, one line per accountant (the PLD
 bracket shaded; bounds whose conditions fail hollow and dotted).
 
@@ -190,6 +197,7 @@ lower (the accountant evaluates the exact conversion on a window of orders aroun
     metavar="N",
     help="Processes for a large sweep [default: one per core from 8192 rows, else 1].",
 )
+@tuning_option
 @curve_options
 @common_options
 def command(
@@ -207,6 +215,7 @@ def command(
     target_epsilon,
     eps_error,
     jobs,
+    tuning,
     out,
     rdp_curve=False,
     alphas=None,
@@ -237,8 +246,11 @@ def command(
         sampling=sampling,
         neighbors=neighbors,
         eps_error=eps_error,
+        tuning=tuning,
     )
     if rdp_curve:
+        if tuning is not None:
+            raise click.UsageError("--tuning-runs cannot be used with --rdp-curve")
         from dpcalc.commands.curve import sgd_curve
 
         run(out, lambda: sgd_curve(params, alphas, stream=True))

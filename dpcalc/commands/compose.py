@@ -93,6 +93,9 @@ def _rdp(specs, want_eps, targets, opts):
         if (refusal := rdp_refusal(s)) is not None:
             return None, refusal, {}
     curve = total_rdp(specs, DEFAULT_ORDERS)
+    tuning = opts.get("tuning")
+    if tuning is not None:  # best of K runs of the whole composition (docs/math.md §2.10)
+        return _rdp_tuned(curve, want_eps, targets, tuning)
     fn = conversions.eps_from_curve if want_eps else conversions.delta_from_curve
     bound = fn(DEFAULT_ORDERS, curve, targets, method="optimal")
     values = np.atleast_1d(np.asarray(bound.value, float))
@@ -112,6 +115,36 @@ def _rdp(specs, want_eps, targets, opts):
         for i, t in enumerate(targets):
             if top is not None and at_least(float(t), top):
                 values[i], alphas[i], notes[i] = 0.0, math.inf, f"order α = ∞: {_NO_LOSS_ABOVE}"
+    return values, notes, {"alpha": [None if np.isnan(a) else float(a) for a in alphas]}
+
+
+#: The note of a method other than rdp under --tuning-runs.
+TUNING_REFUSAL = "does not apply with --tuning-runs (an RDP bound)"
+
+
+def _rdp_tuned(curve, want_eps, targets, tuning):
+    """The rdp method under ``--tuning-runs``: the composition is the base algorithm Q, run K times with the
+    best output released; its curve becomes the tuned algorithm's (Papernot & Steinke 2022, Thm 2 or Thm 6;
+    :func:`dpcalc.engine.composition.tuning.tuned_rdp`), converted by the optimal conversion.  At δ = 0 no
+    pure-ε bound is given (ε = inf): the theorems are RDP bounds, and the grid of orders is finite."""
+    import numpy as np
+
+    from dpcalc.engine.composition.tuning import tuned_rdp
+    from dpcalc.engine.conversion import methods as conversions
+    from dpcalc.engine.orders import DEFAULT_ORDERS
+
+    tuned = tuned_rdp(DEFAULT_ORDERS, curve, tuning, "optimal")
+    fn = conversions.eps_from_curve if want_eps else conversions.delta_from_curve
+    bound = fn(DEFAULT_ORDERS, tuned, targets, method="optimal")
+    values = np.atleast_1d(np.asarray(bound.value, float))
+    alphas = np.atleast_1d(np.asarray(bound.alpha, float))
+    edge = np.atleast_1d(np.asarray(bound.at_edge))
+    head = tuning.note()
+    notes = [f"{head}; " + (_EDGE_NOTE if e else "optimal conversion over 225 orders") for e in edge]
+    zero = _zero(want_eps, targets)
+    for i in zero.nonzero()[0]:
+        values[i], alphas[i] = math.inf, np.nan
+        notes[i] = f"{head}; δ = 0: no pure-ε bound (the tuning theorems are RDP bounds), ε = inf"
     return values, notes, {"alpha": [None if np.isnan(a) else float(a) for a in alphas]}
 
 
@@ -269,16 +302,20 @@ METHODS = {
 METHOD_ORDER = tuple(METHODS)
 
 
-def compose(texts, delta, epsilon, method, eps_error=None) -> Result:
+def compose(texts, delta, epsilon, method, eps_error=None, tuning=None) -> Result:
     """One row per target (and per method with ``method="all"``): the composition's ε at each δ of
-    ``delta``, or δ at each ε of ``epsilon``; ``best`` keeps the smallest certified bound per target."""
+    ``delta``, or δ at each ε of ``epsilon``; ``best`` keeps the smallest certified bound per target.
+    ``tuning`` (a :class:`~dpcalc.engine.composition.tuning.TuningRuns`): the whole composition is run K times
+    and the best output released; only rdp applies then (docs/math.md §2.10)."""
     import numpy as np
 
     from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
 
     specs = merge_identical(parse_mechanisms(expand_sources(texts)))
     _check_relations(specs)
-    opts = {"eps_error": eps_error, "strict": method == "pld"}
+    if tuning is not None and method not in ("rdp", "best", "all"):
+        raise InputError(f"--tuning-runs applies to --method rdp (or best, all), not {method}: an RDP bound")
+    opts = {"eps_error": eps_error, "strict": method == "pld", "tuning": tuning}
     want_eps = delta is not None
     targets = np.asarray(delta if want_eps else epsilon, float)
     names = METHOD_ORDER if method in ("all", "best") else (method,)
@@ -287,8 +324,11 @@ def compose(texts, delta, epsilon, method, eps_error=None) -> Result:
     lower_name, estimate_name = f"{headline}_lower", f"{headline}_estimate"
     per_method = {}
     for name in names:
-        values, notes, extra = METHODS[name](specs, want_eps, targets, opts)
         n = targets.size
+        if tuning is not None and name != "rdp":
+            per_method[name] = ([None] * n, [TUNING_REFUSAL] * n, [None] * n, [None] * n, [None] * n)
+            continue
+        values, notes, extra = METHODS[name](specs, want_eps, targets, opts)
         if values is None:
             values, notes = [None] * n, [f"does not apply: {notes}"] * n
         if isinstance(notes, str):
@@ -360,7 +400,7 @@ def _warn_edge(cols, headline) -> None:
 
     trivial = (0.0,) if headline == "epsilon" else (0.0, 1.0)
     for m, v, note in zip(cols["method"], cols[headline], cols["note"]):
-        if m == "rdp" and note == _EDGE_NOTE and v not in trivial:
+        if m == "rdp" and note.endswith(_EDGE_NOTE) and v not in trivial:
             warnings.warn(
                 "rdp: the best Rényi order is at the edge of the grid (1.01..1e4): the bound is valid but "
                 "a wider grid might give a smaller one",
@@ -389,4 +429,6 @@ def _relation_caption(specs) -> str:
         return "; neighbours: add/remove-one (Poisson sampling)"
     if samplings == {"fixed-size"}:
         return "; neighbours: replace-one (fixed-size sampling)"
+    if any(s.kind == "tree-aggregation" for s in specs):
+        return "; neighbours: add/remove-one, in at most one leaf per epoch (tree-aggregation, sensitivity 1)"
     return ""

@@ -50,6 +50,7 @@ class SgdEpsilonParams:
     sampling: str = "poisson"
     neighbors: str | None = None
     eps_error: float | Sequence[float] | None = None
+    tuning: object | None = None  # a dpcalc.engine.composition.tuning.TuningRuns (--tuning-runs)
 
 
 def sgd_epsilon(params: SgdEpsilonParams) -> Result:
@@ -170,6 +171,16 @@ def _checked(p: SgdEpsilonParams):
         bad = [(b, n) for b in p.batch_size for n in p.dataset_size if b > n]
         if bad:
             raise _invalid("--dataset-size", f"{bad[0][1]} is smaller than the batch size {bad[0][0]}")
+    if p.tuning is not None:
+        if solve is not None:
+            raise InputError(
+                "--tuning-runs cannot be used with --target-epsilon: give the noise multiplier, sample rate and "
+                "length, and read ε of the tuned run (calibrating through the tuning bound is not supported)"
+            )
+        if p.accountant not in ("rdp", "all"):
+            raise InputError(
+                f"--tuning-runs applies to --accountant rdp (or all), not {p.accountant}: its bound is an RDP bound"
+            )
     if p.accountant == "all":
         names = [a for a in ACCOUNTANTS if _applies(a, p.sampling, neighbors, p.dataset_size, solve)]
     else:
@@ -289,6 +300,8 @@ def _caption(p: SgdEpsilonParams, names, solve, g) -> str:
         caption += f"; conversion: {p.conversion}"
     if "pld" in names:
         caption += "; pld: [epsilon_lower, epsilon] is the certified bracket, epsilon_estimate lies inside it"
+    if p.tuning is not None:
+        caption += f"; tuning: {p.tuning.label()}, the best of K runs released (rdp only)"
     if "epochs" in g:
         caption += "; steps = ceil(epochs / sample_rate)"
     if solve == "sigma":

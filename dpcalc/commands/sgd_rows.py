@@ -119,6 +119,8 @@ def accountant_rows(p, name, solve, g, kw, light=True, strict=True) -> dict:
     from dpcalc.engine.dpsgd import noise_calibration, sgm, step_budget
 
     with sgm.light_start() if light else contextlib.nullcontext():
+        if p.tuning is not None:
+            return _tuned_rows(p, name, g, kw)
         if name == "pld":
             return _pld_rows(p, g, solve, strict)
         if solve is None:
@@ -136,6 +138,38 @@ def accountant_rows(p, name, solve, g, kw, light=True, strict=True) -> dict:
         e = sgd.epsilon(name, g["q"], g["sigma"], np.maximum(t, 1.0), g["delta"], **kw)
         e = e._replace(epsilon=np.where(t >= 1, e.epsilon, np.nan), alpha=np.where(t >= 1, e.alpha, np.nan))
         return dict(noise_multiplier=g["sigma"], steps=t, eps=e)
+
+
+#: The note of an accountant other than rdp under --tuning-runs.
+TUNING_REFUSAL = "does not apply with --tuning-runs (an RDP bound)"
+
+
+def _tuned_rows(p, name, g, kw) -> dict:
+    """``--tuning-runs``: the whole run is the base algorithm Q, run K times with the best output released;
+    its RDP curve (T times the per-step curve) becomes the tuned algorithm's (Papernot & Steinke 2022, Thm 2
+    or Thm 6; :func:`dpcalc.engine.composition.tuning.tuned_rdp`, docs/math.md §2.10), converted by
+    --conversion.  Only the rdp accountant applies; the others' rows say so."""
+    import numpy as np
+
+    from dpcalc.engine.composition.tuning import tuned_rdp
+    from dpcalc.engine.dpsgd import accounting as sgd
+    from dpcalc.engine.orders import DEFAULT_ORDERS
+
+    n = g["q"].size
+    if name != "rdp":
+        nan = np.full(n, np.nan)
+        e = sgd.Epsilon(nan, nan, np.zeros(n, bool), np.zeros(n, bool))
+        return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, note=[TUNING_REFUSAL] * n)
+    orders = np.asarray(DEFAULT_ORDERS, float)
+    per_step = sgd.rdp_per_step(
+        g["q"], g["sigma"], orders, sampling=kw["sampling"], neighbors=kw["neighbors"]
+    )
+    with np.errstate(invalid="ignore", over="ignore"):
+        total = np.where(per_step == 0, 0.0, g["steps"][..., None] * per_step)
+    tuned = tuned_rdp(orders, total, p.tuning, kw["conversion"])
+    b = sgd.eps_of_curve(orders, tuned, g["delta"], kw["conversion"])
+    e = sgd.Epsilon(b.value, b.alpha, b.at_edge & (b.value > 0), np.ones(b.value.shape, bool))
+    return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, note=[p.tuning.note()] * n)
 
 
 def _rate_rows(name, g, kw) -> dict:

@@ -34,9 +34,12 @@ from dpcalc.errors import InputError
 #: module here, named in this list, and its tests.
 KIND_MODULES = (
     "gaussian",
+    "discrete_gaussian",
     "laplace",
+    "discrete_laplace",
     "randomized_response",
     "subsampled_gaussian",
+    "tree_aggregation",
     "zcdp",
     "rdp_curve",
     "approx_dp",
