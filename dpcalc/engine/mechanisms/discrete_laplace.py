@@ -24,7 +24,8 @@ import math
 
 import numpy as np
 
-from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, decimal, up
+from dpcalc.engine.mechanisms.base import Key, check_alphas, up
+from dpcalc.engine.mechanisms.laplace import Laplace
 from dpcalc.engine.mechanisms.loss_models import LossModel
 from dpcalc.errors import InputError
 
@@ -123,7 +124,7 @@ def _whole_sensitivity(params, given, fail):
     return int(v)
 
 
-class DiscreteLaplace(Mechanism):
+class DiscreteLaplace(Laplace):
     kind = "discrete-laplace"
     keys = (Key("scale", "pos", aliases=("b",)), Key("sensitivity", "pos", 1.0, aliases=("sens",)))
     order = 22
@@ -138,16 +139,7 @@ class DiscreteLaplace(Mechanism):
     def pld_pair(self, params):
         return loss_model(params["scale"], params.get("sensitivity", 1)), None
 
-    def per_release(self, params):
-        eps = params["sensitivity"] / params["scale"]
-        if not np.isfinite(eps):
-            return None, "sensitivity/scale overflows: no finite per-release epsilon"
-        return (eps, 0.0), None
-
-    def max_loss(self, params):
-        # Δ/b exactly, in the decimals given: the loss has an atom at Δ/b (all k <= 0)
-        e0 = decimal(params.get("sensitivity", 1)) / decimal(params["scale"])
-        return (e0, e0), None
+    # per_release (Δ/b, 0) and max_loss (Δ/b exactly) are those of the continuous Laplace: inherited
 
 
 MECHANISM = DiscreteLaplace()
