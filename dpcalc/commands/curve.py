@@ -415,7 +415,7 @@ def langevin_curve(params, alphas: Sequence[float] | None = None, *, stream: boo
     the two agree to a few ulps (the printed ζ(α) = α·c is rounded up once more)."""
     import numpy as np
 
-    from dpcalc.commands.langevin import METHODS, setting_grid
+    from dpcalc.commands.langevin import _SYMBOL, METHODS, setting_grid
     from dpcalc.engine.grid import product
     from dpcalc.engine.hidden_state import langevin as lg
 
@@ -469,15 +469,7 @@ def langevin_curve(params, alphas: Sequence[float] | None = None, *, stream: boo
         + "; lower = a lower bound for ℓ = ‖θ−x‖²/2, not a guarantee"
         + f"; {_CONVERT} (of an upper bound)"
     )
-    symbols = {
-        "sigma": "σ",
-        "sensitivity": "S_g",
-        "lr": "η",
-        "strong_convexity": "λ",
-        "smoothness": "β",
-        "dataset_size": "n",
-        "steps": "K",
-    }
+    symbols = _SYMBOL
     return _curves(
         "langevin",
         configs,
