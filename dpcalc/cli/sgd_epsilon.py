@@ -58,6 +58,11 @@ MAN_EXAMPLES = [
         "--sampling shuffle",
     ),
     (
+        "Poisson batches capped at 300 (a larger batch is cut to a random 300):",
+        "dpcalc sgd-epsilon --sigma 1.1 --batch-size 256 --dataset-size 60000 --epochs 60 --delta 1e-5 "
+        "--sampling truncated-poisson --max-batch-size 300 --accountant pld",
+    ),
+    (
         "Poisson batches under replace-one neighbours, tight:",
         "dpcalc sgd-epsilon --sigma 1.1 --batch-size 256 --dataset-size 60000 --epochs 60 --delta 1e-5 "
         "--neighbors replace-one --accountant pld",
@@ -116,6 +121,12 @@ questions).  --sampling shuffle (replace-one): batches of B from a random permut
 example in one step per epoch: the exact composition of Gaussians with r = 2/σ), epsilon_lower the
 lower bound of Chua et al. 2024 (ICML, arXiv:2403.17673) for the run that releases every step.
 Publish epsilon; the Poisson number does not apply to a shuffled run.
+--sampling truncated-poisson --max-batch-size B (with --dataset-size N, which counts the example):
+Poisson batches cut to a random subset of B when larger.  Revealing whether the other N − 1 examples
+alone fill B, a step is Poisson at q (no cut) or, with probability P(Bin(N−1, q) >= B), the
+subsampled Gaussian with sensitivity 2 at the rate q̄ of the example in a cut batch (arXiv:2508.15089;
+dp_accounting's TruncatedSubsampledGaussianDpEvent): pld composes that mixture, rdp mixes the Rényi
+moments.  ε only for now (no --target-epsilon, --fpr or --rdp-curve).
 
 abadi: the moments-accountant closed form ε = ρT + sqrt(4ρT log(1/δ)), ρ = q²/((1−q)σ²) (Abadi et
 al. 2016, Lemma 3's leading term); asymptotic, and a bound only under σ >= 1, q < 1/(16σ) and
@@ -176,6 +187,13 @@ al. 2020 (an approximation, not a bound, never judged), and exact at q = 1 (μ =
     help="Dataset size N (with --batch-size; also checks δ < 1/N).",
 )
 @click.option(
+    "--max-batch-size",
+    type=Grid(lo=1, lo_open=False, integer=True),
+    default=None,
+    help="With --sampling truncated-poisson: the largest batch kept; a larger Poisson batch is cut to a "
+    "random subset of this size (needs --dataset-size).",
+)
+@click.option(
     "--steps", type=Grid(lo=1, lo_open=False, integer=True), default=None, help="Number of steps T."
 )
 @click.option("--epochs", type=Grid(lo=0), default=None, help="Epochs E: steps = ceil(E / sample rate).")
@@ -204,18 +222,19 @@ al. 2020 (an approximation, not a bound, never judged), and exact at q = 1 (μ =
 )
 @click.option(
     "--sampling",
-    type=click.Choice(["poisson", "fixed-size", "shuffle"]),
+    type=click.Choice(["poisson", "fixed-size", "truncated-poisson", "shuffle"]),
     default="poisson",
     show_default=True,
-    help="poisson (each example with probability q), fixed-size (a uniformly random batch of B), or shuffle "
-    "(batches of B from a random permutation each epoch: an upper bound without amplification and a lower "
-    "bound).",
+    help="poisson (each example with probability q), fixed-size (a uniformly random batch of B), "
+    "truncated-poisson (Poisson batches cut at --max-batch-size), or shuffle (batches of B from a random "
+    "permutation each epoch: an upper bound without amplification and a lower bound).",
 )
 @click.option(
     "--neighbors",
     type=click.Choice(["add-remove", "replace-one"]),
     default=None,
-    help="Neighbouring relation [default: add-remove for poisson, replace-one for fixed-size and shuffle].",
+    help="Neighbouring relation [default: add-remove for poisson and truncated-poisson, replace-one for "
+    "fixed-size and shuffle].",
 )
 @click.option(
     "--target-epsilon",
@@ -240,6 +259,7 @@ def command(
     sample_rate,
     batch_size,
     dataset_size,
+    max_batch_size,
     steps,
     epochs,
     delta,
@@ -277,6 +297,7 @@ def command(
         sample_rate=sample_rate,
         batch_size=batch_size,
         dataset_size=dataset_size,
+        max_batch_size=max_batch_size,
         steps=steps,
         epochs=epochs,
         target_epsilon=target_epsilon,

@@ -184,6 +184,11 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
             "--rdp-curve: --sampling shuffle is bounded without a Rényi curve here (its upper bound composes "
             "one Gaussian per epoch exactly); use --sampling poisson or fixed-size for a curve"
         )
+    if p.sampling == "truncated-poisson":
+        raise InputError(
+            "--rdp-curve: --sampling truncated-poisson has no curve output yet (its rdp row gives ε); use "
+            "--sampling poisson for the curve without the cap"
+        )
     if p.sigma is None:
         raise InputError("missing option --noise-multiplier")
     if p.steps is None and p.epochs is None:

@@ -18,6 +18,22 @@ _NOTES = {
         "replace-one; PLD of the pair (1-q)N(0,σ²)+qN(±1,σ²) (dp_accounting REPLACE_ONE; Schuchardt et al. "
         "2024): certified bracket"
     ),
+    ("rdp", "truncated-poisson", "add-remove"): (
+        "add/remove, N counts the example; upper bound: revealed mixture (arXiv:2508.15089) "
+        "of the exact RDP at q (no batch cut) and at q̄ with sensitivity 2 (a cut batch)"
+    ),
+    ("pld", "truncated-poisson", "add-remove"): (
+        "add/remove, N counts the example; PLD of the revealed mixture (arXiv:2508.15089): "
+        "Poisson at q w.p. 1-p_T, sensitivity 2 at q̄ w.p. p_T; certified bracket"
+    ),
+    ("rdp", "truncated-poisson", "replace-one"): (
+        "replace-one; upper bound: revealed mixture (arXiv:2508.15089) of the weak-triangle RDP bounds at q "
+        "and at q̄ with σ/2; loose, prefer pld"
+    ),
+    ("pld", "truncated-poisson", "replace-one"): (
+        "replace-one; PLD of the revealed mixture (arXiv:2508.15089) of the replace-one "
+        "pairs at q and at q̄ with σ/2; certified bracket"
+    ),
     ("shuffle", "shuffle", "replace-one"): (
         "replace-one; epsilon: upper bound, k = ceil(steps/floor(N/B)) Gaussians with r = 2/σ composed "
         "exactly (Balle-Wang 2018 Thm 8), no amplification; epsilon_lower: LOWER bound of Chua et al. 2024 "
@@ -29,14 +45,19 @@ _NOTES = {
 def relation_caption(sampling: str, neighbors: str) -> str:
     """The words after "neighbours: …" in a caption."""
     if neighbors == "add-remove":
-        return "sensitivity C"
+        return "sensitivity C" + ("; 2C in a cut batch" if sampling == "truncated-poisson" else "")
     if sampling == "poisson":
         return "sensitivity 2C: x replaced by −x, the pair (1−q)N(0,σ²)+qN(±1,σ²)"
+    if sampling == "truncated-poisson":
+        return "sensitivity 2C: x replaced by −x"
     return "sensitivity 2C: the theorem sees σ/2"
 
 
 def pld_applies(sampling: str, neighbors: str, solve) -> bool:
-    """Whether the pld accountant covers the setting (replace-one: ε only, no inverse search yet)."""
+    """Whether the pld accountant covers the setting (replace-one and truncated Poisson: ε only, no inverse
+    search yet)."""
+    if sampling == "truncated-poisson":
+        return solve is None
     if sampling != "poisson":
         return False
     return neighbors == "add-remove" or solve is None
@@ -44,10 +65,10 @@ def pld_applies(sampling: str, neighbors: str, solve) -> bool:
 
 def check_pld(sampling: str, neighbors: str, solve) -> None:
     """Refuse ``--accountant pld`` where :func:`pld_applies` is false, saying why."""
-    if sampling != "poisson":
+    if sampling not in ("poisson", "truncated-poisson"):
         raise InputError(
-            "--accountant pld: the privacy loss distribution here is for Poisson sampling with add/remove "
-            "neighbours; use --accountant rdp for fixed-size batches"
+            "--accountant pld: the privacy loss distribution here is for Poisson sampling (plain or truncated); "
+            "use --accountant rdp for fixed-size batches"
         )
     if not pld_applies(sampling, neighbors, solve):
         raise InputError(
@@ -79,6 +100,27 @@ def check_setting(sampling: str, neighbors: str) -> None:
     classic(sampling, neighbors)
 
 
+def check_truncated(p, solve, fpr=False) -> None:
+    """What ``--sampling truncated-poisson`` needs (the dataset size and the cap) and what it does not answer
+    yet (the inverse questions, --tuning-runs, --fpr, --rdp-curve); ``--max-batch-size`` belongs to it."""
+    if p.sampling != "truncated-poisson":
+        if p.max_batch_size is not None:
+            raise InputError("--max-batch-size applies to --sampling truncated-poisson only")
+        return
+    if p.max_batch_size is None:
+        raise InputError("--sampling truncated-poisson needs --max-batch-size (the largest batch kept)")
+    if p.dataset_size is None:
+        raise InputError(
+            "--sampling truncated-poisson needs --dataset-size (how often a batch is cut depends on N)"
+        )
+    if solve is not None:
+        raise InputError(
+            "--target-epsilon is not supported with --sampling truncated-poisson yet: give every option"
+        )
+    if p.tuning is not None:
+        raise InputError("--tuning-runs is not supported with --sampling truncated-poisson")
+
+
 def check_shuffle(accountant: str, neighbors: str, solve, tuning) -> list[str]:
     """The accountants of ``--sampling shuffle`` (its own row), refusing what it does not answer."""
     check_setting("shuffle", neighbors)
@@ -96,6 +138,11 @@ def check_shuffle(accountant: str, neighbors: str, solve, tuning) -> list[str]:
 
 def caption(sampling: str) -> str:
     """What a caption adds for the samplers of this module."""
+    if sampling == "truncated-poisson":
+        return (
+            "; truncated-poisson: Poisson batches cut to a random subset of max_batch_size when larger; "
+            "dataset_size N counts the example (its neighbour has N − 1)"
+        )
     if sampling != "shuffle":
         return ""
     return (

@@ -54,7 +54,7 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ),
         ("accountant", "the accountant (the value of --accountant; shuffle for --sampling shuffle)"),
         ("conversion", "the RDP → (ε, δ) conversion of the rdp row (classic for abadi)"),
-        ("sampling", "poisson, fixed-size or shuffle"),
+        ("sampling", "poisson, fixed-size, truncated-poisson or shuffle"),
         ("neighbors", "add-remove or replace-one"),
         (
             "sample_rate",
@@ -65,6 +65,7 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
             "the batch size B: given, or the largest within --target-epsilon (with --dataset-size)",
         ),
         ("dataset_size", "the dataset size N, when given"),
+        ("max_batch_size", "truncated-poisson: the largest batch kept (a larger Poisson batch is cut to it)"),
         ("noise_multiplier", "σ: given, or the smallest one within --target-epsilon"),
         ("steps", "T: given, from --epochs, or the largest number within --target-epsilon"),
         ("epochs", "the epochs given, or the whole epochs within the steps found"),

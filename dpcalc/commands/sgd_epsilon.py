@@ -38,7 +38,8 @@ class SgdEpsilonParams:
     ``dataset_size``), the length (``steps``, or ``epochs``) and ``delta``.  With ``target_epsilon``,
     leave out ``sigma`` (to get the smallest one) or the length (to get the largest number of steps).
     ``accountant`` is one of :data:`ACCOUNTANTS` or ``"all"``; ``conversion`` one of
-    :data:`CONVERSIONS`; ``sampling`` ``"poisson"`` or ``"fixed-size"``; ``neighbors``
+    :data:`CONVERSIONS`; ``sampling`` ``"poisson"``, ``"fixed-size"``, ``"truncated-poisson"`` (with
+    ``max_batch_size``) or ``"shuffle"``; ``neighbors``
     ``"add-remove"`` or ``"replace-one"`` (None: the usual one for the sampling); ``eps_error`` the
     width of the PLD bracket (a number, or a sequence of one number).
     """
@@ -48,6 +49,7 @@ class SgdEpsilonParams:
     sample_rate: Sequence[float] | None = None
     batch_size: Sequence[int] | None = None
     dataset_size: Sequence[int] | None = None
+    max_batch_size: Sequence[int] | None = None
     steps: Sequence[int] | None = None
     epochs: Sequence[float] | None = None
     target_epsilon: Sequence[float] | None = None
@@ -92,7 +94,7 @@ def sgd_epsilon_stream(
     def compute(task):
         name, lo, hi = task
         part = {k: v[lo:hi] for k, v in g.items()}
-        part_kw = {k: (v[lo:hi] if k == "dataset_size" else v) for k, v in kw.items()}
+        part_kw = {k: (v[lo:hi] if k in ("dataset_size", "max_batch_size") else v) for k, v in kw.items()}
         cols = accountant_rows(p, name, solve, part, part_kw, light, strict=len(names) == 1)
         return Result(
             _result_columns(p, solve, part, [(name, cols)], columns),
@@ -121,6 +123,7 @@ def _swept(p: SgdEpsilonParams) -> dict:
         "--sample-rate": p.sample_rate,
         "--batch-size": p.batch_size,
         "--dataset-size": p.dataset_size,
+        "--max-batch-size": p.max_batch_size,
         "--noise-multiplier": p.sigma,
         "--steps": p.steps,
         "--epochs": p.epochs,
@@ -141,7 +144,7 @@ def _checked(p: SgdEpsilonParams):
     command line has always reported them."""
     neighbors = p.neighbors
     if neighbors is None:
-        neighbors = "add-remove" if p.sampling == "poisson" else "replace-one"
+        neighbors = "add-remove" if p.sampling in ("poisson", "truncated-poisson") else "replace-one"
     if p.sample_rate is not None and p.batch_size is not None:
         raise InputError("give either --sample-rate or --batch-size with --dataset-size, not both")
     if p.steps is not None and p.epochs is not None:
@@ -187,6 +190,7 @@ def _checked(p: SgdEpsilonParams):
             raise InputError(
                 f"--tuning-runs applies to --accountant rdp (or all), not {p.accountant}: its bound is an RDP bound"
             )
+    samplers.check_truncated(p, solve)
     if p.sampling == "shuffle":
         names = samplers.check_shuffle(p.accountant, neighbors, solve, p.tuning)
     elif p.accountant == "all":
@@ -231,6 +235,8 @@ def _grid(p: SgdEpsilonParams):
         axes["n"] = np.asarray(p.dataset_size, float)
     elif p.dataset_size is not None:  # the batch size is solved for
         axes["n"] = np.asarray(p.dataset_size, float)
+    if p.max_batch_size is not None:
+        axes["bmax"] = np.asarray(p.max_batch_size, float)
     if p.sigma is not None:
         axes["sigma"] = np.asarray(p.sigma, float)
     if p.steps is not None:
@@ -280,6 +286,8 @@ def _prepare(p: SgdEpsilonParams, names):
         kw["dataset_size"] = g["n"]
     elif "bassily" in names:
         raise InputError("--dataset-size: needed by the bassily reference (its formula involves n)")
+    if "bmax" in g:
+        kw["max_batch_size"] = g["bmax"]
     return g, kw
 
 
@@ -346,6 +354,7 @@ def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns) -> dict:
             "sample_rate": _numbers(q),
             "batch_size": batch,
             "dataset_size": g["n"].astype(int).tolist() if "n" in g else None,
+            "max_batch_size": g["bmax"].astype(int).tolist() if "bmax" in g else None,
             "noise_multiplier": np.asarray(cols["noise_multiplier"], float).reshape(-1).tolist(),
             "steps": [None if np.isnan(t) else int(t) for t in steps],
             "epochs": g["epochs"].tolist()
@@ -397,6 +406,7 @@ _PLOT_SYMBOL = {
     "sample_rate": "q",
     "batch_size": "B",
     "dataset_size": "N",
+    "max_batch_size": "B_max",
     "delta": "δ",
 }
 
@@ -412,6 +422,7 @@ def _plot_spec(p: SgdEpsilonParams, out, headline):
         "sample_rate": p.sample_rate,
         "batch_size": p.batch_size,
         "dataset_size": p.dataset_size,
+        "max_batch_size": p.max_batch_size,
         "delta": p.delta,
     }
     inputs = {k: v for k, v in inputs.items() if v is not None and k != headline}

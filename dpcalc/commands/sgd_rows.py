@@ -32,7 +32,9 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
     nan = np.full(n, np.nan)
     length = "epochs" if "epochs" in g and solve == "q" else "steps"
     given = {
-        None: ("q", "sigma", "steps", "delta"),
+        None: ("q", "sigma", "steps", "delta", "n", "bmax")
+        if "bmax" in g
+        else ("q", "sigma", "steps", "delta"),
         "sigma": ("q", "steps", "delta", "target"),
         "steps": ("q", "sigma", "delta", "target"),
         "q": ("sigma", length, "n", "delta", "target"),
@@ -41,7 +43,7 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
     def one(i):
         v = {
             k: float(g[k][i]) if k in g else None
-            for k in ("q", "sigma", "steps", "epochs", "n", "delta", "target")
+            for k in ("q", "sigma", "steps", "epochs", "n", "bmax", "delta", "target")
         }
         if solve == "sigma":
             s, b = calibration.calibrate_noise_pld(
@@ -66,8 +68,11 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
             )
             q = float(q)
             return (v["sigma"], _steps_at(q, v, length), q, *map(float, b))
+        trunc = {}
+        if "bmax" in g:  # truncated Poisson (docs/math.md §3.7)
+            trunc = dict(dataset_size=v["n"], max_batch_size=v["bmax"])
         b = sgd_epsilon_pld(
-            v["q"], v["sigma"], v["steps"], v["delta"], eps_error=p.eps_error, neighbors=p.neighbors
+            v["q"], v["sigma"], v["steps"], v["delta"], eps_error=p.eps_error, neighbors=p.neighbors, **trunc
         )
         return (v["sigma"], v["steps"], v["q"], *(float(x) for x in b))
 

@@ -34,7 +34,7 @@ from dpcalc.engine.dpsgd import sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import DpcalcWarning, InputError
 
-SAMPLINGS = ("poisson", "fixed-size")
+SAMPLINGS = ("poisson", "fixed-size", "truncated-poisson")
 NEIGHBORS = ("add-remove", "replace-one")
 CONVERSIONS = ("optimal", "balle", "mironov")
 #: The exact per-order conversion is evaluated on this many orders either side of the closed form's best order.
@@ -74,15 +74,32 @@ def sensitivity_factor(neighbors: str) -> float:
     return 2.0 if neighbors == "replace-one" else 1.0
 
 
-def rdp_per_step(q, sigma, alphas=DEFAULT_ORDERS, *, sampling="poisson", neighbors="add-remove"):
+def rdp_per_step(
+    q,
+    sigma,
+    alphas=DEFAULT_ORDERS,
+    *,
+    sampling="poisson",
+    neighbors="add-remove",
+    dataset_size=None,
+    max_batch_size=None,
+):
     """Per-step RDP curve of DP-SGD, shape ``broadcast(q, sigma).shape + (len(alphas),)``.
 
     Poisson/add-remove: :func:`sgm.rdp_poisson` (exact, MTZ 2019; docs/math.md §3.2) at σ.
     Fixed-size/replace-one: :func:`sgm.rdp_without_replacement` (WBK 2019 bound; docs/math.md §3.3) at σ/2
     (the replace-one sensitivity of the clipped sum is 2C).  Poisson/replace-one: the weak-triangle bound
-    of :mod:`dpcalc.engine.dpsgd.sgm_replace` (docs/math.md §3.5).
+    of :mod:`dpcalc.engine.dpsgd.sgm_replace` (docs/math.md §3.5).  Truncated Poisson (``dataset_size`` N and
+    ``max_batch_size`` B broadcast with q): the revealed mixture of :mod:`dpcalc.engine.dpsgd.truncated_poisson`
+    (docs/math.md §3.7).
     """
     check_setting(sampling, neighbors)
+    if sampling == "truncated-poisson":
+        from dpcalc.engine.dpsgd.truncated_poisson import rdp_truncated_poisson
+
+        if dataset_size is None or max_batch_size is None:
+            raise InputError("--sampling truncated-poisson needs --dataset-size and --max-batch-size")
+        return rdp_truncated_poisson(q, sigma, alphas, dataset_size, max_batch_size, neighbors)
     if sampling == "poisson" and neighbors == "replace-one":  # an upper bound (docs/math.md §3.5)
         from dpcalc.engine.dpsgd.sgm_replace import rdp_poisson_replace
 
@@ -163,6 +180,7 @@ def epsilon_rdp(
     neighbors="add-remove",
     conversion="optimal",
     dataset_size=None,
+    max_batch_size=None,
     orders=DEFAULT_ORDERS,
     warn=True,
 ) -> Epsilon:
@@ -173,7 +191,10 @@ def epsilon_rdp(
     """
     q, sigma, steps, delta = _bcast(q, sigma, steps, delta)
     orders = np.asarray(orders, dtype=float)
-    per_step = rdp_per_step(q, sigma, orders, sampling=sampling, neighbors=neighbors)
+    trunc = {}
+    if sampling == "truncated-poisson":  # N and B broadcast with the rows
+        trunc = dict(dataset_size=dataset_size, max_batch_size=max_batch_size)
+    per_step = rdp_per_step(q, sigma, orders, sampling=sampling, neighbors=neighbors, **trunc)
     with np.errstate(invalid="ignore", over="ignore"):
         total = np.where(per_step == 0, 0.0, steps[..., None] * per_step)
     b = eps_of_curve(orders, total, delta, conversion)

@@ -123,7 +123,11 @@ def _check_count(count, name="count") -> int:
     return int(c)
 
 
-def _sgm_directions(q: float, sigma: float, steps: int, neighbors: str = "add-remove"):
+def _sgm_directions(q: float, sigma: float, steps: int, neighbors: str = "add-remove", trunc=None):
+    if trunc is not None:  # truncated Poisson batches: a revealed mixture per step (docs/math.md §3.7)
+        from dpcalc.engine.dpsgd.truncated_poisson import loss_directions
+
+        return [[Component(d[0], steps)] for d in loss_directions(q, sigma, *trunc, neighbors)]
     if neighbors == "replace-one":  # one symmetric pair (docs/math.md §3.5)
         from dpcalc.engine.mechanisms.sgm_replace_loss import sgm_replace_loss
 
@@ -177,18 +181,40 @@ def _sgd_args(q, sigma, steps):
 
 
 def sgd_epsilon_pld(
-    q, sigma, steps, delta, eps_error=None, *, memory_cap=DEFAULT_MEMORY_CAP, neighbors="add-remove"
+    q,
+    sigma,
+    steps,
+    delta,
+    eps_error=None,
+    *,
+    memory_cap=DEFAULT_MEMORY_CAP,
+    neighbors="add-remove",
+    dataset_size=None,
+    max_batch_size=None,
 ) -> Bracket:
     """ε(δ) bracket of DP-SGD: ``steps`` compositions of the Poisson-subsampled Gaussian with sampling
     rate ``q`` and noise multiplier ``sigma`` (add/remove neighbours, worse direction reported; with
-    ``neighbors="replace-one"`` the symmetric replace-one pair of docs/math.md §3.5).
+    ``neighbors="replace-one"`` the symmetric replace-one pair of docs/math.md §3.5).  With ``dataset_size`` N
+    and ``max_batch_size`` B (broadcast with the rest): truncated Poisson batches (docs/math.md §3.7).
 
     Arguments broadcast; returns a :class:`Bracket` of arrays of the broadcast shape.  ``eps_error``
     is the target bracket width (``upper − lower``); default 0.5 % of ε.  ``memory_cap`` (bytes)
     bounds one computation; a request above it raises :class:`InputError` naming ``--eps-error``.
     One grid and FFT per distinct configuration (a loop over configurations).
     """
-    return _sgd_epsilon(q, sigma, steps, delta, eps_error, memory_cap, neighbors, directions=None)
+    trunc = _truncation(dataset_size, max_batch_size)
+    return _sgd_epsilon(
+        q, sigma, steps, delta, eps_error, memory_cap, neighbors, directions=None, trunc=trunc
+    )
+
+
+def _truncation(dataset_size, max_batch_size):
+    """``(N, B)`` arrays of truncated Poisson sampling, or None (plain Poisson)."""
+    if max_batch_size is None:
+        return None
+    if dataset_size is None:
+        raise InputError("--sampling truncated-poisson needs --dataset-size")
+    return np.asarray(dataset_size, dtype=float), np.asarray(max_batch_size, dtype=float)
 
 
 def sgd_epsilon_pld_remove(
@@ -200,7 +226,7 @@ def sgd_epsilon_pld_remove(
     return _sgd_epsilon(q, sigma, steps, delta, eps_error, memory_cap, "add-remove", directions=1)
 
 
-def _sgd_epsilon(q, sigma, steps, delta, eps_error, memory_cap, neighbors, directions) -> Bracket:
+def _sgd_epsilon(q, sigma, steps, delta, eps_error, memory_cap, neighbors, directions, trunc=None) -> Bracket:
     """The body of :func:`sgd_epsilon_pld` (``directions=None``: all of the pair's) and
     :func:`sgd_epsilon_pld_remove` (``directions=1``: the first, "remove")."""
     q, sigma, steps = _sgd_args(q, sigma, steps)
@@ -212,17 +238,27 @@ def _sgd_epsilon(q, sigma, steps, delta, eps_error, memory_cap, neighbors, direc
             return _INF_BRACKET
         return _eps_worst(dirs[:directions], d, eps_error, memory_cap)
 
-    return _per_config(q, sigma, steps, delta, solve, neighbors)
+    return _per_config(q, sigma, steps, delta, solve, neighbors, trunc)
 
 
 def sgd_delta_pld(
-    q, sigma, steps, epsilon, eps_error=None, *, memory_cap=DEFAULT_MEMORY_CAP, neighbors="add-remove"
+    q,
+    sigma,
+    steps,
+    epsilon,
+    eps_error=None,
+    *,
+    memory_cap=DEFAULT_MEMORY_CAP,
+    neighbors="add-remove",
+    dataset_size=None,
+    max_batch_size=None,
 ) -> Bracket:
     """δ(ε) bracket of DP-SGD (as :func:`sgd_epsilon_pld`, with ``epsilon`` given instead of δ)."""
     q, sigma, steps = _sgd_args(q, sigma, steps)
     epsilon = _check_eps(epsilon)
     eps_error = _check_eps_error(eps_error)
-    if epsilon.size > 1 and all(np.unique(a).size == 1 for a in (q, sigma, steps)):
+    trunc = _truncation(dataset_size, max_batch_size)
+    if trunc is None and epsilon.size > 1 and all(np.unique(a).size == 1 for a in (q, sigma, steps)):
         # one configuration, many ε (a privacy profile): one composition per direction
         shape = np.broadcast_shapes(q.shape, sigma.shape, steps.shape, epsilon.shape)
         q1, s1, t1 = float(q.ravel()[0]), float(sigma.ravel()[0]), int(steps.ravel()[0])
@@ -238,6 +274,7 @@ def sgd_delta_pld(
         epsilon,
         lambda dirs, e: _worst([delta_bracket(d, e, eps_error, memory_cap) for d in dirs]),
         neighbors,
+        trunc,
     )
 
 
@@ -257,20 +294,22 @@ def _in_range(what: str, compute):
     raise InputError(f"PLD accounting of {what}: {reason} (ε would be very large); use {RDP_HINT}") from None
 
 
-def _per_config(q, sigma, steps, target, solve, neighbors="add-remove") -> Bracket:
-    """Broadcast (q, σ, steps, target) and run ``solve(directions, target)`` once per distinct configuration
-    (each needs its own grid and FFT, so this is a loop over configurations)."""
-    shape = np.broadcast_shapes(q.shape, sigma.shape, steps.shape, target.shape)
-    qb, sb, tb, xb = (np.broadcast_to(a, shape).ravel() for a in (q, sigma, steps, target))
-    out = np.empty((3, qb.size))
+def _per_config(q, sigma, steps, target, solve, neighbors="add-remove", trunc=None) -> Bracket:
+    """Broadcast (q, σ, steps, target[, N, B]) and run ``solve(directions, target)`` once per distinct
+    configuration (each needs its own grid and FFT, so this is a loop over configurations)."""
+    arrays = [q, sigma, steps, target] + ([] if trunc is None else list(trunc))
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    flat = [np.broadcast_to(a, shape).ravel() for a in arrays]
+    out = np.empty((3, flat[0].size))
     cache = {}
-    for i in range(qb.size):
-        key = (qb[i], sb[i], tb[i], xb[i])
+    for i in range(flat[0].size):
+        key = tuple(a[i] for a in flat)
         if key not in cache:
-            q1, s1, t1, x1 = float(qb[i]), float(sb[i]), int(tb[i]), float(xb[i])
+            q1, s1, t1, x1 = float(key[0]), float(key[1]), int(key[2]), float(key[3])
+            tr = None if trunc is None else (float(key[4]), float(key[5]))
             what = f"sample rate {q1:g}, noise multiplier {s1:g}, {t1} steps"
             cache[key] = _in_range(
-                what, lambda a=(q1, s1, t1), x=x1: solve(_sgm_directions(*a, neighbors), x)
+                what, lambda a=(q1, s1, t1), x=x1, tr=tr: solve(_sgm_directions(*a, neighbors, tr), x)
             )
         out[:, i] = cache[key]
     return Bracket(*(o.reshape(shape) for o in out))

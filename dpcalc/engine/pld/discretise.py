@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcalc.engine.mechanisms.loss_models import LossModel
+from dpcalc.engine.mechanisms.mixture_loss import MixtureLossModel
 from dpcalc.errors import UncertifiedError
 
 #: Relative error allowed for each discrete mass (quadrature and rounding; a margin, not an estimate).
@@ -106,7 +107,11 @@ class DiscretePLD:
 
 def choose_range(model: LossModel, h: float, log_target: float) -> tuple[int, int]:
     """Grid indices ``(ia, ib)`` with ``P(L < ia·h)`` and ``P(ib·h < L < ∞)`` each at most
-    ``exp(log_target)`` (by the model's tail bounds), covering all atoms."""
+    ``exp(log_target)`` (by the model's tail bounds), covering all atoms (a mixture: the union of its
+    components' ranges, each component's tails being at most the target)."""
+    if isinstance(model, MixtureLossModel):
+        ends = [choose_range(m, h, log_target) for m in model.models]
+        return min(a for a, _ in ends), max(b for _, b in ends)
     lo_cands, hi_cands = [], []
     if model.atoms_loc.size:
         lo_cands.append(float(np.min(model.atoms_loc)))
@@ -153,6 +158,8 @@ def _tail_point(log_tail, mid: float, far: float, log_target: float, sign: int) 
 
 def discretise(model: LossModel, h: float, ia: int, ib: int) -> DiscretePLD:
     """The pessimistic discrete PLD of ``model`` on grid points ``ia·h .. ib·h`` (see module doc)."""
+    if isinstance(model, MixtureLossModel):
+        return _discretise_mixture(model, h, ia, ib)
     n = ib - ia + 1
     p = np.zeros(n)
     inf_mass = float(model.inf_mass)
@@ -195,6 +202,25 @@ def discretise(model: LossModel, h: float, ia: int, ib: int) -> DiscretePLD:
             "cannot represent this mechanism"
         )
     return DiscretePLD(h, ia, p, min(inf_mass, 1.0), min(bad, 1.0), bias, slack)
+
+
+def _discretise_mixture(model, h: float, ia: int, ib: int) -> DiscretePLD:
+    """A revealed mixture (:mod:`~dpcalc.engine.mechanisms.mixture_loss`): every component on the same grid,
+    masses, bad mass and bias added with the weights (each component's discrete pair dominates it, so the
+    weighted sum dominates the mixture); the loss-map slack is the largest of the components'."""
+    parts = [(w, discretise(m, h, ia, ib)) for w, m in zip(model.weights, model.models)]
+    p = np.zeros(ib - ia + 1)
+    for w, d in parts:
+        p += w * d.p
+    return DiscretePLD(
+        h,
+        ia,
+        p,
+        min(sum(w * d.inf_mass for w, d in parts), 1.0),
+        min(sum(w * d.bad_mass for w, d in parts), 1.0),
+        sum(w * d.mean_shift for w, d in parts),
+        max(d.loss_slack for _, d in parts),
+    )
 
 
 def _loss_slack(model: LossModel, a_val: float, b_val: float, h: float) -> float:

@@ -14,6 +14,7 @@ import numpy as np
 
 from dpcalc.engine._numerics import unimodal_argmin
 from dpcalc.engine.mechanisms.loss_models import LossModel
+from dpcalc.engine.mechanisms.mixture_loss import support_nodes
 from dpcalc.engine.pld import convolution as C
 from dpcalc.engine.pld.discretise import choose_range, discretise
 from dpcalc.errors import InputError
@@ -95,19 +96,9 @@ def spread(components, t: float = 0.0) -> float:
     tolerances, never part of a bound."""
     var = 0.0
     for c in components:
-        m = c.model
-        lw, lx = [], []
-        if m.atoms_loc.size:
-            with np.errstate(divide="ignore"):
-                lw.append(np.log(m.atoms_mass))
-            lx.append(np.asarray(m.atoms_loc, dtype=float))
-        if m.piece is not None:
-            a, b = m._piece_nodes(abs(t))
-            lw.append(a)
-            lx.append(b)
-        if not lw:
+        lw, lx = support_nodes(c.model, t)
+        if not lw.size:
             continue
-        lw, lx = np.concatenate(lw), np.concatenate(lx)
         keep = np.isfinite(lw) & np.isfinite(lx)
         if not np.any(keep):
             continue
