@@ -114,9 +114,8 @@ sum is C under add/remove and 2C under replace-one, so replace-one analyses σ/2
 with add/remove are refused: no theorem here covers them.
 
 --sampling poisson --neighbors replace-one: pld composes the pair (1−q)N(0,σ²)+qN(±1,σ²) (as
-dp_accounting's REPLACE_ONE does; ε only, no --target-epsilon); rdp is an upper bound by Mironov's
-weak triangle inequality over the add/remove RDP (loose, about 2-3x the pld ε; it answers the inverse
-questions).  --sampling shuffle (replace-one): batches of B from a random permutation each epoch
+dp_accounting's REPLACE_ONE does; it also answers --target-epsilon); rdp is an upper bound by
+Mironov's weak triangle inequality over the add/remove RDP (loose, about 2-3x the pld ε).  --sampling shuffle (replace-one): batches of B from a random permutation each epoch
 (an epoch is floor(N/B) steps): epsilon is the certified upper bound without amplification (each
 example in one step per epoch: the exact composition of Gaussians with r = 2/σ), epsilon_lower the
 lower bound of Chua et al. 2024 (ICML, arXiv:2403.17673) for the run that releases every step.
@@ -126,7 +125,7 @@ Poisson batches cut to a random subset of B when larger.  Revealing whether the 
 alone fill B, a step is Poisson at q (no cut) or, with probability P(Bin(N−1, q) >= B), the
 subsampled Gaussian with sensitivity 2 at the rate q̄ of the example in a cut batch (arXiv:2508.15089;
 dp_accounting's TruncatedSubsampledGaussianDpEvent): pld composes that mixture, rdp mixes the Rényi
-moments.  ε only for now (no --target-epsilon, --fpr or --rdp-curve).
+moments.  Both answer --target-epsilon (one search per configuration); not --fpr or --rdp-curve yet.
 
 abadi: the moments-accountant closed form ε = ρT + sqrt(4ρT log(1/δ)), ρ = q²/((1−q)σ²) (Abadi et
 al. 2016, Lemma 3's leading term); asymptotic, and a bound only under σ >= 1, q < 1/(16σ) and

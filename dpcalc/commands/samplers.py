@@ -54,13 +54,8 @@ def relation_caption(sampling: str, neighbors: str) -> str:
 
 
 def pld_applies(sampling: str, neighbors: str, solve) -> bool:
-    """Whether the pld accountant covers the setting (replace-one and truncated Poisson: ε only, no inverse
-    search yet)."""
-    if sampling == "truncated-poisson":
-        return solve is None
-    if sampling != "poisson":
-        return False
-    return neighbors == "add-remove" or solve is None
+    """Whether the pld accountant covers the setting: Poisson sampling, plain or truncated, either relation."""
+    return sampling in ("poisson", "truncated-poisson")
 
 
 def check_pld(sampling: str, neighbors: str, solve) -> None:
@@ -69,11 +64,6 @@ def check_pld(sampling: str, neighbors: str, solve) -> None:
         raise InputError(
             "--accountant pld: the privacy loss distribution here is for Poisson sampling (plain or truncated); "
             "use --accountant rdp for fixed-size batches"
-        )
-    if not pld_applies(sampling, neighbors, solve):
-        raise InputError(
-            "--accountant pld with --neighbors replace-one answers ε only, not --target-epsilon; use "
-            "--accountant rdp for the inverse questions"
         )
 
 
@@ -102,7 +92,8 @@ def check_setting(sampling: str, neighbors: str) -> None:
 
 def check_truncated(p, solve, fpr=False) -> None:
     """What ``--sampling truncated-poisson`` needs (the dataset size and the cap) and what it does not answer
-    yet (the inverse questions, --tuning-runs, --fpr, --rdp-curve); ``--max-batch-size`` belongs to it."""
+    yet (--tuning-runs; --fpr and --rdp-curve are refused by their commands); ``--max-batch-size`` belongs
+    to it."""
     if p.sampling != "truncated-poisson":
         if p.max_batch_size is not None:
             raise InputError("--max-batch-size applies to --sampling truncated-poisson only")
@@ -112,10 +103,6 @@ def check_truncated(p, solve, fpr=False) -> None:
     if p.dataset_size is None:
         raise InputError(
             "--sampling truncated-poisson needs --dataset-size (how often a batch is cut depends on N)"
-        )
-    if solve is not None:
-        raise InputError(
-            "--target-epsilon is not supported with --sampling truncated-poisson yet: give every option"
         )
     if p.tuning is not None:
         raise InputError("--tuning-runs is not supported with --sampling truncated-poisson")

@@ -32,27 +32,38 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
     nan = np.full(n, np.nan)
     length = "epochs" if "epochs" in g and solve == "q" else "steps"
     given = {
-        None: ("q", "sigma", "steps", "delta", "n", "bmax")
-        if "bmax" in g
-        else ("q", "sigma", "steps", "delta"),
+        None: ("q", "sigma", "steps", "delta"),
         "sigma": ("q", "steps", "delta", "target"),
         "steps": ("q", "sigma", "delta", "target"),
         "q": ("sigma", length, "n", "delta", "target"),
     }[solve]
+    if "bmax" in g:  # truncated Poisson: how often a batch is cut depends on N and the cap
+        given = tuple(dict.fromkeys((*given, "n", "bmax")))
 
     def one(i):
         v = {
             k: float(g[k][i]) if k in g else None
             for k in ("q", "sigma", "steps", "epochs", "n", "bmax", "delta", "target")
         }
+        setting = {}  # beyond Poisson sampling under add/remove (docs/math.md §3.5, §3.7)
+        if p.neighbors != "add-remove":
+            setting["neighbors"] = p.neighbors
+        if "bmax" in g:
+            setting.update(dataset_size=v["n"], max_batch_size=v["bmax"])
         if solve == "sigma":
             s, b = calibration.calibrate_noise_pld(
-                v["q"], v["steps"], v["delta"], v["target"], rtol=SIGMA_RTOL, eps_error=p.eps_error
+                v["q"],
+                v["steps"],
+                v["delta"],
+                v["target"],
+                rtol=SIGMA_RTOL,
+                eps_error=p.eps_error,
+                setting=setting,
             )
             return (float(s), v["steps"], v["q"], *map(float, b))
         if solve == "steps":
             t, b = calibration.max_steps_pld(
-                v["q"], v["sigma"], v["delta"], v["target"], eps_error=p.eps_error
+                v["q"], v["sigma"], v["delta"], v["target"], eps_error=p.eps_error, setting=setting
             )
             return (v["sigma"], float(t), v["q"], *map(float, b))
         if solve == "q":
@@ -65,15 +76,11 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
                 epochs=v["epochs"] if length == "epochs" else None,
                 eps_error=p.eps_error,
                 rtol=SIGMA_RTOL,
+                setting=setting,
             )
             q = float(q)
             return (v["sigma"], _steps_at(q, v, length), q, *map(float, b))
-        trunc = {}
-        if "bmax" in g:  # truncated Poisson (docs/math.md §3.7)
-            trunc = dict(dataset_size=v["n"], max_batch_size=v["bmax"])
-        b = sgd_epsilon_pld(
-            v["q"], v["sigma"], v["steps"], v["delta"], eps_error=p.eps_error, neighbors=p.neighbors, **trunc
-        )
+        b = sgd_epsilon_pld(v["q"], v["sigma"], v["steps"], v["delta"], eps_error=p.eps_error, **setting)
         return (v["sigma"], v["steps"], v["q"], *(float(x) for x in b))
 
     answers: dict = {}
@@ -134,6 +141,10 @@ def accountant_rows(p, name, solve, g, kw, light=True, strict=True) -> dict:
             from dpcalc.commands.samplers import shuffle_rows
 
             return shuffle_rows(g)
+        if solve is not None and "max_batch_size" in kw:  # truncated Poisson: one search per configuration
+            from dpcalc.commands.sgd_searched import searched_rows
+
+            return searched_rows(name, g, kw, solve, SIGMA_RTOL)
         if solve is None:
             e = sgd.epsilon(name, g["q"], g["sigma"], g["steps"], g["delta"], **kw)
             return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e)

@@ -32,9 +32,11 @@ def _check_target(target: float) -> None:
         raise InputError(f"--target-epsilon: must be a finite number > 0, got {target:g}")
 
 
-def _pld(q, sigma, steps, delta, eps_error):
-    """``(upper, Found)`` of DP-SGD's PLD bracket (:func:`_held`)."""
-    return _held(lambda: sgd_epsilon_pld(q, sigma, steps, delta, eps_error))
+def _pld(q, sigma, steps, delta, eps_error, setting=None):
+    """``(upper, Found)`` of DP-SGD's PLD bracket (:func:`_held`); ``setting``: the keywords of
+    :func:`sgd_epsilon_pld` beyond plain Poisson sampling under add/remove (``neighbors``, ``dataset_size``
+    and ``max_batch_size``)."""
+    return _held(lambda: sgd_epsilon_pld(q, sigma, steps, delta, eps_error, **(setting or {})))
 
 
 def _steer(q, sigma, steps, delta, eps_error):
@@ -216,10 +218,12 @@ def _per_row(fn, arrays):
     return tuple(o.reshape(shape) for o in out)
 
 
-def calibrate_noise_pld(q, steps, delta, target, *, rtol=1e-3, eps_error=None):
+def calibrate_noise_pld(q, steps, delta, target, *, rtol=1e-3, eps_error=None, setting=None):
     """Smallest σ (within a factor 1 + rtol) with the PLD upper ε of DP-SGD at or below ``target``,
     for every (q, steps, δ, target) of the broadcast inputs.  Returns ``(sigma, (lower, estimate,
-    upper))`` at σ, arrays of the broadcast shape; σ = inf where no σ up to 1e12 meets the target."""
+    upper))`` at σ, arrays of the broadcast shape; σ = inf where no σ up to 1e12 meets the target.
+    ``setting`` (see :func:`_pld`): another sampler or relation; the search then starts from plain Poisson
+    sampling's RDP answer and is not steered by the "remove" direction alone."""
 
     def one(q, steps, delta, target):
         from dpcalc.engine.dpsgd import _special, noise_calibration
@@ -233,12 +237,12 @@ def calibrate_noise_pld(q, steps, delta, target, *, rtol=1e-3, eps_error=None):
             start = float(start) if np.isfinite(start) else 1.0
             slope = _rdp_slope(lambda s: _rdp_start_eps(q, s, steps, delta), start)
         found = _search(
-            lambda err: lambda s: _pld(q, s, steps, delta, err),
+            lambda err: lambda s: _pld(q, s, steps, delta, err, setting),
             eps_error,
             target,
             start,
             slope_hint=slope,
-            steer=lambda err: lambda s: _steer(q, s, steps, delta, err),
+            steer=None if setting else lambda err: lambda s: _steer(q, s, steps, delta, err),
             ok_above=True,
             lo=SIGMA_RANGE[0],
             hi=SIGMA_RANGE[1],
@@ -250,10 +254,10 @@ def calibrate_noise_pld(q, steps, delta, target, *, rtol=1e-3, eps_error=None):
     return sigma, (lower, est, upper)
 
 
-def max_steps_pld(q, sigma, delta, target, *, eps_error=None, steps_max=MAX_COUNT):
+def max_steps_pld(q, sigma, delta, target, *, eps_error=None, steps_max=MAX_COUNT, setting=None):
     """Largest number of steps T (at most ``steps_max``) with the PLD upper ε of DP-SGD at or below
     ``target``; 0 where even one step misses it.  Returns ``(steps, (lower, estimate, upper))`` at T
-    (nan where T = 0), arrays of the broadcast shape."""
+    (nan where T = 0), arrays of the broadcast shape.  ``setting``: as :func:`calibrate_noise_pld`."""
 
     def one(q, sigma, delta, target):
         from dpcalc.engine.dpsgd import step_budget
@@ -264,11 +268,11 @@ def max_steps_pld(q, sigma, delta, target, *, eps_error=None, steps_max=MAX_COUN
             start, _ = step_budget.max_steps(q, sigma, delta, target, conversion="balle")
         start = float(start) if float(start) >= 1 else 1.0
         found = _search(
-            lambda err: lambda t: _pld(q, sigma, t, delta, err),
+            lambda err: lambda t: _pld(q, sigma, t, delta, err, setting),
             eps_error,
             target,
             start,
-            steer=lambda err: lambda t: _steer(q, sigma, t, delta, err),
+            steer=None if setting else lambda err: lambda t: _steer(q, sigma, t, delta, err),
             ok_above=False,
             lo=1.0,
             hi=float(steps_max),
@@ -283,12 +287,13 @@ def max_steps_pld(q, sigma, delta, target, *, eps_error=None, steps_max=MAX_COUN
 
 
 def max_sample_rate_pld(
-    sigma, steps, delta, target, *, dataset_size=None, epochs=None, eps_error=None, rtol=1e-4
+    sigma, steps, delta, target, *, dataset_size=None, epochs=None, eps_error=None, rtol=1e-4, setting=None
 ):
     """Largest sample rate q in (0, 1] (within a factor 1 + rtol) with the PLD upper ε of DP-SGD at or
     below ``target``; with ``dataset_size`` N, the largest batch size B (q = B/N, a whole number in
     [1, N]).  With ``epochs`` E instead of ``steps`` the run has ceil(E/q) steps, which shrink as q
-    grows.  Returns ``(q, (lower, estimate, upper))`` (q = 0 where nothing meets the target)."""
+    grows.  Returns ``(q, (lower, estimate, upper))`` (q = 0 where nothing meets the target).
+    ``setting``: as :func:`calibrate_noise_pld`."""
     steps = np.nan if steps is None else steps
     epochs = np.nan if epochs is None else epochs
     n_all = np.nan if dataset_size is None else dataset_size
@@ -321,11 +326,11 @@ def max_sample_rate_pld(
         start = float(start)
         start = start * n if whole else start
         found = _search(
-            lambda err: lambda x: _pld(q_of(x), sigma, t_of(x), delta, err),
+            lambda err: lambda x: _pld(q_of(x), sigma, t_of(x), delta, err, setting),
             eps_error,
             target,
             max(start, 1.0 if whole else 1e-12),
-            steer=lambda err: lambda x: _steer(q_of(x), sigma, t_of(x), delta, err),
+            steer=None if setting else lambda err: lambda x: _steer(q_of(x), sigma, t_of(x), delta, err),
             ok_above=False,
             lo=1.0 if whole else 1e-12,
             hi=n if whole else 1.0,
