@@ -63,6 +63,11 @@ MAN_EXAMPLES = [
         "--sampling truncated-poisson --max-batch-size 300 --accountant pld",
     ),
     (
+        "Balls-in-bins batches: the deterministic RDP bound, and one epoch by Monte Carlo (95 % confidence):",
+        "dpcalc sgd-epsilon --sigma 1.1 --batch-size 256 --dataset-size 60000 --epochs 1 --delta 1e-5 "
+        "--sampling balls-in-bins --accountant mc",
+    ),
+    (
         "Poisson batches under replace-one neighbours, tight:",
         "dpcalc sgd-epsilon --sigma 1.1 --batch-size 256 --dataset-size 60000 --epochs 60 --delta 1e-5 "
         "--neighbors replace-one --accountant pld",
@@ -126,6 +131,13 @@ alone fill B, a step is Poisson at q (no cut) or, with probability P(Bin(N−1, 
 subsampled Gaussian with sensitivity 2 at the rate q̄ of the example in a cut batch (arXiv:2508.15089;
 dp_accounting's TruncatedSubsampledGaussianDpEvent): pld composes that mixture, rdp mixes the Rényi
 moments.  Both answer --target-epsilon (one search per configuration); not --fpr or --rdp-curve yet.
+--sampling balls-in-bins: every epoch (floor(N/B) steps), each example in one uniformly random batch;
+--sampling random-allocation: each example in exactly E = ceil(q·(steps−1)) random steps of the whole
+run (the epochs).  Add/remove neighbours; rdp is the Rényi bound of Feldman & Shenfeld 2025
+(arXiv:2502.08202) per allocation round, composed over rounds, and answers --target-epsilon.
+--accountant mc (balls-in-bins only, never part of all): the Monte Carlo accountant of Chua et al. 2025
+(arXiv:2412.16802) — its epsilon holds with probability --confidence over the sampling (columns
+confidence and samples; --seed fixes it), an estimate beside it; not a deterministic bound.
 
 abadi: the moments-accountant closed form ε = ρT + sqrt(4ρT log(1/δ)), ρ = q²/((1−q)σ²) (Abadi et
 al. 2016, Lemma 3's leading term); asymptotic, and a bound only under σ >= 1, q < 1/(16σ) and
@@ -209,7 +221,8 @@ al. 2020 (an approximation, not a bound, never judged), and exact at q = 1 (μ =
     default="rdp",
     show_default=True,
     help="rdp (exact RDP), pld (privacy loss distributions: a certified [lower, upper] bracket), "
-    "abadi (closed form, asymptotic), bassily (reference), or all that apply.",
+    "abadi (closed form, asymptotic), bassily (reference), mc (balls-in-bins by Monte Carlo: a bound with a "
+    "confidence; only when asked for), or all that apply.",
 )
 @eps_error_option
 @click.option(
@@ -221,19 +234,43 @@ al. 2020 (an approximation, not a bound, never judged), and exact at q = 1 (μ =
 )
 @click.option(
     "--sampling",
-    type=click.Choice(["poisson", "fixed-size", "truncated-poisson", "shuffle"]),
+    type=click.Choice(
+        ["poisson", "fixed-size", "truncated-poisson", "shuffle", "balls-in-bins", "random-allocation"]
+    ),
     default="poisson",
     show_default=True,
     help="poisson (each example with probability q), fixed-size (a uniformly random batch of B), "
-    "truncated-poisson (Poisson batches cut at --max-batch-size), or shuffle (batches of B from a random "
-    "permutation each epoch: an upper bound without amplification and a lower bound).",
+    "truncated-poisson (Poisson batches cut at --max-batch-size), shuffle (batches of B from a random "
+    "permutation each epoch: an upper bound without amplification and a lower bound), balls-in-bins (each "
+    "example in one random batch of each epoch), or random-allocation (each example in E = ceil(q·(steps−1)) "
+    "random steps of the run: the epochs).",
 )
 @click.option(
     "--neighbors",
     type=click.Choice(["add-remove", "replace-one"]),
     default=None,
-    help="Neighbouring relation [default: add-remove for poisson and truncated-poisson, replace-one for "
-    "fixed-size and shuffle].",
+    help="Neighbouring relation [default: replace-one for fixed-size and shuffle, else add-remove].",
+)
+@click.option(
+    "--mc-samples",
+    type=click.IntRange(min=1000),
+    default=None,
+    metavar="N",
+    help="--accountant mc: Monte Carlo samples per direction [default: 1000000]; more samples certify "
+    "smaller δ (about 10 s per million samples per epoch of 234 steps).",
+)
+@click.option(
+    "--confidence",
+    type=click.FloatRange(min=0.5, max=1.0, min_open=False, max_open=True),
+    default=None,
+    help="--accountant mc: the probability, over the sampling, with which its ε is an upper bound "
+    "[default: 0.95].",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="--accountant mc: the seed of the sampling [default: 0; fixed, so reproducible].",
 )
 @click.option(
     "--target-epsilon",
@@ -266,6 +303,9 @@ def command(
     conversion,
     sampling,
     neighbors,
+    mc_samples,
+    confidence,
+    seed,
     target_epsilon,
     eps_error,
     jobs,
@@ -306,6 +346,9 @@ def command(
         neighbors=neighbors,
         eps_error=eps_error,
         tuning=tuning,
+        mc_samples=mc_samples,
+        confidence=confidence,
+        seed=seed,
     )
     if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
         from dpcalc.commands.tradeoff import sgd_tradeoff

@@ -184,10 +184,10 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
             "--rdp-curve: --sampling shuffle is bounded without a Rényi curve here (its upper bound composes "
             "one Gaussian per epoch exactly); use --sampling poisson or fixed-size for a curve"
         )
-    if p.sampling == "truncated-poisson":
+    if p.sampling in ("truncated-poisson", "balls-in-bins", "random-allocation"):
         raise InputError(
-            "--rdp-curve: --sampling truncated-poisson has no curve output yet (its rdp row gives ε); use "
-            "--sampling poisson for the curve without the cap"
+            f"--rdp-curve: --sampling {p.sampling} has no curve output yet (its rdp row gives ε); use "
+            "--sampling poisson for the curve of Poisson batches"
         )
     if p.sigma is None:
         raise InputError("missing option --noise-multiplier")

@@ -34,6 +34,19 @@ _NOTES = {
         "replace-one; PLD of the revealed mixture (arXiv:2508.15089) of the replace-one "
         "pairs at q and at q̄ with σ/2; certified bracket"
     ),
+    ("rdp", "balls-in-bins", "add-remove"): (
+        "add/remove; upper bound: each epoch a 1-of-floor(N/B) random allocation, its Rényi DP bounded as in "
+        "Feldman & Shenfeld 2025 (arXiv:2502.08202, Thm 4.4 remove; add: Lemma F.3 sharpened), ceil(steps/"
+        "floor(N/B)) epochs composed"
+    ),
+    ("rdp", "random-allocation", "add-remove"): (
+        "add/remove; upper bound: each example in k = ceil(q·(steps−1)) of the steps (= epochs), Feldman & Shenfeld 2025 "
+        "(arXiv:2502.08202, Lemma 3.2 blocks, Thm 4.4 remove; add: Lemma F.3 sharpened)"
+    ),
+    ("mc", "balls-in-bins", "add-remove"): (
+        "add/remove; Monte Carlo (Chua et al. 2025, arXiv:2412.16802): epsilon is an upper bound only with "
+        "probability confidence over the sampling (Hoeffding's KL bound), not a deterministic bound"
+    ),
     ("shuffle", "shuffle", "replace-one"): (
         "replace-one; epsilon: upper bound, k = ceil(steps/floor(N/B)) Gaussians with r = 2/σ composed "
         "exactly (Balle-Wang 2018 Thm 8), no amplification; epsilon_lower: LOWER bound of Chua et al. 2024 "
@@ -63,7 +76,7 @@ def check_pld(sampling: str, neighbors: str, solve) -> None:
     if sampling not in ("poisson", "truncated-poisson"):
         raise InputError(
             "--accountant pld: the privacy loss distribution here is for Poisson sampling (plain or truncated); "
-            "use --accountant rdp for fixed-size batches"
+            f"use --accountant rdp for --sampling {sampling}"
         )
 
 
@@ -108,6 +121,53 @@ def check_truncated(p, solve, fpr=False) -> None:
         raise InputError("--tuning-runs is not supported with --sampling truncated-poisson")
 
 
+def check_mc(p, solve) -> None:
+    """``--accountant mc`` (balls-in-bins only, ε only) and its options, which belong to it."""
+    if p.accountant != "mc":
+        for option, value in (
+            ("--mc-samples", p.mc_samples),
+            ("--confidence", p.confidence),
+            ("--seed", p.seed),
+        ):
+            if value is not None:
+                raise InputError(f"{option} applies to --accountant mc (the Monte Carlo accountant) only")
+        return
+    if p.sampling != "balls-in-bins":
+        raise InputError("--accountant mc: the Monte Carlo accountant is for --sampling balls-in-bins")
+    if solve is not None:
+        raise InputError(
+            "--accountant mc does not answer --target-epsilon (each ε costs a Monte Carlo run); use --accountant rdp"
+        )
+    if p.tuning is not None:
+        raise InputError("--tuning-runs applies to --accountant rdp, not mc")
+
+
+def mc_rows(p, g) -> dict:
+    """The Monte Carlo rows of balls-in-bins (:mod:`dpcalc.engine.dpsgd.balls_in_bins_mc`): ε holding with
+    probability ``p.confidence`` over the sampling, and the estimate."""
+    import numpy as np
+
+    from dpcalc.engine.dpsgd import accounting as sgd
+    from dpcalc.engine.dpsgd.allocation import rounds
+    from dpcalc.engine.dpsgd.balls_in_bins_mc import epsilon_balls_in_bins_mc
+
+    m, _, epochs = rounds(g["q"], g["steps"], "balls-in-bins", g.get("n"))
+    upper, est = epsilon_balls_in_bins_mc(
+        g["sigma"], m, epochs, g["delta"], samples=p.mc_samples, confidence=p.confidence, seed=p.seed
+    )
+    n = g["q"].size
+    upper, est = np.asarray(upper, float).reshape(n), np.asarray(est, float).reshape(n)
+    e = sgd.Epsilon(upper, np.full(n, np.nan), np.zeros(n, bool), np.ones(n, bool))
+    note = [
+        ""
+        if np.isfinite(u)
+        else f"{p.mc_samples} samples cannot certify this δ at confidence {p.confidence}: "
+        "raise --mc-samples (epsilon = inf)"
+        for u in upper
+    ]
+    return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, estimate=est, note=note)
+
+
 def check_shuffle(accountant: str, neighbors: str, solve, tuning) -> list[str]:
     """The accountants of ``--sampling shuffle`` (its own row), refusing what it does not answer."""
     check_setting("shuffle", neighbors)
@@ -125,6 +185,14 @@ def check_shuffle(accountant: str, neighbors: str, solve, tuning) -> list[str]:
 
 def caption(sampling: str) -> str:
     """What a caption adds for the samplers of this module."""
+    if sampling in ("balls-in-bins", "random-allocation"):
+        return (
+            "; balls-in-bins: an epoch is floor(N/B) steps (floor(1/q) without --dataset-size), each example in "
+            "one uniformly random step of each epoch; steps = ceil(epochs × that)"
+            if sampling == "balls-in-bins"
+            else "; random-allocation: each example in k = ceil(q·(steps − 1)) of all the steps (the epochs, with "
+            "--epochs), chosen uniformly"
+        )
     if sampling == "truncated-poisson":
         return (
             "; truncated-poisson: Poisson batches cut to a random subset of max_batch_size when larger; "

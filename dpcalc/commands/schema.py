@@ -50,11 +50,15 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     "sgd-epsilon": (
         (
             "method",
-            "the accountant, labelled (rdp, pld, abadi-asymptotic, bassily-reference, shuffle-gaussian)",
+            "the accountant, labelled (rdp, pld, abadi-asymptotic, bassily-reference, shuffle-gaussian, "
+            "balls-in-bins-mc)",
         ),
         ("accountant", "the accountant (the value of --accountant; shuffle for --sampling shuffle)"),
         ("conversion", "the RDP → (ε, δ) conversion of the rdp row (classic for abadi)"),
-        ("sampling", "poisson, fixed-size, truncated-poisson or shuffle"),
+        (
+            "sampling",
+            "poisson, fixed-size, truncated-poisson, shuffle, balls-in-bins or random-allocation",
+        ),
         ("neighbors", "add-remove or replace-one"),
         (
             "sample_rate",
@@ -71,13 +75,26 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("epochs", "the epochs given, or the whole epochs within the steps found"),
         ("delta", "the target δ"),
         ("target_epsilon", "the target ε of --target-epsilon"),
-        ("epsilon", "ε: a certified upper bound in every row where valid is not false"),
+        (
+            "epsilon",
+            "ε: a certified upper bound in every row where valid is not false (mc rows: an upper bound with "
+            "probability confidence)",
+        ),
         (
             "epsilon_lower",
             "pld: the lower end of the certified bracket [epsilon_lower, epsilon]; shuffle: a lower bound on "
             "the run's ε (Chua et al. 2024), never a guarantee",
         ),
-        ("epsilon_estimate", "pld: an estimate inside the bracket (not a bound)"),
+        (
+            "epsilon_estimate",
+            "pld: an estimate inside the bracket; mc: the Monte Carlo estimate (not bounds)",
+        ),
+        (
+            "confidence",
+            "mc: the probability, over the Monte Carlo sampling, with which epsilon is an upper bound (empty: "
+            "a deterministic bound)",
+        ),
+        ("samples", "mc: the Monte Carlo samples drawn per direction (with --seed: reproducible)"),
         _ALPHA,
         ("valid", "false where a closed form is used outside its conditions (then epsilon is not a bound)"),
         _NOTE,

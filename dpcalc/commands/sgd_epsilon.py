@@ -17,7 +17,7 @@ from dpcalc.result import PlotSpec, Result, Stream
 
 #: The accountants offered (static so that --help needs no numpy); each is an entry of
 #: ``dpcalc.engine.dpsgd.accounting.ACCOUNTANTS``.
-ACCOUNTANTS = ("rdp", "pld", "abadi", "bassily")
+ACCOUNTANTS = ("rdp", "pld", "abadi", "bassily", "mc")
 CONVERSIONS = ("optimal", "balle", "mironov")
 METHOD_LABEL = {
     "rdp": "rdp",
@@ -25,7 +25,11 @@ METHOD_LABEL = {
     "abadi": "abadi-asymptotic",
     "bassily": "bassily-reference",
     "shuffle": "shuffle-gaussian",  # dpcalc.commands.samplers
+    "mc": "balls-in-bins-mc",  # dpcalc.commands.samplers
 }
+#: --accountant mc: Monte Carlo samples per direction, and the confidence of its ε (defaults).
+MC_SAMPLES = 1_000_000
+MC_CONFIDENCE = 0.95
 #: Combinations per chunk of a sweep (memory is bounded by the chunk, not by the sweep).
 CHUNK = 2048
 
@@ -39,7 +43,7 @@ class SgdEpsilonParams:
     leave out ``sigma`` (to get the smallest one) or the length (to get the largest number of steps).
     ``accountant`` is one of :data:`ACCOUNTANTS` or ``"all"``; ``conversion`` one of
     :data:`CONVERSIONS`; ``sampling`` ``"poisson"``, ``"fixed-size"``, ``"truncated-poisson"`` (with
-    ``max_batch_size``) or ``"shuffle"``; ``neighbors``
+    ``max_batch_size``), ``"shuffle"``, ``"balls-in-bins"`` or ``"random-allocation"``; ``neighbors``
     ``"add-remove"`` or ``"replace-one"`` (None: the usual one for the sampling); ``eps_error`` the
     width of the PLD bracket (a number, or a sequence of one number).
     """
@@ -59,6 +63,9 @@ class SgdEpsilonParams:
     neighbors: str | None = None
     eps_error: float | Sequence[float] | None = None
     tuning: object | None = None  # a dpcalc.engine.composition.tuning.TuningRuns (--tuning-runs)
+    mc_samples: int | None = None  # --accountant mc (balls-in-bins): Monte Carlo samples per direction
+    confidence: float | None = None  # --accountant mc: the probability with which its ε holds
+    seed: int | None = None  # --accountant mc: the seed of the sampling
 
 
 def sgd_epsilon(params: SgdEpsilonParams) -> Result:
@@ -144,7 +151,7 @@ def _checked(p: SgdEpsilonParams):
     command line has always reported them."""
     neighbors = p.neighbors
     if neighbors is None:
-        neighbors = "add-remove" if p.sampling in ("poisson", "truncated-poisson") else "replace-one"
+        neighbors = "replace-one" if p.sampling in ("fixed-size", "shuffle") else "add-remove"
     if p.sample_rate is not None and p.batch_size is not None:
         raise InputError("give either --sample-rate or --batch-size with --dataset-size, not both")
     if p.steps is not None and p.epochs is not None:
@@ -191,6 +198,7 @@ def _checked(p: SgdEpsilonParams):
                 f"--tuning-runs applies to --accountant rdp (or all), not {p.accountant}: its bound is an RDP bound"
             )
     samplers.check_truncated(p, solve)
+    samplers.check_mc(p, solve)
     if p.sampling == "shuffle":
         names = samplers.check_shuffle(p.accountant, neighbors, solve, p.tuning)
     elif p.accountant == "all":
@@ -206,10 +214,19 @@ def _checked(p: SgdEpsilonParams):
         if len(eps_error) != 1:
             raise _invalid("--eps-error", "takes a single value, not a list or range")
         eps_error = eps_error[0]
+    if p.accountant == "mc":  # the Monte Carlo accountant's defaults (reproducible: a fixed seed)
+        p = replace(
+            p,
+            mc_samples=MC_SAMPLES if p.mc_samples is None else p.mc_samples,
+            confidence=MC_CONFIDENCE if p.confidence is None else p.confidence,
+            seed=0 if p.seed is None else p.seed,
+        )
     return replace(p, neighbors=neighbors, eps_error=eps_error), names, solve
 
 
 def _applies(name, sampling, neighbors, dataset_size, solve=None) -> bool:
+    if name == "mc":  # Monte Carlo: slow, and a bound with a confidence only; run when asked for
+        return False
     if name == "pld":
         return samplers.pld_applies(sampling, neighbors, solve)
     if name == "abadi":
@@ -253,7 +270,7 @@ def _grid(p: SgdEpsilonParams):
         # steps = ceil(E/q) = ceil(E·N/B) (exact for whole numbers below 2^53)
         ratio = g["epochs"] * g["n"] / g["b"] if "b" in g else g["epochs"] / g["q"]
         g["steps"] = np.maximum(np.ceil(ratio), 1.0)
-        if p.sampling == "shuffle":  # whole epochs of floor(N/B) batches (docs/math.md §3.6)
+        if p.sampling in ("shuffle", "balls-in-bins"):  # whole epochs of floor(N/B) batches (§3.6, §3.8)
             g["steps"] = samplers.shuffle_steps(g)
     return g
 
@@ -317,7 +334,7 @@ def _caption(p: SgdEpsilonParams, names, solve, g) -> str:
         caption += "; pld: [epsilon_lower, epsilon] is the certified bracket, epsilon_estimate lies inside it"
     if p.tuning is not None:
         caption += f"; tuning: {p.tuning.label()}, the best of K runs released (rdp only)"
-    if "epochs" in g and p.sampling != "shuffle":
+    if "epochs" in g and p.sampling not in ("shuffle", "balls-in-bins"):
         caption += "; steps = ceil(epochs / sample_rate)"
     if solve == "sigma":
         caption += f"; noise_multiplier: the smallest (within a factor {1 + SIGMA_RTOL:g}) with ε <= target"
@@ -359,12 +376,14 @@ def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns) -> dict:
             "steps": [None if np.isnan(t) else int(t) for t in steps],
             "epochs": g["epochs"].tolist()
             if "epochs" in g
-            else (_numbers(_whole_epochs(steps, g)) if solve == "steps" else None),
+            else (_numbers(_whole_epochs(steps, g, p.sampling)) if solve == "steps" else None),
             "delta": g["delta"].tolist(),
             "target_epsilon": g["target"].tolist() if solve is not None else None,
             "epsilon": np.asarray(e.epsilon, float).reshape(-1).tolist(),
             "epsilon_lower": cols["lower"].tolist() if "lower" in cols else [None] * n,
             "epsilon_estimate": cols["estimate"].tolist() if "estimate" in cols else [None] * n,
+            "confidence": [p.confidence] * n if name == "mc" else None,
+            "samples": [p.mc_samples] * n if name == "mc" else None,
             "alpha": [None if np.isnan(a) else float(a) for a in np.asarray(e.alpha, float).reshape(-1)],
             "valid": [bool(v) for v in np.asarray(e.valid).reshape(-1)],
             "note": samplers.row_notes(
@@ -458,9 +477,15 @@ def _plot_spec(p: SgdEpsilonParams, out, headline):
     )
 
 
-def _whole_epochs(steps, g):
-    """The whole epochs E with ceil(E/q) <= steps (checked with the same arithmetic as ``epochs``)."""
+def _whole_epochs(steps, g, sampling="poisson"):
+    """The whole epochs E with ceil(E/q) <= steps (checked with the same arithmetic as ``epochs``); for
+    balls-in-bins, the whole epochs of floor(N/B) steps within them."""
     import numpy as np
+
+    if sampling == "balls-in-bins":
+        from dpcalc.engine.dpsgd.allocation import epoch_steps
+
+        return np.floor(steps / epoch_steps(g["q"], g.get("n")))
 
     e = np.floor(steps * g["q"])
     ratio = e * g["n"] / g["b"] if "b" in g else e / g["q"]

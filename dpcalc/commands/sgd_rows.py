@@ -12,6 +12,8 @@ from dpcalc.errors import InputError
 #: Relative tolerance of the noise calibration and the rate budget (the σ reported is within this
 #: factor of the smallest, the rate within it of the largest).
 SIGMA_RTOL = 1e-4
+#: The samplers whose run is analysed per allocation round (dpcalc.engine.dpsgd.allocation).
+ALLOCATION = ("balls-in-bins", "random-allocation")
 
 
 def _pld_rows(p, g, solve, strict: bool) -> dict:
@@ -141,7 +143,12 @@ def accountant_rows(p, name, solve, g, kw, light=True, strict=True) -> dict:
             from dpcalc.commands.samplers import shuffle_rows
 
             return shuffle_rows(g)
-        if solve is not None and "max_batch_size" in kw:  # truncated Poisson: one search per configuration
+        if name == "mc":  # Monte Carlo of balls-in-bins
+            from dpcalc.commands.samplers import mc_rows
+
+            return mc_rows(p, g)
+        if solve is not None and ("max_batch_size" in kw or kw["sampling"] in ALLOCATION):
+            # truncated Poisson, random allocation: one search per configuration
             from dpcalc.commands.sgd_searched import searched_rows
 
             return searched_rows(name, g, kw, solve, SIGMA_RTOL)

@@ -34,7 +34,7 @@ from dpcalc.engine.dpsgd import sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import DpcalcWarning, InputError
 
-SAMPLINGS = ("poisson", "fixed-size", "truncated-poisson")
+SAMPLINGS = ("poisson", "fixed-size", "truncated-poisson", "balls-in-bins", "random-allocation")
 NEIGHBORS = ("add-remove", "replace-one")
 CONVERSIONS = ("optimal", "balle", "mironov")
 #: The exact per-order conversion is evaluated on this many orders either side of the closed form's best order.
@@ -61,6 +61,11 @@ def check_setting(sampling: str, neighbors: str) -> None:
         raise InputError(f"--sampling: must be one of {', '.join(SAMPLINGS)}, got {sampling!r}")
     if neighbors not in NEIGHBORS:
         raise InputError(f"--neighbors: must be one of {', '.join(NEIGHBORS)}, got {neighbors!r}")
+    if sampling in ("balls-in-bins", "random-allocation") and neighbors != "add-remove":
+        raise InputError(
+            f"--sampling {sampling} with --neighbors replace-one: no theorem covers it here (the random "
+            "allocation bounds of Feldman & Shenfeld 2025 are for add/remove neighbours); use --neighbors add-remove"
+        )
     if sampling == "fixed-size" and neighbors == "add-remove":
         raise InputError(
             "--sampling fixed-size with --neighbors add-remove: no theorem covers it here (the "
@@ -94,6 +99,11 @@ def rdp_per_step(
     (docs/math.md §3.7).
     """
     check_setting(sampling, neighbors)
+    if sampling in ("balls-in-bins", "random-allocation"):
+        raise InputError(
+            f"--sampling {sampling}: a run's Rényi DP is per allocation round, not per step (see "
+            "dpcalc.engine.dpsgd.allocation.rdp_run)"
+        )
     if sampling == "truncated-poisson":
         from dpcalc.engine.dpsgd.truncated_poisson import rdp_truncated_poisson
 
@@ -194,9 +204,15 @@ def epsilon_rdp(
     trunc = {}
     if sampling == "truncated-poisson":  # N and B broadcast with the rows
         trunc = dict(dataset_size=dataset_size, max_batch_size=max_batch_size)
-    per_step = rdp_per_step(q, sigma, orders, sampling=sampling, neighbors=neighbors, **trunc)
-    with np.errstate(invalid="ignore", over="ignore"):
-        total = np.where(per_step == 0, 0.0, steps[..., None] * per_step)
+    if sampling in ("balls-in-bins", "random-allocation"):  # rounds of random allocation (docs/math.md §3.8)
+        from dpcalc.engine.dpsgd.allocation import rdp_run
+
+        check_setting(sampling, neighbors)
+        total = rdp_run(q, sigma, steps, orders, sampling, dataset_size)
+    else:
+        per_step = rdp_per_step(q, sigma, orders, sampling=sampling, neighbors=neighbors, **trunc)
+        with np.errstate(invalid="ignore", over="ignore"):
+            total = np.where(per_step == 0, 0.0, steps[..., None] * per_step)
     b = eps_of_curve(orders, total, delta, conversion)
     b = b._replace(at_edge=b.at_edge & (b.value > 0))  # ε = 0 cannot improve
     if warn and np.any(b.at_edge):

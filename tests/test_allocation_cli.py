@@ -1,0 +1,136 @@
+"""``sgd-epsilon --sampling balls-in-bins | random-allocation`` and ``--accountant mc``, end to end
+(docs/math.md §3.8, §3.9): the rows equal the engine's bounds for the run's rounds, the inverse questions
+round-trip, the Monte Carlo rows carry their confidence, and what does not apply is refused."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from dpcalc.cli import main
+from dpcalc.engine.dpsgd import accounting as sgd
+from dpcalc.engine.dpsgd.allocation import epoch_steps, participations, rounds
+from dpcalc.engine.dpsgd.balls_in_bins_mc import epsilon_balls_in_bins_mc
+from dpcalc.engine.dpsgd.random_allocation import epsilon_random_allocation
+
+RUN = ["sgd-epsilon", "--sigma", "1.1", "--batch-size", "256", "--dataset-size", "60000", "--delta", "1e-5"]
+
+
+def _rows(args):
+    r = CliRunner().invoke(main, [*args, "-f", "csv"])
+    assert r.exit_code == 0, r.stderr
+    return list(csv.DictReader(io.StringIO(r.stdout)))
+
+
+def test_run_maps_onto_rounds():
+    """Balls-in-bins: floor(N/B) steps an epoch, ceil(T/m) epochs; random allocation: k = E for E epochs."""
+    q = 256 / 60000
+    assert epoch_steps(q, 60000) == 234 and epoch_steps(250 / 60000, 60000) == 240  # N/B whole: exact
+    t, k, r = rounds(q, 14040, "balls-in-bins", 60000)
+    assert (t, k, r) == (234, 1, 60)
+    assert rounds(q, 14041, "balls-in-bins", 60000)[2] == 61  # a partial epoch costs a whole one
+    for epochs in (1, 7, 60, 100):
+        steps = math.ceil(epochs / q)
+        assert participations(q, steps) == epochs
+    assert participations(0.01, 1050) == 11  # rounded up
+
+
+def test_rows_equal_the_engine():
+    bb = _rows([*RUN, "--epochs", "2,60", "--sampling", "balls-in-bins", "--accountant", "all"])
+    assert [(r["method"], r["steps"]) for r in bb] == [("rdp", "468"), ("rdp", "14040")]
+    for r, epochs in zip(bb, (2, 60)):
+        ref = epsilon_random_allocation(1.1, 234, 1, epochs, 1e-5)
+        assert float(r["epsilon"]) == pytest.approx(float(ref), rel=1e-12)
+        assert r["confidence"] == "" and r["samples"] == "" and "Feldman & Shenfeld" in r["note"]
+    ra = _rows([*RUN, "--epochs", "60", "--sampling", "random-allocation"])
+    steps = int(ra[0]["steps"])
+    assert steps == math.ceil(60 * 60000 / 256)
+    ref = epsilon_random_allocation(1.1, steps, 60, 1, 1e-5)
+    assert float(ra[0]["epsilon"]) == pytest.approx(float(ref), rel=1e-12)
+    # both stay within the unamplified Gaussian composition (each example is in 60 steps)
+    gauss = float(sgd.epsilon_rdp(1.0, 1.1, 60, 1e-5).epsilon)
+    assert float(ra[0]["epsilon"]) <= gauss and float(bb[1]["epsilon"]) <= gauss
+
+
+def test_inverse_questions_round_trip():
+    r = _rows(
+        ["sgd-epsilon", "--batch-size", "256", "--dataset-size", "60000", "--delta", "1e-5", "--epochs", "10"]
+        + ["--target-epsilon", "2", "--sampling", "balls-in-bins"]
+    )[0]
+    s = float(r["noise_multiplier"])
+    eps = [float(epsilon_random_allocation(x, 234, 1, 10, 1e-5)) for x in (s, s / (1 + 1e-4))]
+    assert eps[0] <= 2 < eps[1]
+    r = _rows([*RUN, "--target-epsilon", "2", "--sampling", "balls-in-bins"])[0]
+    t = int(r["steps"])
+    assert float(r["epochs"]) == t // 234
+    eps = [
+        float(
+            sgd.epsilon_rdp(256 / 60000, 1.1, x, 1e-5, sampling="balls-in-bins", dataset_size=60000).epsilon
+        )
+        for x in (t, t + 1)
+    ]
+    assert eps[0] <= 2 < eps[1]
+    assert t % 234 == 0  # ε grows by whole epochs: the largest run ends at an epoch's end
+
+
+def test_monte_carlo_rows():
+    rows = _rows(
+        ["sgd-epsilon", "--sigma", "0.8", "--sample-rate", "0.25", "--steps", "4", "--delta", "1e-3"]
+        + ["--sampling", "balls-in-bins", "--accountant", "mc", "--mc-samples", "20000", "--seed", "3"]
+    )
+    (r,) = rows
+    up, est = epsilon_balls_in_bins_mc(0.8, 4, 1, 1e-3, samples=20000, confidence=0.95, seed=3)
+    assert float(r["epsilon"]) == up and float(r["epsilon_estimate"]) == est
+    assert r["method"] == "balls-in-bins-mc" and r["confidence"] == "0.95" and r["samples"] == "20000"
+    assert "not a deterministic bound" in r["note"]
+    again = _rows(
+        ["sgd-epsilon", "--sigma", "0.8", "--sample-rate", "0.25", "--steps", "4", "--delta", "1e-3"]
+        + ["--sampling", "balls-in-bins", "--accountant", "mc", "--mc-samples", "20000", "--seed", "3"]
+    )
+    assert again == rows  # a fixed seed: reproducible
+    rdp = _rows(
+        ["sgd-epsilon", "--sigma", "0.8", "--sample-rate", "0.25", "--steps", "4", "--delta", "1e-3"]
+        + ["--sampling", "balls-in-bins"]
+    )
+    assert 0 < est <= up and np.isfinite(up)
+    assert up <= float(rdp[0]["epsilon"]) * 1.5  # the same mechanism, two accountants: not far apart
+
+
+def test_monte_carlo_too_few_samples_says_so():
+    (r,) = _rows(
+        [*RUN, "--epochs", "1", "--sampling", "balls-in-bins", "--accountant", "mc", "--mc-samples", "2000"]
+    )
+    assert r["epsilon"] == "inf" and "raise --mc-samples" in r["note"]
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--sampling", "balls-in-bins", "--neighbors", "replace-one"], "--neighbors"),
+        (["--sampling", "random-allocation", "--accountant", "pld"], "--accountant pld"),
+        (["--sampling", "poisson", "--accountant", "mc"], "--accountant mc"),
+        (["--sampling", "balls-in-bins", "--mc-samples", "5000"], "--mc-samples"),
+        (["--sampling", "balls-in-bins", "--seed", "1"], "--seed"),
+        (["--sampling", "balls-in-bins", "--rdp-curve"], "--rdp-curve"),
+        (["--sampling", "balls-in-bins", "--accountant", "mc", "--confidence", "1"], "--confidence"),
+    ],
+)
+def test_refusals(extra, message):
+    r = CliRunner().invoke(main, [*RUN, "--epochs", "1", *extra, "-f", "csv"])
+    assert r.exit_code == 2, r.stdout
+    assert message in r.stderr and "Traceback" not in r.stderr and r.stdout == ""
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_monte_carlo_refuses_the_inverse_question():
+    r = CliRunner().invoke(
+        main,
+        ["sgd-epsilon", "--batch-size", "256", "--dataset-size", "60000", "--delta", "1e-5", "--epochs", "1"]
+        + ["--target-epsilon", "1", "--sampling", "balls-in-bins", "--accountant", "mc"],
+    )
+    assert r.exit_code == 2 and "--target-epsilon" in r.stderr
