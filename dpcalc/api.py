@@ -151,26 +151,39 @@ def sgd_epsilon(
     accountant: str = "rdp",
     conversion: str = "optimal",
     sampling: str = "poisson",
+    neighbors: str | None = None,
+    dataset_size=None,
+    max_batch_size=None,
     eps_error=None,
 ) -> Bound:
     """ε of DP-SGD: ``steps`` steps at sampling rate q and noise multiplier σ, at ``delta``.
 
     ``accountant``: ``rdp`` (exact RDP of the subsampled Gaussian: Mironov, Talwar & Zhang 2019 for
     Poisson sampling; Wang, Balle & Kasiviswanathan 2019 for ``sampling="fixed-size"``), converted by
-    ``conversion``; or ``pld`` (a certified bracket; Poisson sampling, add/remove neighbours).
-    Arguments broadcast.  docs/math.md §3, §7.
+    ``conversion``; or ``pld`` (a certified bracket; Poisson sampling, plain or truncated).  ``sampling``
+    also takes ``"truncated-poisson"`` (with ``dataset_size`` N and ``max_batch_size`` B, docs/math.md §3.7),
+    ``"balls-in-bins"`` and ``"random-allocation"`` (rdp only, §3.8); ``neighbors`` defaults to
+    replace-one for fixed-size sampling and add/remove otherwise.  Arguments broadcast.  docs/math.md §3, §7.
     """
+    if neighbors is None:
+        neighbors = "replace-one" if sampling == "fixed-size" else "add-remove"
+    trunc = {}
+    if sampling == "truncated-poisson":
+        trunc = dict(dataset_size=dataset_size, max_batch_size=max_batch_size)
     if accountant == "pld":
         from dpcalc.engine.pld.accountant import sgd_epsilon_pld
         from dpcalc.errors import InputError
 
-        if sampling != "poisson":
-            raise InputError("sgd_epsilon: the pld accountant is for Poisson sampling")
-        lower, estimate, upper = sgd_epsilon_pld(sample_rate, noise_multiplier, steps, delta, eps_error)
+        if sampling not in ("poisson", "truncated-poisson"):
+            raise InputError("sgd_epsilon: the pld accountant is for Poisson sampling (plain or truncated)")
+        lower, estimate, upper = sgd_epsilon_pld(
+            sample_rate, noise_multiplier, steps, delta, eps_error, neighbors=neighbors, **trunc
+        )
         return Bound(upper, lower, estimate)
     from dpcalc.engine.dpsgd import accounting
 
-    neighbors = "add-remove" if sampling == "poisson" else "replace-one"
+    if dataset_size is not None:
+        trunc["dataset_size"] = dataset_size
     e = accounting.epsilon(
         accountant,
         sample_rate,
@@ -181,6 +194,7 @@ def sgd_epsilon(
         sampling=sampling,
         neighbors=neighbors,
         warn=False,
+        **trunc,
     )
     return Bound(e.epsilon, alpha=e.alpha)
 
