@@ -60,6 +60,7 @@ class MechanismSpec:
         parts = [
             f"{k}={self.params[k]!r}" if not isinstance(self.params[k], str) else f"{k}={self.params[k]}"
             for k in keys
+            if k in self.params  # an optional key left out is not in params
         ]
         parts.append(f"count={self.count}")
         return f"{self.kind}:" + ",".join(parts)
@@ -196,12 +197,15 @@ def parse_mechanism(text: str, omit: tuple[str, ...] = ()) -> MechanismSpec:
             params[name] = _check(text, key, given[name])
         elif name in one_of and (present or name not in omit):
             continue
+        elif key.optional:  # left out: absent from params (and from the label)
+            continue
         elif name in omit:
             params[name] = None
         elif key.default is None:
             _fail(
                 text,
-                f"missing key {name!r} (kind {kind} needs {', '.join(k for k in keys if keys[k].default is None)})",
+                f"missing key {name!r} (kind {kind} needs "
+                f"{', '.join(k for k in keys if keys[k].default is None and not keys[k].optional)})",
             )
         else:
             params[name] = key.default

@@ -397,3 +397,65 @@ def test_replace_one_pld_answers_the_inverse_questions():
     assert float(sgd_epsilon_pld(q, s, steps, 1e-5, neighbors="replace-one").upper) <= 2
     assert float(sgd_epsilon_pld(q, s * (1 - 1e-3), steps, 1e-5, neighbors="replace-one").upper) > 2
     assert s < float(rows["rdp"]["noise_multiplier"])  # tighter than the weak-triangle RDP bound
+
+
+# ----------------------------------------------------------------------------------------- the spec key
+
+SPEC = "subsampled-gaussian:q=0.01,sigma=1,sampling=truncated-poisson,dataset_size=1000,max_batch_size=20"
+
+
+def test_spec_key_equals_sgd_epsilon():
+    """compose with sampling=truncated-poisson gives sgd-epsilon --sampling truncated-poisson's numbers."""
+    from dpcalc import api
+
+    pld = api.compose([SPEC + ",count=300"], delta=1e-5)
+    ref = sgd_epsilon_pld(0.01, 1.0, 300, 1e-5, dataset_size=1000, max_batch_size=20)
+    assert float(pld.value) == float(ref.upper) and float(pld.lower) == float(ref.lower)
+    rdp = api.compose([SPEC + ",count=300"], delta=1e-5, method="rdp")
+    e = sgd.epsilon_rdp(
+        0.01, 1.0, 300, 1e-5, sampling="truncated-poisson", dataset_size=1000, max_batch_size=20
+    )
+    assert float(rdp.value) == pytest.approx(float(e.epsilon), rel=1e-12)
+    plain = api.compose(["subsampled-gaussian:q=0.01,sigma=1,count=300"], delta=1e-5)
+    assert float(pld.value) > float(plain.value)
+
+
+def test_spec_key_label_and_refusals():
+    from dpcalc.spec import parse_mechanism
+
+    s = parse_mechanism(SPEC.replace("dataset_size", "n") + ",count=3")
+    assert s.label() == (
+        "subsampled-gaussian:q=0.01,sigma=1.0,sampling=truncated-poisson,dataset_size=1000.0,"
+        "max_batch_size=20.0,count=3"
+    )
+    plain = parse_mechanism("subsampled-gaussian:q=0.01,sigma=1")
+    assert "dataset_size" not in plain.label() and "max_batch_size" not in plain.label()
+    for bad, word in (
+        ("subsampled-gaussian:q=0.01,sigma=1,max_batch_size=20", "applies to sampling=truncated-poisson"),
+        ("subsampled-gaussian:q=0.01,sigma=1,sampling=truncated-poisson,n=100", "needs dataset_size"),
+        ("subsampled-gaussian:q=0.01,sigma=1,sampling=truncated-poisson,n=100.5,max_batch_size=3", "whole"),
+    ):
+        with pytest.raises(InputError, match=word):
+            parse_mechanism(bad)
+
+
+def test_spec_key_calibrates_sigma():
+    from click.testing import CliRunner
+
+    from dpcalc.cli import main
+
+    spec = SPEC.replace("sigma=1,", "") + ",count=300"
+    r = CliRunner().invoke(
+        main, ["compose", spec, "--epsilon", "2", "--delta", "1e-5", "--method", "pld", "-f", "csv"]
+    )
+    assert r.exit_code == 0, r.stderr
+    import csv
+    import io
+
+    (row,) = list(csv.DictReader(io.StringIO(r.stdout)))
+    s = float(row["sigma"])
+    assert float(sgd_epsilon_pld(0.01, s, 300, 1e-5, dataset_size=1000, max_batch_size=20).upper) <= 2
+    assert (
+        float(sgd_epsilon_pld(0.01, s * (1 - 1e-3), 300, 1e-5, dataset_size=1000, max_batch_size=20).upper)
+        > 2
+    )

@@ -8,7 +8,7 @@ KINDS = {
     "discrete-laplace": ("scale", "sensitivity", "q", "sampling", "count"),
     "randomized-response": ("epsilon", "p", "q", "sampling", "count"),
     "exponential": ("epsilon", "q", "sampling", "count"),
-    "subsampled-gaussian": ("q", "sigma", "sampling", "count"),
+    "subsampled-gaussian": ("q", "sigma", "sampling", "dataset_size", "max_batch_size", "count"),
     "tree-aggregation": ("sigma", "steps", "epochs", "q", "sampling", "count"),
     "zcdp": ("rho", "q", "sampling", "count"),
     "rdp-curve": ("file", "sha256", "q", "sampling", "count"),

@@ -112,7 +112,9 @@ is rounded to the safe side.
 
 Neighbouring relation: the sensitivities are yours; subsampled-gaussian, and any spec with q=Q,
 with sampling=poisson assumes add/remove-one, sampling=fixed-size replace-one (give the sensitivity
-under that relation), and the two are not mixed.
+under that relation), and the two are not mixed.  subsampled-gaussian with sampling=truncated-poisson
+(add/remove-one; N counts the example) is the revealed mixture of docs/math.md §3.7, as sgd-epsilon
+--sampling truncated-poisson computes it.
 
 Subsampling (q=Q on any kind; docs/math.md §2.11): rdp uses the smaller of the convexity bound
 log(1 + q(e^((α−1)ε(α)) − 1))/(α−1) and, at integer orders up to 1024, Zhu and Wang 2019 Thm 6
@@ -217,7 +219,8 @@ def command(
     laplace:scale=B[,sensitivity=D], randomized-response:epsilon=E (or p=P),
     discrete-laplace:scale=B[,sensitivity=D], discrete-gaussian:sigma=S[,sensitivity=D] (integer
     noise, whole D),
-    subsampled-gaussian:q=Q,sigma=S[,sampling=poisson|fixed-size], zcdp:rho=R,
+    subsampled-gaussian:q=Q,sigma=S[,sampling=poisson|fixed-size] (or
+    sampling=truncated-poisson,dataset_size=N,max_batch_size=B: Poisson batches cut at B), zcdp:rho=R,
     tree-aggregation:sigma=S,steps=T[,epochs=E] (DP-FTRL's tree, restarted every epoch; rdp only),
     exponential:epsilon=E (the exponential mechanism, ε-bounded range),
     rdp-curve:file=PATH (a curve printed by --rdp-curve; rdp only), dp:epsilon=E[,delta=D].

@@ -51,14 +51,16 @@ DOMAINS = {
 @dataclass(frozen=True)
 class Key:
     """One key of a spec: its canonical ``name``, its domain ``check`` (a key of :data:`DOMAINS`, or
-    ``"choice"`` with ``choices``; ``"path"`` keeps the text as given), its ``default`` (``None``: required unless in a one-of group) and
-    the other spellings it accepts (``aliases``)."""
+    ``"choice"`` with ``choices``; ``"path"`` keeps the text as given), its ``default`` (``None``: required unless in a one-of group
+    or ``optional``) and the other spellings it accepts (``aliases``)."""
 
     name: str
     check: str
     default: object = None
     aliases: tuple[str, ...] = ()
     choices: tuple[str, ...] = ()
+    #: an optional key with no default: ``None`` when left out (and then left out of labels)
+    optional: bool = False
 
 
 #: The keys every kind takes for subsampling unless it declares its own ``q`` (docs/math.md §2.11;
