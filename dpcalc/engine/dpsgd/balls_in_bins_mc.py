@@ -420,17 +420,26 @@ def delta_balls_in_bins_mc(
     bad = ~(np.isfinite(epsilon) & (epsilon >= 0))
     if np.any(bad):
         raise InputError(f"epsilon: must be a finite number >= 0, got {epsilon[bad].ravel()[0]:g}")
-    arrays = np.broadcast_arrays(sigma, m, epochs, epsilon)
+
+    def one(s1, m1, k1, e1):
+        rem, add = _directions(s1, m1, k1, e1, samples, float(confidence), seed)
+        u = max(float(rem.upper(e1, confidence)[0]), float(add.upper(e1, confidence)[0]))
+        d = max(float(rem.estimate(e1)[0]), float(add.estimate(e1)[0]))
+        return u, d
+
+    return _per_config(one, sigma, m, epochs, epsilon)
+
+
+def _per_config(one, sigma, m, epochs, x):
+    """``one(σ, m, epochs, x)`` -> (upper, estimate) once per distinct configuration of the broadcast
+    arguments (each has its own sample set), spread back to their shape (floats for scalar inputs)."""
+    arrays = np.broadcast_arrays(sigma, m, epochs, x)
     up, est = np.empty(arrays[0].shape), np.empty(arrays[0].shape)
     cache = {}
     for i in np.ndindex(arrays[0].shape):
         key = tuple(float(a[i]) for a in arrays)
         if key not in cache:
-            s1, m1, k1, e1 = key[0], int(key[1]), int(key[2]), key[3]
-            rem, add = _directions(s1, m1, k1, e1, samples, float(confidence), seed)
-            u = max(float(rem.upper(e1, confidence)[0]), float(add.upper(e1, confidence)[0]))
-            d = max(float(rem.estimate(e1)[0]), float(add.estimate(e1)[0]))
-            cache[key] = (u, d)
+            cache[key] = one(key[0], int(key[1]), int(key[2]), key[3])
         up[i], est[i] = cache[key]
     if up.ndim == 0:
         return float(up), float(est)
@@ -512,16 +521,10 @@ def epsilon_balls_in_bins_mc(
     bad = ~((delta > 0) & (delta < 1))
     if np.any(bad):
         raise InputError(f"delta: must lie in (0, 1), got {delta[bad].ravel()[0]:g}")
-    arrays = np.broadcast_arrays(sigma, m, epochs, delta)
-    up, est = np.empty(arrays[0].shape), np.empty(arrays[0].shape)
-    cache = {}
-    for i in np.ndindex(arrays[0].shape):
-        key = tuple(float(a[i]) for a in arrays)
-        if key not in cache:
-            cache[key] = _epsilon_one(
-                key[0], int(key[1]), int(key[2]), key[3], samples, float(confidence), seed
-            )
-        up[i], est[i] = cache[key]
-    if up.ndim == 0:
-        return float(up), float(est)
-    return up, est
+    return _per_config(
+        lambda s1, m1, k1, d1: _epsilon_one(s1, m1, k1, d1, samples, float(confidence), seed),
+        sigma,
+        m,
+        epochs,
+        delta,
+    )

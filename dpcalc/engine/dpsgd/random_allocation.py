@@ -143,13 +143,18 @@ def _blocks(per_block, sigma, t, k, alphas):
     return out
 
 
-def _remove_blocks(sigma, m, alphas):
+def _per_distinct(one, sigma, m, alphas):
+    """``one(σ, m, alphas)`` for every distinct (σ, m) of the broadcast arrays, spread back to their shape."""
     out = np.empty(sigma.shape + alphas.shape)
     keys = np.stack([sigma.ravel(), m.ravel()], axis=1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    rows = np.array([_rdp_remove_one(float(s), int(n), alphas) for s, n in uniq]).reshape(len(uniq), -1)
+    rows = np.array([one(float(s), int(n), alphas) for s, n in uniq]).reshape(len(uniq), -1)
     out.reshape(-1, alphas.size)[:] = rows[inv.ravel()]
     return out
+
+
+def _remove_blocks(sigma, m, alphas):
+    return _per_distinct(_rdp_remove_one, sigma, m, alphas)
 
 
 def rdp_random_allocation_remove(sigma, t, k, alphas) -> np.ndarray:
@@ -257,12 +262,7 @@ def _add_one(sigma: float, t: int, alphas: np.ndarray) -> np.ndarray:
 
 
 def _add_blocks(sigma, m, alphas):
-    out = np.empty(sigma.shape + alphas.shape)
-    keys = np.stack([sigma.ravel(), m.ravel()], axis=1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    rows = np.array([_add_one(float(s), int(n), alphas) for s, n in uniq]).reshape(len(uniq), -1)
-    out.reshape(-1, alphas.size)[:] = rows[inv.ravel()]
-    return out
+    return _per_distinct(_add_one, sigma, m, alphas)
 
 
 def rdp_random_allocation_add(sigma, t, k, alphas) -> np.ndarray:
@@ -295,9 +295,9 @@ def rdp_random_allocation(sigma, t, k, alphas) -> np.ndarray:
 def epsilon_random_allocation(sigma, t, k, rounds, delta, *, conversion="optimal", orders=None) -> np.ndarray:
     """ε upper bound of ``rounds`` independent k-of-t random allocations (add/remove neighbours) at δ:
     RDP composition (Mironov 2017, arXiv:1702.07476, Prop. 1) of :func:`rdp_random_allocation` and dpcalc's
-    RDP→(ε, δ) conversion (:func:`dpcalc.engine.dpsgd.accounting.eps_of_curve`, docs/math.md §1.6).
+    RDP→(ε, δ) conversion (:func:`dpcalc.engine.conversion.of_curve.eps_of_curve`, docs/math.md §1.6).
     All arguments broadcast."""
-    from dpcalc.engine.dpsgd.accounting import eps_of_curve
+    from dpcalc.engine.conversion.of_curve import eps_of_curve
     from dpcalc.engine.orders import DEFAULT_ORDERS
 
     orders = DEFAULT_ORDERS if orders is None else np.asarray(orders, dtype=float)
