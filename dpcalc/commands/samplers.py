@@ -36,12 +36,12 @@ _NOTES = {
     ),
     ("rdp", "balls-in-bins", "add-remove"): (
         "add/remove; upper bound: each epoch a 1-of-floor(N/B) random allocation, its Rényi DP bounded as in "
-        "Feldman & Shenfeld 2025 (arXiv:2502.08202, Thm 4.4 remove; add: Lemma F.3 sharpened), ceil(steps/"
-        "floor(N/B)) epochs composed"
+        "Feldman & Shenfeld 2025 (arXiv:2502.08202, Thm 4.4 remove; add: the Laplace-transform bound of "
+        "docs/math.md §3.8), ceil(steps/floor(N/B)) epochs composed"
     ),
     ("rdp", "random-allocation", "add-remove"): (
         "add/remove; upper bound: each example in k = ceil(q·(steps−1)) of the steps (= epochs), Feldman & Shenfeld 2025 "
-        "(arXiv:2502.08202, Lemma 3.2 blocks, Thm 4.4 remove; add: Lemma F.3 sharpened)"
+        "(arXiv:2502.08202, Lemma 3.2 blocks, Thm 4.4 remove; add: the Laplace-transform bound of docs/math.md §3.8)"
     ),
     ("mc", "balls-in-bins", "add-remove"): (
         "add/remove; Monte Carlo (Chua et al. 2025, arXiv:2412.16802): epsilon is an upper bound only with "

@@ -23,8 +23,9 @@ the mixture) the RDP of k-of-t is at most the sum of the blocks' RDP.  Blocks of
   fractional orders by the chord of the convex α ↦ log M_α (Wang, Balle & Kasiviswanathan 2019,
   arXiv:1808.00087, Cor. 10).
 * **add** D_α(Q‖P): the Jensen step of Lemma F.3 / Thm 4.5 (W = P/Q >= its geometric mean) gives
-  ``(α−1)μ²/(2t) + μ²/2``; a sharper bound derived here (Taylor expansion of W^{−(α−1)} around E W = 1 with
-  a lower-tail bound, :func:`_log_add_taylor`) is used where smaller.
+  ``(α−1)μ²/(2t) + μ²/2``; two sharper bounds derived here are used where smaller: a Taylor expansion of
+  W^{−(α−1)} around E W = 1 with a lower-tail bound (:func:`_log_add_taylor`), and, up to α = 64, the
+  Laplace-transform bound of :mod:`dpcalc.engine.dpsgd.random_allocation_add` (near exact).
 * both are capped by the unamplified α μ²/2 per block (joint convexity), exact for k = t.
 
 The result composes: ``rounds`` independent rounds have RDP ``rounds · rdp`` (Mironov 2017, Prop. 1).
@@ -38,10 +39,13 @@ import math
 import numpy as np
 from scipy import special
 
+from dpcalc.engine.dpsgd.random_allocation_add import log_moment_add_upper
 from dpcalc.errors import InputError
 
 #: Largest integer order at which the multinomial formula is evaluated; above it the unamplified cap.
 MAX_INT_ORDER = 256
+#: Largest order at which the add direction's Laplace-transform bound is evaluated.
+LAPLACE_MAX_ORDER = 64.0
 _U = np.finfo(float).eps
 
 
@@ -258,6 +262,12 @@ def _add_one(sigma: float, t: int, alphas: np.ndarray) -> np.ndarray:
         a = alphas[fin]
         taylor = _log_add_taylor(a - 1.0, mu2, float(t), vlo, vhi) / (a - 1.0)
         per[fin] = np.minimum(per[fin], taylor)
+        # the Laplace-transform bound (dpcalc.engine.dpsgd.random_allocation_add), near exact at the
+        # orders that decide ε; above LAPLACE_MAX_ORDER the others (and the remove direction) decide
+        near = fin & (alphas <= LAPLACE_MAX_ORDER)
+        if np.any(near):
+            lap = log_moment_add_upper(sigma, t, alphas[near]) / (alphas[near] - 1.0)
+            per[near] = np.minimum(per[near], lap)
     return per
 
 
@@ -271,8 +281,9 @@ def rdp_random_allocation_add(sigma, t, k, alphas) -> np.ndarray:
 
     Per 1-of-t' block, the minimum of (a) ``(α−1)/(2t'σ²) + 1/(2σ²)``: the Jensen step of the paper's
     Lemma F.3 (W = P/Q >= Π_i (e^{μx_i−μ²/2})^{1/t'}), the RDP form of its Thm 4.5 / Cor. 4.6 add bound;
-    (b) the unamplified α/(2σ²); (c) the Taylor / lower-tail bound of :func:`_log_add_taylor` (derived in
-    docs/math.md §3.8, not in the paper).  Equals the plain Gaussian k·α/(2σ²) at k = t.
+    (b) the unamplified α/(2σ²); (c) the Taylor / lower-tail bound of :func:`_log_add_taylor` and (d) the
+    Laplace-transform bound of :func:`dpcalc.engine.dpsgd.random_allocation_add.log_moment_add_upper` (both
+    derived in docs/math.md §3.8, not in the paper).  Equals the plain Gaussian k·α/(2σ²) at k = t.
     """
     sigma, t, k, alphas = _check(sigma, t, k, alphas)
     return _blocks(_add_blocks, sigma, t, k, alphas)
