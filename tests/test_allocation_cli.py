@@ -116,7 +116,7 @@ def test_monte_carlo_too_few_samples_says_so():
         (["--sampling", "poisson", "--accountant", "mc"], "--accountant mc"),
         (["--sampling", "balls-in-bins", "--mc-samples", "5000"], "--mc-samples"),
         (["--sampling", "balls-in-bins", "--seed", "1"], "--seed"),
-        (["--sampling", "balls-in-bins", "--rdp-curve"], "--rdp-curve"),
+        (["--sampling", "balls-in-bins", "--fpr", "0.01"], "--fpr"),
         (["--sampling", "balls-in-bins", "--accountant", "mc", "--confidence", "1"], "--confidence"),
     ],
 )
@@ -134,3 +134,25 @@ def test_monte_carlo_refuses_the_inverse_question():
         + ["--target-epsilon", "1", "--sampling", "balls-in-bins", "--accountant", "mc"],
     )
     assert r.exit_code == 2 and "--target-epsilon" in r.stderr
+
+
+@pytest.mark.parametrize("sampling", ["balls-in-bins", "random-allocation"])
+def test_rdp_curve_converts_to_the_rdp_row(tmp_path, sampling):
+    base = [
+        "sgd-epsilon",
+        "--sigma",
+        "1.1",
+        "--batch-size",
+        "256",
+        "--dataset-size",
+        "60000",
+        "--epochs",
+        "3",
+    ]
+    r = CliRunner().invoke(main, [*base, "--sampling", sampling, "--rdp-curve", "-f", "csv"])
+    assert r.exit_code == 0, r.stderr
+    path = tmp_path / "curve.csv"
+    path.write_text(r.stdout)
+    conv = _rows(["convert", "--curve", str(path), "--delta", "1e-5", "--method", "balle"])
+    row = _rows([*base, "--delta", "1e-5", "--sampling", sampling, "--conversion", "balle"])
+    assert float(conv[0]["epsilon"]) == float(row[0]["epsilon"])

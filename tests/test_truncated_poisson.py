@@ -300,7 +300,7 @@ def test_cli_rows_equal_the_engine():
         (["--max-batch-size", "300", "--tuning-runs", "poisson:mean=2"], "--tuning-runs"),
         (["--max-batch-size", "300", "--accountant", "abadi"], "--accountant abadi"),
         (["--max-batch-size", "0"], "--max-batch-size"),
-        (["--max-batch-size", "300", "--rdp-curve"], "--rdp-curve"),
+        (["--max-batch-size", "300", "--fpr", "0.01"], "--fpr"),
     ],
 )
 def test_cli_refusals(extra, message):
@@ -459,3 +459,22 @@ def test_spec_key_calibrates_sigma():
         float(sgd_epsilon_pld(0.01, s * (1 - 1e-3), 300, 1e-5, dataset_size=1000, max_batch_size=20).upper)
         > 2
     )
+
+
+def test_rdp_curve_converts_to_the_rdp_row(tmp_path):
+    """--rdp-curve prints the curve the rdp row converts: convert --curve of it gives the same ε (balle)."""
+    from click.testing import CliRunner
+
+    from dpcalc.cli import main
+
+    args = [*TRUNC, "--max-batch-size", "300"]
+    args = [a for a in args if a not in ("--delta", "1e-5")]
+    r = CliRunner().invoke(main, [*args, "--rdp-curve", "-f", "csv"])
+    assert r.exit_code == 0, r.stderr
+    path = tmp_path / "curve.csv"
+    path.write_text(r.stdout)
+    conv = _cli(["convert", "--curve", str(path), "--delta", "1e-5", "--method", "balle"])
+    row = _cli([*TRUNC, "--max-batch-size", "300", "--conversion", "balle", "--columns", "epsilon"])
+    assert conv.exit_code == 0 and row.exit_code == 0, conv.stderr + row.stderr
+    eps_curve = float(conv.stdout.strip().splitlines()[-1].split(",")[4])
+    assert eps_curve == float(row.stdout.strip().splitlines()[-1])

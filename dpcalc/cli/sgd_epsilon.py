@@ -130,11 +130,13 @@ Poisson batches cut to a random subset of B when larger.  Revealing whether the 
 alone fill B, a step is Poisson at q (no cut) or, with probability P(Bin(N−1, q) >= B), the
 subsampled Gaussian with sensitivity 2 at the rate q̄ of the example in a cut batch (arXiv:2508.15089;
 dp_accounting's TruncatedSubsampledGaussianDpEvent): pld composes that mixture, rdp mixes the Rényi
-moments.  Both answer --target-epsilon (one search per configuration); not --fpr or --rdp-curve yet.
+moments.  Both answer --target-epsilon (one search per configuration); --rdp-curve prints the mixed
+curve; not --fpr yet.
 --sampling balls-in-bins: every epoch (floor(N/B) steps), each example in one uniformly random batch;
 --sampling random-allocation: each example in exactly E = ceil(q·(steps−1)) random steps of the whole
 run (the epochs).  Add/remove neighbours; rdp is the Rényi bound of Feldman & Shenfeld 2025
-(arXiv:2502.08202) per allocation round, composed over rounds, and answers --target-epsilon.
+(arXiv:2502.08202) per allocation round, composed over rounds (--rdp-curve prints that curve), and
+answers --target-epsilon.
 --accountant mc (balls-in-bins only, never part of all): the Monte Carlo accountant of Chua et al. 2025
 (arXiv:2412.16802) — its epsilon holds with probability --confidence over the sampling (columns
 confidence and samples; --seed fixes it), an estimate beside it; not a deterministic bound.

@@ -184,11 +184,6 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
             "--rdp-curve: --sampling shuffle is bounded without a Rényi curve here (its upper bound composes "
             "one Gaussian per epoch exactly); use --sampling poisson or fixed-size for a curve"
         )
-    if p.sampling in ("truncated-poisson", "balls-in-bins", "random-allocation"):
-        raise InputError(
-            f"--rdp-curve: --sampling {p.sampling} has no curve output yet (its rdp row gives ε); use "
-            "--sampling poisson for the curve of Poisson batches"
-        )
     if p.sigma is None:
         raise InputError("missing option --noise-multiplier")
     if p.steps is None and p.epochs is None:
@@ -201,6 +196,7 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
         "--sample-rate": p.sample_rate,
         "--batch-size": p.batch_size,
         "--dataset-size": p.dataset_size,
+        "--max-batch-size": p.max_batch_size,
         "--noise-multiplier": p.sigma,
         "--steps": p.steps,
         "--epochs": p.epochs,
@@ -214,6 +210,8 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
     else:
         axes["b"] = np.asarray(p.batch_size, float)
         axes["n"] = np.asarray(p.dataset_size, float)
+    if p.max_batch_size is not None:
+        axes["bmax"] = np.asarray(p.max_batch_size, float)
     axes["sigma"] = np.asarray(p.sigma, float)
     if p.steps is not None:
         axes["steps"] = np.asarray(p.steps, float)
@@ -225,6 +223,10 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
     if "epochs" in g:  # steps = ceil(E/q) = ceil(E·N/B), as the command computes them
         ratio = g["epochs"] * g["n"] / g["b"] if "b" in g else g["epochs"] / g["q"]
         g["steps"] = np.maximum(np.ceil(ratio), 1.0)
+        if p.sampling == "balls-in-bins":  # whole epochs of floor(N/B) steps, as the command counts them
+            from dpcalc.commands.samplers import shuffle_steps
+
+            g["steps"] = shuffle_steps(g)
     n = g["q"].size
     # as the command does: a curve of one chunk may evaluate small arrays without scipy (a single query
     # gives the command's digits); several chunks use scipy throughout, so that no value depends on
@@ -232,12 +234,20 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
     light = n <= _per_chunk(a)
 
     def values(method, lo, hi):
+        part = {k: v[lo:hi] for k, v in g.items()}
+        if p.sampling in ("balls-in-bins", "random-allocation"):  # rounds × the per-round bound (§3.8)
+            from dpcalc.engine.dpsgd.allocation import rdp_run
+
+            return {"rdp": rdp_run(part["q"], part["sigma"], part["steps"], a, p.sampling, part.get("n"))}
+        trunc = {}
+        if p.sampling == "truncated-poisson":  # the revealed mixture (§3.7)
+            trunc = dict(dataset_size=part["n"], max_batch_size=part["bmax"])
         with sgm.light_start() if light else contextlib.nullcontext():
             per_step = accounting.rdp_per_step(
-                g["q"][lo:hi], g["sigma"][lo:hi], a, sampling=p.sampling, neighbors=p.neighbors
+                part["q"], part["sigma"], a, sampling=p.sampling, neighbors=p.neighbors, **trunc
             )
         with np.errstate(invalid="ignore", over="ignore"):
-            return {"rdp": np.where(per_step == 0, 0.0, g["steps"][lo:hi, None] * per_step)}
+            return {"rdp": np.where(per_step == 0, 0.0, part["steps"][:, None] * per_step)}
 
     configs = {
         "sampling": [p.sampling] * n,
@@ -245,6 +255,7 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
         "sample_rate": g["q"].tolist(),
         "batch_size": g["b"].astype(int).tolist() if "b" in g else [None] * n,
         "dataset_size": g["n"].astype(int).tolist() if "n" in g else [None] * n,
+        "max_batch_size": g["bmax"].astype(int).tolist() if "bmax" in g else [None] * n,
         "noise_multiplier": g["sigma"].tolist(),
         "steps": [int(t) for t in g["steps"]],
         "epochs": g["epochs"].tolist() if "epochs" in g else [None] * n,
@@ -253,9 +264,14 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
     from dpcalc.commands.samplers import relation_caption
 
     relation = relation_caption(p.sampling, p.neighbors)
+    what = (
+        "rounds × the per-round bound of random allocation"
+        if p.sampling in ("balls-in-bins", "random-allocation")
+        else "steps × the per-step curve of the subsampled Gaussian"
+    )
     caption = (
-        f"sampling: {p.sampling}; neighbours: {p.neighbors} ({relation}); rdp: steps × the per-step curve "
-        f"of the subsampled Gaussian, the rdp accountant's curve; {_CONVERT}"
+        f"sampling: {p.sampling}; neighbours: {p.neighbors} ({relation}); rdp: {what}, the rdp accountant's "
+        f"curve; {_CONVERT}"
     )
     fixed = [
         f"{s} = {sizes[opt][0]:g}" for s, opt in _SGD_SYMBOLS.items() if sizes[opt] and len(sizes[opt]) == 1
@@ -277,6 +293,7 @@ _SGD_COLUMNS = {
     "sample_rate": "--sample-rate",
     "batch_size": "--batch-size",
     "dataset_size": "--dataset-size",
+    "max_batch_size": "--max-batch-size",
     "noise_multiplier": "--noise-multiplier",
     "steps": "--steps",
     "epochs": "--epochs",
@@ -285,6 +302,7 @@ _SGD_SYMBOLS = {
     "q": "--sample-rate",
     "B": "--batch-size",
     "N": "--dataset-size",
+    "B_max": "--max-batch-size",
     "σ": "--noise-multiplier",
     "T": "--steps",
     "epochs": "--epochs",

@@ -193,11 +193,12 @@ _CURVE_RDP = (
 #: configuration, one method).  The man pages' RDP CURVE COLUMNS sections are generated from it.
 CURVE_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     "sgd-epsilon": (
-        ("sampling", "poisson or fixed-size"),
+        ("sampling", "poisson, fixed-size, truncated-poisson, balls-in-bins or random-allocation"),
         ("neighbors", "add-remove or replace-one"),
         ("sample_rate", "the sampling rate q (--sample-rate, or batch_size/dataset_size)"),
         ("batch_size", "the batch size B, when given"),
         ("dataset_size", "the dataset size N, when given"),
+        ("max_batch_size", "truncated-poisson: the largest batch kept"),
         ("noise_multiplier", "the noise multiplier σ"),
         ("steps", "the number of steps T (given, or from --epochs)"),
         ("epochs", "the epochs, when given"),
