@@ -156,3 +156,51 @@ def test_rdp_curve_converts_to_the_rdp_row(tmp_path, sampling):
     conv = _rows(["convert", "--curve", str(path), "--delta", "1e-5", "--method", "balle"])
     row = _rows([*base, "--delta", "1e-5", "--sampling", sampling, "--conversion", "balle"])
     assert float(conv[0]["epsilon"]) == float(row[0]["epsilon"])
+
+
+def test_fpr_rows_for_the_new_samplers():
+    """--fpr: the rdp row is the privacy profile of the run's Rényi curve (rdp_total); for PLD samplers the
+    certified lower end stays below the rdp upper bound; what has no profile is refused."""
+    from dpcalc.engine import tradeoff
+    from dpcalc.engine.dpsgd.accounting import rdp_total
+    from dpcalc.engine.orders import DEFAULT_ORDERS
+
+    fpr = np.array([0.001, 0.05])
+    q = 256 / 60000
+    cases = [
+        (["--sampling", "balls-in-bins"], dict(sampling="balls-in-bins", dataset_size=60000), 234 * 5),
+        (["--sampling", "random-allocation"], dict(sampling="random-allocation"), math.ceil(5 / q)),
+        (
+            ["--sampling", "truncated-poisson", "--max-batch-size", "280"],
+            dict(sampling="truncated-poisson", dataset_size=60000, max_batch_size=280),
+            math.ceil(5 / q),
+        ),
+        (["--neighbors", "replace-one"], dict(neighbors="replace-one"), math.ceil(5 / q)),
+    ]
+    for extra, kw, steps in cases:
+        rows = _rows([*RUN[:-2], "--epochs", "5", "--fpr", "0.001,0.05", "--accountant", "all", *extra])
+        rdp = [r for r in rows if r["method"] == "rdp"]
+        curve = rdp_total(q, 1.1, steps, DEFAULT_ORDERS, **kw)
+        ref = tradeoff.rdp_tpr(DEFAULT_ORDERS, curve, fpr)
+        assert [float(r["tpr"]) for r in rdp] == pytest.approx(list(ref), rel=1e-12)
+        pld = [r for r in rows if r["method"] == "pld"]
+        assert len(pld) == (2 if kw.get("sampling", "poisson") in ("poisson", "truncated-poisson") else 0)
+        for p_row, r_row in zip(pld, rdp):
+            assert float(p_row["tpr_lower"]) <= float(r_row["tpr"])
+            assert float(p_row["tpr_lower"]) <= float(p_row["tpr"]) and float(p_row["tpr"]) >= float(
+                p_row["fpr"]
+            )
+        assert not any(r["method"] == "clt-asymptotic" for r in rows)  # the CLT row is Poisson add/remove's
+
+
+@pytest.mark.parametrize(
+    "extra,word",
+    [
+        (["--sampling", "shuffle"], "--sampling shuffle"),
+        (["--sampling", "truncated-poisson", "--max-batch-size", "280,300"], "one --max-batch-size"),
+        (["--sampling", "balls-in-bins", "--accountant", "pld"], "--accountant pld"),
+    ],
+)
+def test_fpr_refusals(extra, word):
+    r = CliRunner().invoke(main, [*RUN[:-2], "--epochs", "1", "--fpr", "0.01", *extra, "-f", "csv"])
+    assert r.exit_code == 2 and word in r.stderr and r.stdout == ""

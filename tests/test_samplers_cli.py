@@ -90,7 +90,6 @@ def test_shuffle_rows():
         (["--sampling", "shuffle", "--neighbors", "add-remove", "--epochs", "1"], "--neighbors"),
         (["--sampling", "shuffle", "--target-epsilon", "3"], "--target-epsilon"),
         (["--sampling", "shuffle", "--epochs", "1", "--accountant", "pld"], "--accountant"),
-        (["--neighbors", "replace-one", "--epochs", "1", "--fpr", "0.01"], "--fpr"),
     ],
 )
 def test_refusals_exit_2(extra, word):

@@ -130,8 +130,8 @@ Poisson batches cut to a random subset of B when larger.  Revealing whether the 
 alone fill B, a step is Poisson at q (no cut) or, with probability P(Bin(N−1, q) >= B), the
 subsampled Gaussian with sensitivity 2 at the rate q̄ of the example in a cut batch (arXiv:2508.15089;
 dp_accounting's TruncatedSubsampledGaussianDpEvent): pld composes that mixture, rdp mixes the Rényi
-moments.  Both answer --target-epsilon (one search per configuration); --rdp-curve prints the mixed
-curve; not --fpr yet.
+moments.  Both answer --target-epsilon (one search per configuration) and --fpr; --rdp-curve prints the
+mixed curve.
 --sampling balls-in-bins: every epoch (floor(N/B) steps), each example in one uniformly random batch;
 --sampling random-allocation: each example in exactly E = ceil(q·(steps−1)) random steps of the whole
 run (the epochs).  Add/remove neighbours; rdp is the Rényi bound of Feldman & Shenfeld 2025
@@ -177,7 +177,9 @@ true-positive rate of every membership test at α (docs: compose --fpr): rdp fro
 Rényi curve, pld a certified bracket [tpr_lower, tpr_upper]; with --accountant all also
 clt-asymptotic, the central-limit μ = q·sqrt(T(e^(1/σ²) − 1)) of Dong, Roth and Su 2022 and Bu et
 al. 2020 (an approximation, not a bound, never judged), and exact at q = 1 (μ = √T/σ, TPR =
-Φ(Φ⁻¹(α) + μ)).  Poisson sampling only; replaces --delta; --max-tpr T is its budget check (exit 3)."""
+Φ(Φ⁻¹(α) + μ)).  Poisson sampling (either relation), truncated Poisson (one --max-batch-size and
+--dataset-size; rdp and pld), balls-in-bins and random allocation (rdp); replaces --delta; --max-tpr T is
+its budget check (exit 3)."""
 
 
 @click.command("sgd-epsilon")

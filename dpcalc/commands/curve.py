@@ -235,19 +235,18 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
 
     def values(method, lo, hi):
         part = {k: v[lo:hi] for k, v in g.items()}
-        if p.sampling in ("balls-in-bins", "random-allocation"):  # rounds × the per-round bound (§3.8)
-            from dpcalc.engine.dpsgd.allocation import rdp_run
-
-            return {"rdp": rdp_run(part["q"], part["sigma"], part["steps"], a, p.sampling, part.get("n"))}
-        trunc = {}
-        if p.sampling == "truncated-poisson":  # the revealed mixture (§3.7)
-            trunc = dict(dataset_size=part["n"], max_batch_size=part["bmax"])
         with sgm.light_start() if light else contextlib.nullcontext():
-            per_step = accounting.rdp_per_step(
-                part["q"], part["sigma"], a, sampling=p.sampling, neighbors=p.neighbors, **trunc
+            total = accounting.rdp_total(
+                part["q"],
+                part["sigma"],
+                part["steps"],
+                a,
+                sampling=p.sampling,
+                neighbors=p.neighbors,
+                dataset_size=part.get("n"),
+                max_batch_size=part.get("bmax"),
             )
-        with np.errstate(invalid="ignore", over="ignore"):
-            return {"rdp": np.where(per_step == 0, 0.0, part["steps"][:, None] * per_step)}
+        return {"rdp": total}
 
     configs = {
         "sampling": [p.sampling] * n,

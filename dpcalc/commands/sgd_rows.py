@@ -217,9 +217,7 @@ def _tuned_eps(p, kw, q, sigma, steps, delta):
 
     orders = np.asarray(DEFAULT_ORDERS, float)
     q, sigma, steps, delta = np.broadcast_arrays(*(np.asarray(x, float) for x in (q, sigma, steps, delta)))
-    per_step = sgd.rdp_per_step(q, sigma, orders, sampling=kw["sampling"], neighbors=kw["neighbors"])
-    with np.errstate(invalid="ignore", over="ignore"):
-        total = np.where(per_step == 0, 0.0, steps[..., None] * per_step)
+    total = sgd.rdp_total(q, sigma, steps, orders, sampling=kw["sampling"], neighbors=kw["neighbors"])
     tuned = tuned_rdp(orders, total, p.tuning, kw["conversion"])
     return sgd.eps_of_curve(orders, tuned, delta, kw["conversion"])
 

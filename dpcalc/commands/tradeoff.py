@@ -225,35 +225,48 @@ def sgd_tradeoff(params, fpr) -> Result:
     fpr = tradeoff.check_fpr(np.atleast_1d(np.asarray(fpr, float)))
     if params.target_epsilon is not None:
         raise InputError("--fpr cannot be used with --target-epsilon (give the noise, rate and steps)")
-    if params.sampling != "poisson" or params.neighbors == "replace-one":
-        raise InputError("--fpr: applies to --sampling poisson (add/remove-one neighbours)")
+    sampling, neighbors, extra = _fpr_setting(params)
+    plain = (sampling, neighbors) == ("poisson", "add-remove")
     accountant = params.accountant
     if accountant not in ("rdp", "pld", "all"):
         raise InputError(f"--fpr: applies to --accountant rdp, pld or all, not {accountant}")
+    has_pld = sampling in ("poisson", "truncated-poisson")
+    if accountant == "pld" and not has_pld:
+        raise InputError(
+            f"--fpr: --accountant pld does not apply to --sampling {sampling}; use --accountant rdp"
+        )
+    pld_kw = dict(extra, neighbors=neighbors)
     rows = []
     for q, sigma, steps in _sgd_configs(params):
         cfg = {"sample_rate": q, "noise_multiplier": sigma, "steps": steps}
-        if q == 1.0 and accountant == "all":
+        if q == 1.0 and accountant == "all" and plain:
             rows += [dict(r, **cfg) for r in _exact_rows(fpr, math.sqrt(steps) / sigma)]
         if accountant in ("rdp", "all"):
-            curve = steps * np.asarray(sgm.rdp_poisson(q, sigma, DEFAULT_ORDERS), float)
+            if plain:
+                curve = steps * np.asarray(sgm.rdp_poisson(q, sigma, DEFAULT_ORDERS), float)
+            else:
+                from dpcalc.engine.dpsgd.accounting import rdp_total
+
+                curve = rdp_total(
+                    q, sigma, steps, DEFAULT_ORDERS, sampling=sampling, neighbors=neighbors, **extra
+                )
             hi = tradeoff.rdp_tpr(DEFAULT_ORDERS, curve, fpr)
             note = "privacy profile of the Rényi curve (Balle et al. and optimal conversions): an upper bound"
             rows += [
                 dict(_row("rdp", float(a), None, None, float(h), None, note), **cfg) for a, h in zip(fpr, hi)
             ]
-        if accountant in ("pld", "all"):
+        if accountant in ("pld", "all") and has_pld:
             lo, est, hi = tradeoff.pld_tpr(
                 fpr,
-                lambda e, c=(q, sigma, steps): sgd_delta_pld(*c, e, params.eps_error),
-                lambda d, c=(q, sigma, steps): sgd_epsilon_pld(*c, d, params.eps_error).upper,
+                lambda e, c=(q, sigma, steps): sgd_delta_pld(*c, e, params.eps_error, **pld_kw),
+                lambda d, c=(q, sigma, steps): sgd_epsilon_pld(*c, d, params.eps_error, **pld_kw).upper,
             )
             note = "privacy profile of the composed PLD (both directions): certified tpr_upper"
             rows += [
                 dict(_row("pld", float(a), *map(float, t), None, note), **cfg)
                 for a, *t in zip(fpr, lo, est, hi)
             ]
-        if accountant == "all" and q < 1.0:
+        if accountant == "all" and q < 1.0 and plain:
             mu = float(tradeoff.clt_mu(q, sigma, steps))
             rows += [
                 dict(
@@ -261,13 +274,43 @@ def sgd_tradeoff(params, fpr) -> Result:
                 )
                 for r in _exact_rows(fpr, mu, "clt-asymptotic")
             ]
-    return _result(
-        rows,
-        "sgd-epsilon",
-        "DP-SGD trade-off",
-        "sampling: poisson; neighbours: add/remove-one",
-        "Poisson sampling, add/remove-one neighbours",
+    setting = f"sampling: {sampling}; neighbours: {neighbors}" + "".join(
+        f"; {k}: {v:g}" for k, v in extra.items() if k != "dataset_size" or sampling == "truncated-poisson"
     )
+    return _result(rows, "sgd-epsilon", "DP-SGD trade-off", setting, setting)
+
+
+def _fpr_setting(params):
+    """(sampling, neighbours, the keywords of the accountants) of ``--fpr``: every sampler with a Rényi curve
+    or a PLD (not shuffle); truncated Poisson with one --dataset-size and one --max-batch-size (the rows
+    have no columns for them)."""
+    sampling = params.sampling
+    if sampling in ("shuffle", "fixed-size"):
+        raise InputError(
+            f"--fpr: does not apply to --sampling {sampling} (its bound is not a privacy profile here); use "
+            "poisson, truncated-poisson, balls-in-bins or random-allocation"
+        )
+    neighbors = params.neighbors or "add-remove"
+    if sampling != "poisson" and neighbors != "add-remove":
+        raise InputError(f"--fpr: --sampling {sampling} is analysed under add/remove neighbours only")
+    extra = {}
+    if sampling == "truncated-poisson":
+        if params.max_batch_size is None or params.dataset_size is None:
+            raise InputError("--sampling truncated-poisson needs --max-batch-size and --dataset-size")
+        if len(params.max_batch_size) != 1 or len(params.dataset_size) != 1:
+            raise InputError(
+                "--fpr with --sampling truncated-poisson: give one --max-batch-size and one --dataset-size"
+            )
+        extra = dict(
+            dataset_size=float(params.dataset_size[0]), max_batch_size=float(params.max_batch_size[0])
+        )
+    elif params.max_batch_size is not None:
+        raise InputError("--max-batch-size applies to --sampling truncated-poisson only")
+    if sampling == "balls-in-bins" and params.dataset_size is not None:
+        if len(params.dataset_size) != 1:
+            raise InputError("--fpr with --sampling balls-in-bins: give one --dataset-size")
+        extra = dict(dataset_size=float(params.dataset_size[0]))
+    return sampling, neighbors, extra
 
 
 def _sgd_configs(params):
@@ -288,6 +331,10 @@ def _sgd_configs(params):
     for (q, n, b), sigma in itertools.product(rates, params.sigma):
         if params.steps is not None:
             lengths = [int(t) for t in params.steps]
+        elif params.epochs is not None and params.sampling == "balls-in-bins":  # whole epochs of floor(N/B)
+            m = math.floor(n / b) if params.sample_rate is None else math.floor(1.0 / q)
+            m = m - 1 if m * q > 1.0 else m
+            lengths = [max(math.ceil(e * max(m, 1)), 1) for e in params.epochs]
         elif params.epochs is not None:  # steps = ceil(E/q) = ceil(E·N/B), as sgd-epsilon counts them
             lengths = [max(math.ceil(e * n / b), 1) for e in params.epochs]
         else:

@@ -124,6 +124,36 @@ def _bcast(*xs):
     return np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in xs))
 
 
+def rdp_total(
+    q,
+    sigma,
+    steps,
+    alphas=DEFAULT_ORDERS,
+    *,
+    sampling="poisson",
+    neighbors="add-remove",
+    dataset_size=None,
+    max_batch_size=None,
+):
+    """The Rényi DP of a whole DP-SGD run, shape ``broadcast(q, σ, steps).shape + (len(alphas),)``: steps ×
+    the per-step curve (:func:`rdp_per_step`; truncated Poisson with ``dataset_size`` and ``max_batch_size``
+    broadcast with the rows), or rounds × the per-round bound of random allocation
+    (:func:`dpcalc.engine.dpsgd.allocation.rdp_run`, docs/math.md §3.8).  The curve the rdp accountant converts."""
+    q, sigma, steps = _bcast(q, sigma, steps)
+    alphas = np.asarray(alphas, dtype=float)
+    if sampling in ("balls-in-bins", "random-allocation"):
+        from dpcalc.engine.dpsgd.allocation import rdp_run
+
+        check_setting(sampling, neighbors)
+        return rdp_run(q, sigma, steps, alphas, sampling, dataset_size)
+    trunc = {}
+    if sampling == "truncated-poisson":  # N and B broadcast with the rows
+        trunc = dict(dataset_size=dataset_size, max_batch_size=max_batch_size)
+    per_step = rdp_per_step(q, sigma, alphas, sampling=sampling, neighbors=neighbors, **trunc)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(per_step == 0, 0.0, steps[..., None] * per_step)
+
+
 def epsilon_rdp(
     q,
     sigma,
@@ -145,18 +175,16 @@ def epsilon_rdp(
     """
     q, sigma, steps, delta = _bcast(q, sigma, steps, delta)
     orders = np.asarray(orders, dtype=float)
-    trunc = {}
-    if sampling == "truncated-poisson":  # N and B broadcast with the rows
-        trunc = dict(dataset_size=dataset_size, max_batch_size=max_batch_size)
-    if sampling in ("balls-in-bins", "random-allocation"):  # rounds of random allocation (docs/math.md §3.8)
-        from dpcalc.engine.dpsgd.allocation import rdp_run
-
-        check_setting(sampling, neighbors)
-        total = rdp_run(q, sigma, steps, orders, sampling, dataset_size)
-    else:
-        per_step = rdp_per_step(q, sigma, orders, sampling=sampling, neighbors=neighbors, **trunc)
-        with np.errstate(invalid="ignore", over="ignore"):
-            total = np.where(per_step == 0, 0.0, steps[..., None] * per_step)
+    total = rdp_total(
+        q,
+        sigma,
+        steps,
+        orders,
+        sampling=sampling,
+        neighbors=neighbors,
+        dataset_size=dataset_size,
+        max_batch_size=max_batch_size,
+    )
     b = eps_of_curve(orders, total, delta, conversion)
     b = b._replace(at_edge=b.at_edge & (b.value > 0))  # ε = 0 cannot improve
     if warn and np.any(b.at_edge):
@@ -265,4 +293,5 @@ __all__ = [
     "epsilon_rdp",
     "eps_of_curve",
     "rdp_per_step",
+    "rdp_total",
 ]
