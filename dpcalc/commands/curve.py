@@ -260,12 +260,12 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
         "epochs": g["epochs"].tolist() if "epochs" in g else [None] * n,
     }
     swept = [c for c, opt in _SGD_COLUMNS.items() if sizes[opt] is not None and len(sizes[opt]) > 1]
-    from dpcalc.commands.samplers import relation_caption
+    from dpcalc.commands.samplers import ALLOCATION, relation_caption
 
     relation = relation_caption(p.sampling, p.neighbors)
     what = (
         "rounds × the per-round bound of random allocation"
-        if p.sampling in ("balls-in-bins", "random-allocation")
+        if p.sampling in ALLOCATION
         else "steps × the per-step curve of the subsampled Gaussian"
     )
     caption = (

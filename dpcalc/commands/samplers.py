@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dpcalc.errors import InputError
 
+#: The samplers analysed per allocation round (dpcalc.engine.dpsgd.allocation, docs/math.md §3.8).
+ALLOCATION = ("balls-in-bins", "random-allocation")
+
 #: The theorem and neighbouring relation behind each (accountant, sampling, neighbours) row.
 _NOTES = {
     ("rdp", "poisson", "replace-one"): (
@@ -66,14 +69,14 @@ def relation_caption(sampling: str, neighbors: str) -> str:
     return "sensitivity 2C: the theorem sees σ/2"
 
 
-def pld_applies(sampling: str, neighbors: str, solve) -> bool:
-    """Whether the pld accountant covers the setting: Poisson sampling, plain or truncated, either relation."""
+def pld_applies(sampling: str) -> bool:
+    """Whether the pld accountant covers the sampler: Poisson sampling, plain or truncated, either relation."""
     return sampling in ("poisson", "truncated-poisson")
 
 
-def check_pld(sampling: str, neighbors: str, solve) -> None:
+def check_pld(sampling: str) -> None:
     """Refuse ``--accountant pld`` where :func:`pld_applies` is false, saying why."""
-    if sampling not in ("poisson", "truncated-poisson"):
+    if not pld_applies(sampling):
         raise InputError(
             "--accountant pld: the privacy loss distribution here is for Poisson sampling (plain or truncated); "
             f"use --accountant rdp for --sampling {sampling}"
@@ -103,10 +106,9 @@ def check_setting(sampling: str, neighbors: str) -> None:
     classic(sampling, neighbors)
 
 
-def check_truncated(p, solve, fpr=False) -> None:
+def check_truncated(p) -> None:
     """What ``--sampling truncated-poisson`` needs (the dataset size and the cap) and what it does not answer
-    yet (--tuning-runs; --fpr and --rdp-curve are refused by their commands); ``--max-batch-size`` belongs
-    to it."""
+    yet (--tuning-runs); ``--max-batch-size`` belongs to it."""
     if p.sampling != "truncated-poisson":
         if p.max_batch_size is not None:
             raise InputError("--max-batch-size applies to --sampling truncated-poisson only")
@@ -185,7 +187,7 @@ def check_shuffle(accountant: str, neighbors: str, solve, tuning) -> list[str]:
 
 def caption(sampling: str) -> str:
     """What a caption adds for the samplers of this module."""
-    if sampling in ("balls-in-bins", "random-allocation"):
+    if sampling in ALLOCATION:
         return (
             "; balls-in-bins: an epoch is floor(N/B) steps (floor(1/q) without --dataset-size), each example in "
             "one uniformly random step of each epoch; steps = ceil(epochs × that)"

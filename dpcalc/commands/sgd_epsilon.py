@@ -197,7 +197,7 @@ def _checked(p: SgdEpsilonParams):
             raise InputError(
                 f"--tuning-runs applies to --accountant rdp (or all), not {p.accountant}: its bound is an RDP bound"
             )
-    samplers.check_truncated(p, solve)
+    samplers.check_truncated(p)
     samplers.check_mc(p, solve)
     if p.sampling == "shuffle":
         names = samplers.check_shuffle(p.accountant, neighbors, solve, p.tuning)
@@ -205,8 +205,8 @@ def _checked(p: SgdEpsilonParams):
         names = [a for a in ACCOUNTANTS if _applies(a, p.sampling, neighbors, p.dataset_size, solve)]
     else:
         names = [p.accountant]
-    if p.accountant == "pld" and (p.sampling, neighbors) != ("poisson", "add-remove"):
-        samplers.check_pld(p.sampling, neighbors, solve)
+    if p.accountant == "pld":
+        samplers.check_pld(p.sampling)
     if p.eps_error is not None and "pld" not in names:
         raise InputError("--eps-error applies to --accountant pld (or all)")
     eps_error = p.eps_error
@@ -228,7 +228,7 @@ def _applies(name, sampling, neighbors, dataset_size, solve=None) -> bool:
     if name == "mc":  # Monte Carlo: slow, and a bound with a confidence only; run when asked for
         return False
     if name == "pld":
-        return samplers.pld_applies(sampling, neighbors, solve)
+        return samplers.pld_applies(sampling)
     if name == "abadi":
         return (sampling, neighbors) == ("poisson", "add-remove")
     if name == "bassily":

@@ -7,13 +7,12 @@ configuration at a time (:mod:`dpcalc.engine.pld.calibration`).  numpy loads onl
 
 from __future__ import annotations
 
+from dpcalc.commands.samplers import ALLOCATION
 from dpcalc.errors import InputError
 
 #: Relative tolerance of the noise calibration and the rate budget (the σ reported is within this
 #: factor of the smallest, the rate within it of the largest).
 SIGMA_RTOL = 1e-4
-#: The samplers whose run is analysed per allocation round (dpcalc.engine.dpsgd.allocation).
-ALLOCATION = ("balls-in-bins", "random-allocation")
 
 
 def _pld_rows(p, g, solve, strict: bool) -> dict:

@@ -1,11 +1,18 @@
 """Inverse questions (``--target-epsilon``) of the RDP accountant for a sampler without a vectorised
-calibration (truncated Poisson batches, docs/math.md §3.7): one monotone search per distinct configuration
-(:func:`dpcalc.engine.pld.search.boundary`) over the forward ε, so that every answer is one at which ε was
-computed and found at or below the target, and the neighbour one tolerance step further was computed and
-found above it.  numpy loads only when it runs.
+calibration (truncated Poisson batches, random allocation: docs/math.md §3.7, §3.8): one monotone search per
+distinct configuration (:func:`dpcalc.engine.pld.search.boundary`) over the forward ε, so that every answer
+is one at which ε was computed and found at or below the target, and the neighbour one tolerance step
+further was computed and found above it.  Imported only when such a question is asked (numpy loads then).
 """
 
 from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcalc.engine.dpsgd import accounting as sgd
+from dpcalc.engine.pld.search import boundary
 
 #: The noise multipliers searched.
 SIGMA_RANGE = (1e-3, 1e6)
@@ -15,13 +22,6 @@ STEPS_MAX = 1e9
 
 def searched_rows(name, g, kw, solve, rtol) -> dict:
     """The rdp accountant's answers to ``solve`` ("sigma", "steps" or "q") on the combinations ``g``."""
-    import math
-
-    import numpy as np
-
-    from dpcalc.engine.dpsgd import accounting as sgd
-    from dpcalc.engine.pld.search import boundary
-
     n = g["q"].size
     row_kw = ("dataset_size", "max_batch_size")
     shared = {k: v for k, v in kw.items() if k not in row_kw}
@@ -37,7 +37,7 @@ def searched_rows(name, g, kw, solve, rtol) -> dict:
         extra = {k: float(np.asarray(kw[k]).reshape(-1)[i]) for k in row_kw if k in kw}
         key = (tuple(sorted(v.items())), tuple(sorted(extra.items())))
         if key not in answers:
-            answers[key] = _one(sgd, boundary, math, name, v, extra, shared, solve, rtol)
+            answers[key] = _one(name, v, extra, shared, solve, rtol)
         (out["sigma"][i], out["steps"][i], out["q"][i], out["eps"][i], out["alpha"][i], edge[i]) = answers[
             key
         ]
@@ -48,7 +48,7 @@ def searched_rows(name, g, kw, solve, rtol) -> dict:
     return cols
 
 
-def _one(sgd, boundary, math, name, v, extra, shared, solve, rtol):
+def _one(name, v, extra, shared, solve, rtol):
     """``(σ, steps, q, ε, α, at_edge)`` of one configuration (nan where nothing meets the target)."""
     whole = "n" in v and solve == "q"
 

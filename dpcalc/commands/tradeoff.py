@@ -218,7 +218,7 @@ def sgd_tradeoff(params, fpr) -> Result:
     import numpy as np
 
     from dpcalc.engine import tradeoff
-    from dpcalc.engine.dpsgd import sgm
+    from dpcalc.engine.dpsgd.accounting import rdp_total
     from dpcalc.engine.orders import DEFAULT_ORDERS
     from dpcalc.engine.pld.accountant import sgd_delta_pld, sgd_epsilon_pld
 
@@ -242,14 +242,9 @@ def sgd_tradeoff(params, fpr) -> Result:
         if q == 1.0 and accountant == "all" and plain:
             rows += [dict(r, **cfg) for r in _exact_rows(fpr, math.sqrt(steps) / sigma)]
         if accountant in ("rdp", "all"):
-            if plain:
-                curve = steps * np.asarray(sgm.rdp_poisson(q, sigma, DEFAULT_ORDERS), float)
-            else:
-                from dpcalc.engine.dpsgd.accounting import rdp_total
-
-                curve = rdp_total(
-                    q, sigma, steps, DEFAULT_ORDERS, sampling=sampling, neighbors=neighbors, **extra
-                )
+            curve = rdp_total(
+                q, sigma, steps, DEFAULT_ORDERS, sampling=sampling, neighbors=neighbors, **extra
+            )
             hi = tradeoff.rdp_tpr(DEFAULT_ORDERS, curve, fpr)
             note = "privacy profile of the Rényi curve (Balle et al. and optimal conversions): an upper bound"
             rows += [
@@ -293,10 +288,11 @@ def _fpr_setting(params):
     neighbors = params.neighbors or "add-remove"
     if sampling != "poisson" and neighbors != "add-remove":
         raise InputError(f"--fpr: --sampling {sampling} is analysed under add/remove neighbours only")
+    from dpcalc.commands.samplers import check_truncated
+
+    check_truncated(params)  # what truncated Poisson needs, and --max-batch-size belonging to it
     extra = {}
     if sampling == "truncated-poisson":
-        if params.max_batch_size is None or params.dataset_size is None:
-            raise InputError("--sampling truncated-poisson needs --max-batch-size and --dataset-size")
         if len(params.max_batch_size) != 1 or len(params.dataset_size) != 1:
             raise InputError(
                 "--fpr with --sampling truncated-poisson: give one --max-batch-size and one --dataset-size"
@@ -304,8 +300,6 @@ def _fpr_setting(params):
         extra = dict(
             dataset_size=float(params.dataset_size[0]), max_batch_size=float(params.max_batch_size[0])
         )
-    elif params.max_batch_size is not None:
-        raise InputError("--max-batch-size applies to --sampling truncated-poisson only")
     if sampling == "balls-in-bins" and params.dataset_size is not None:
         if len(params.dataset_size) != 1:
             raise InputError("--fpr with --sampling balls-in-bins: give one --dataset-size")
@@ -332,9 +326,10 @@ def _sgd_configs(params):
         if params.steps is not None:
             lengths = [int(t) for t in params.steps]
         elif params.epochs is not None and params.sampling == "balls-in-bins":  # whole epochs of floor(N/B)
-            m = math.floor(n / b) if params.sample_rate is None else math.floor(1.0 / q)
-            m = m - 1 if m * q > 1.0 else m
-            lengths = [max(math.ceil(e * max(m, 1)), 1) for e in params.epochs]
+            from dpcalc.engine.dpsgd.allocation import epoch_steps
+
+            m = float(epoch_steps(q, None if params.sample_rate is not None else n))
+            lengths = [max(math.ceil(e * m), 1) for e in params.epochs]
         elif params.epochs is not None:  # steps = ceil(E/q) = ceil(E·N/B), as sgd-epsilon counts them
             lengths = [max(math.ceil(e * n / b), 1) for e in params.epochs]
         else:

@@ -31,10 +31,11 @@ import numpy as np
 
 from dpcalc.engine.conversion.of_curve import CONVERSIONS, OPTIMAL_STRIDE, eps_of_curve  # noqa: F401 (re-exported)
 from dpcalc.engine.dpsgd import sgm
+from dpcalc.engine.dpsgd.allocation import SAMPLINGS as ALLOCATION
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import DpcalcWarning, InputError
 
-SAMPLINGS = ("poisson", "fixed-size", "truncated-poisson", "balls-in-bins", "random-allocation")
+SAMPLINGS = ("poisson", "fixed-size", "truncated-poisson", *ALLOCATION)
 NEIGHBORS = ("add-remove", "replace-one")
 
 
@@ -58,7 +59,7 @@ def check_setting(sampling: str, neighbors: str) -> None:
         raise InputError(f"--sampling: must be one of {', '.join(SAMPLINGS)}, got {sampling!r}")
     if neighbors not in NEIGHBORS:
         raise InputError(f"--neighbors: must be one of {', '.join(NEIGHBORS)}, got {neighbors!r}")
-    if sampling in ("balls-in-bins", "random-allocation") and neighbors != "add-remove":
+    if sampling in ALLOCATION and neighbors != "add-remove":
         raise InputError(
             f"--sampling {sampling} with --neighbors replace-one: no theorem covers it here (the random "
             "allocation bounds of Feldman & Shenfeld 2025 are for add/remove neighbours); use --neighbors add-remove"
@@ -96,7 +97,7 @@ def rdp_per_step(
     (docs/math.md §3.7).
     """
     check_setting(sampling, neighbors)
-    if sampling in ("balls-in-bins", "random-allocation"):
+    if sampling in ALLOCATION:
         raise InputError(
             f"--sampling {sampling}: a run's Rényi DP is per allocation round, not per step (see "
             "dpcalc.engine.dpsgd.allocation.rdp_run)"
@@ -141,7 +142,7 @@ def rdp_total(
     (:func:`dpcalc.engine.dpsgd.allocation.rdp_run`, docs/math.md §3.8).  The curve the rdp accountant converts."""
     q, sigma, steps = _bcast(q, sigma, steps)
     alphas = np.asarray(alphas, dtype=float)
-    if sampling in ("balls-in-bins", "random-allocation"):
+    if sampling in ALLOCATION:
         from dpcalc.engine.dpsgd.allocation import rdp_run
 
         check_setting(sampling, neighbors)
