@@ -9,7 +9,9 @@ multiplier 1.1, 60 epochs, δ = 1e-5.  Each row is what a user runs, default fla
 memory of the process tree, and the answer.  Side by side, dp-accounting's PLD accountant (its defaults)
 for the schemes it has: Poisson sampling under REPLACE_ONE and TruncatedSubsampledGaussianDpEvent (under
 its convention, add/remove, which uses the replace-one pair for a cut batch: a different, looser
-analysis, so its ε is not expected to equal ours).  Needs dp-accounting (a test-only dependency).
+analysis, so its ε is not expected to equal ours).  Needs dp-accounting (a test-only dependency).  The
+allocation samplers have no peer here (jax_privacy's balls-in-bins accounting is Monte Carlo; the authors'
+package, random-allocation, is compared in tests/test_allocation_authors.py).
 """
 
 from __future__ import annotations
@@ -50,7 +52,9 @@ ROWS = [
     ),
     ("truncated-poisson, rdp", ["--sampling", "truncated-poisson", "--max-batch-size", str(CAP)]),
     ("balls-in-bins, rdp", ["--sampling", "balls-in-bins"]),
+    ("balls-in-bins, pld", ["--sampling", "balls-in-bins", "--accountant", "pld"]),
     ("random-allocation, rdp", ["--sampling", "random-allocation"]),
+    ("random-allocation, pld", ["--sampling", "random-allocation", "--accountant", "pld"]),
     ("shuffle (upper, lower)", ["--sampling", "shuffle"]),
 ]
 PEERS = {

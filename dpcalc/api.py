@@ -160,10 +160,11 @@ def sgd_epsilon(
 
     ``accountant``: ``rdp`` (exact RDP of the subsampled Gaussian: Mironov, Talwar & Zhang 2019 for
     Poisson sampling; Wang, Balle & Kasiviswanathan 2019 for ``sampling="fixed-size"``), converted by
-    ``conversion``; or ``pld`` (a certified bracket; Poisson sampling, plain or truncated).  ``sampling``
-    also takes ``"truncated-poisson"`` (with ``dataset_size`` N and ``max_batch_size`` B, docs/math.md §3.7),
-    ``"balls-in-bins"`` and ``"random-allocation"`` (rdp only, §3.8); ``neighbors`` defaults to
-    replace-one for fixed-size sampling and add/remove otherwise.  Arguments broadcast.  docs/math.md §3, §7.
+    ``conversion``; or ``pld`` (a certified bracket; Poisson sampling, plain or truncated; for the allocation
+    samplers a certified upper bound with no lower end, §3.10).  ``sampling`` also takes
+    ``"truncated-poisson"`` (with ``dataset_size`` N and ``max_batch_size`` B, docs/math.md §3.7),
+    ``"balls-in-bins"`` and ``"random-allocation"`` (§3.8); ``neighbors`` defaults to replace-one for
+    fixed-size sampling and add/remove otherwise.  Arguments broadcast.  docs/math.md §3, §7.
     """
     if neighbors is None:
         neighbors = "replace-one" if sampling == "fixed-size" else "add-remove"
@@ -171,11 +172,16 @@ def sgd_epsilon(
     if sampling == "truncated-poisson":
         trunc = dict(dataset_size=dataset_size, max_batch_size=max_batch_size)
     if accountant == "pld":
+        from dpcalc.engine.dpsgd.allocation import SAMPLINGS
         from dpcalc.engine.pld.accountant import sgd_epsilon_pld
         from dpcalc.errors import InputError
 
-        if sampling not in ("poisson", "truncated-poisson"):
-            raise InputError("sgd_epsilon: the pld accountant is for Poisson sampling (plain or truncated)")
+        if sampling in SAMPLINGS:
+            trunc = dict(sampling=sampling, dataset_size=dataset_size)
+        elif sampling not in ("poisson", "truncated-poisson"):
+            raise InputError(
+                "sgd_epsilon: the pld accountant is for Poisson sampling (plain or truncated) and random allocation"
+            )
         lower, estimate, upper = sgd_epsilon_pld(
             sample_rate, noise_multiplier, steps, delta, eps_error, neighbors=neighbors, **trunc
         )

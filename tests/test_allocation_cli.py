@@ -17,6 +17,7 @@ from dpcalc.engine.dpsgd import accounting as sgd
 from dpcalc.engine.dpsgd.allocation import epoch_steps, participations, rounds
 from dpcalc.engine.dpsgd.balls_in_bins_mc import epsilon_balls_in_bins_mc
 from dpcalc.engine.dpsgd.random_allocation import epsilon_random_allocation
+from dpcalc.engine.pld.accountant import sgd_epsilon_pld
 
 RUN = ["sgd-epsilon", "--sigma", "1.1", "--batch-size", "256", "--dataset-size", "60000", "--delta", "1e-5"]
 
@@ -41,8 +42,20 @@ def test_run_maps_onto_rounds():
 
 
 def test_rows_equal_the_engine():
-    bb = _rows([*RUN, "--epochs", "2,60", "--sampling", "balls-in-bins", "--accountant", "all"])
-    assert [(r["method"], r["steps"]) for r in bb] == [("rdp", "468"), ("rdp", "14040")]
+    both = _rows([*RUN, "--epochs", "2,60", "--sampling", "balls-in-bins", "--accountant", "all"])
+    assert [(r["method"], r["steps"]) for r in both] == [
+        ("rdp", "468"),
+        ("rdp", "14040"),
+        ("pld", "468"),
+        ("pld", "14040"),
+    ]
+    for r, epochs in zip(both[2:], (2, 60)):  # the certified PLD: an upper end, no lower end
+        ref = sgd_epsilon_pld(
+            256 / 60000, 1.1, 234 * epochs, 1e-5, sampling="balls-in-bins", dataset_size=60000
+        )
+        assert float(r["epsilon"]) == float(ref.upper) and r["epsilon_lower"] == ""
+        assert "certified upper bound" in r["note"] and "§3.10" in r["note"]
+    bb = both[:2]
     for r, epochs in zip(bb, (2, 60)):
         ref = epsilon_random_allocation(1.1, 234, 1, epochs, 1e-5)
         assert float(r["epsilon"]) == pytest.approx(float(ref), rel=1e-12)
@@ -76,6 +89,21 @@ def test_inverse_questions_round_trip():
     ]
     assert eps[0] <= 2 < eps[1]
     assert t % 234 == 0  # ε grows by whole epochs: the largest run ends at an epoch's end
+
+
+def test_pld_inverse_questions_round_trip():
+    """σ for a target by the allocation PLD: ε at σ is within the target, at σ/(1 + rtol) above it."""
+    r = _rows(
+        ["sgd-epsilon", "--batch-size", "256", "--dataset-size", "60000", "--delta", "1e-5", "--epochs", "10"]
+        + ["--target-epsilon", "2", "--sampling", "random-allocation", "--accountant", "pld"]
+    )[0]
+    s, steps = float(r["noise_multiplier"]), int(r["steps"])
+    eps = [
+        float(sgd_epsilon_pld(256 / 60000, x, steps, 1e-5, sampling="random-allocation").upper)
+        for x in (s, s / (1 + 1e-4))
+    ]
+    assert eps[0] <= 2 < eps[1] and float(r["epsilon"]) == pytest.approx(eps[0], rel=1e-9)
+    assert r["epsilon_lower"] == ""
 
 
 def test_monte_carlo_rows():
@@ -112,7 +140,7 @@ def test_monte_carlo_too_few_samples_says_so():
     "extra,message",
     [
         (["--sampling", "balls-in-bins", "--neighbors", "replace-one"], "--neighbors"),
-        (["--sampling", "random-allocation", "--accountant", "pld"], "--accountant pld"),
+        (["--sampling", "shuffle", "--accountant", "pld"], "--accountant pld"),
         (["--sampling", "poisson", "--accountant", "mc"], "--accountant mc"),
         (["--sampling", "balls-in-bins", "--mc-samples", "5000"], "--mc-samples"),
         (["--sampling", "balls-in-bins", "--seed", "1"], "--seed"),
@@ -184,12 +212,15 @@ def test_fpr_rows_for_the_new_samplers():
         ref = tradeoff.rdp_tpr(DEFAULT_ORDERS, curve, fpr)
         assert [float(r["tpr"]) for r in rdp] == pytest.approx(list(ref), rel=1e-12)
         pld = [r for r in rows if r["method"] == "pld"]
-        assert len(pld) == (2 if kw.get("sampling", "poisson") in ("poisson", "truncated-poisson") else 0)
+        assert len(pld) == 2
+        allocation = kw.get("sampling") in ("balls-in-bins", "random-allocation")
         for p_row, r_row in zip(pld, rdp):
+            assert float(p_row["tpr"]) >= float(p_row["fpr"])
+            if allocation:  # an upper end only, and tighter than the Rényi curve's profile
+                assert p_row["tpr_lower"] == "" and float(p_row["tpr"]) <= float(r_row["tpr"])
+                continue
             assert float(p_row["tpr_lower"]) <= float(r_row["tpr"])
-            assert float(p_row["tpr_lower"]) <= float(p_row["tpr"]) and float(p_row["tpr"]) >= float(
-                p_row["fpr"]
-            )
+            assert float(p_row["tpr_lower"]) <= float(p_row["tpr"])
         assert not any(r["method"] == "clt-asymptotic" for r in rows)  # the CLT row is Poisson add/remove's
 
 
@@ -198,7 +229,7 @@ def test_fpr_rows_for_the_new_samplers():
     [
         (["--sampling", "shuffle"], "--sampling shuffle"),
         (["--sampling", "truncated-poisson", "--max-batch-size", "280,300"], "one --max-batch-size"),
-        (["--sampling", "balls-in-bins", "--accountant", "pld"], "--accountant pld"),
+        (["--sampling", "fixed-size", "--accountant", "pld"], "--sampling fixed-size"),
     ],
 )
 def test_fpr_refusals(extra, word):

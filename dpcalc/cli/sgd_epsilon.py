@@ -135,8 +135,11 @@ mixed curve.
 --sampling balls-in-bins: every epoch (floor(N/B) steps), each example in one uniformly random batch;
 --sampling random-allocation: each example in exactly E = ceil(q·(steps−1)) random steps of the whole
 run (the epochs).  Add/remove neighbours; rdp is the Rényi bound of Feldman & Shenfeld 2025
-(arXiv:2502.08202) per allocation round, composed over rounds (--rdp-curve prints that curve), and
-answers --target-epsilon.
+(arXiv:2502.08202) per allocation round, composed over rounds (--rdp-curve prints that curve); pld is
+the certified PLD of the rounds (docs/math.md §3.10: the law of a sum of lognormals, bounded in convex
+order, every neglected mass and the FFT round-off counted at +∞), an upper bound with no epsilon_lower,
+tighter than rdp and at or below Poisson's pld at rate 1/t (noise multipliers from about 0.7 up; δ above
+about 10^-9 per epoch).  Both answer --target-epsilon and --fpr.
 --accountant mc (balls-in-bins only, never part of all): the Monte Carlo accountant of Chua et al. 2025
 (arXiv:2412.16802) — its epsilon holds with probability --confidence over the sampling (columns
 confidence and samples; --seed fixes it), an estimate beside it; not a deterministic bound.
@@ -178,8 +181,8 @@ Rényi curve, pld a certified bracket [tpr_lower, tpr_upper]; with --accountant 
 clt-asymptotic, the central-limit μ = q·sqrt(T(e^(1/σ²) − 1)) of Dong, Roth and Su 2022 and Bu et
 al. 2020 (an approximation, not a bound, never judged), and exact at q = 1 (μ = √T/σ, TPR =
 Φ(Φ⁻¹(α) + μ)).  Poisson sampling (either relation), truncated Poisson (one --max-batch-size and
---dataset-size; rdp and pld), balls-in-bins and random allocation (rdp); replaces --delta; --max-tpr T is
-its budget check (exit 3)."""
+--dataset-size; rdp and pld), balls-in-bins and random allocation (rdp, and pld with tpr_upper only);
+replaces --delta; --max-tpr T is its budget check (exit 3)."""
 
 
 @click.command("sgd-epsilon")
@@ -224,7 +227,8 @@ its budget check (exit 3)."""
     type=click.Choice([*ACCOUNTANTS, "all"]),
     default="rdp",
     show_default=True,
-    help="rdp (exact RDP), pld (privacy loss distributions: a certified [lower, upper] bracket), "
+    help="rdp (exact RDP), pld (privacy loss distributions: a certified [lower, upper] bracket; random "
+    "allocation: the certified upper end), "
     "abadi (closed form, asymptotic), bassily (reference), mc (balls-in-bins by Monte Carlo: a bound with a "
     "confidence; only when asked for), or all that apply.",
 )

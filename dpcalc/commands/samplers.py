@@ -46,6 +46,16 @@ _NOTES = {
         "add/remove; upper bound: each example in k = ceil(q·(steps−1)) of the steps (= epochs), Feldman & Shenfeld 2025 "
         "(arXiv:2502.08202, Lemma 3.2 blocks, Thm 4.4 remove; add: the Laplace-transform bound of docs/math.md §3.8)"
     ),
+    ("pld", "balls-in-bins", "add-remove"): (
+        "add/remove; certified upper bound (no lower end): PLD of each epoch's 1-of-floor(N/B) allocation "
+        "(Feldman & Shenfeld 2025, arXiv:2502.08202, Thm 3.1 pair) from the law of a sum of lognormals, "
+        "bounded in convex order with every neglected mass counted (docs/math.md §3.10), epochs composed"
+    ),
+    ("pld", "random-allocation", "add-remove"): (
+        "add/remove; certified upper bound (no lower end): PLD of the k = ceil(q·(steps−1)) blocks "
+        "(Feldman & Shenfeld 2025, arXiv:2502.08202, Lemma 3.2), each a 1-of-block allocation from the law "
+        "of a sum of lognormals, bounded in convex order (docs/math.md §3.10)"
+    ),
     ("mc", "balls-in-bins", "add-remove"): (
         "add/remove; Monte Carlo (Chua et al. 2025, arXiv:2412.16802): epsilon is an upper bound only with "
         "probability confidence over the sampling (Hoeffding's KL bound), not a deterministic bound"
@@ -70,16 +80,17 @@ def relation_caption(sampling: str, neighbors: str) -> str:
 
 
 def pld_applies(sampling: str) -> bool:
-    """Whether the pld accountant covers the sampler: Poisson sampling, plain or truncated, either relation."""
-    return sampling in ("poisson", "truncated-poisson")
+    """Whether the pld accountant covers the sampler: Poisson sampling (plain or truncated, either relation)
+    and the allocation samplers (add/remove)."""
+    return sampling in ("poisson", "truncated-poisson", *ALLOCATION)
 
 
 def check_pld(sampling: str) -> None:
     """Refuse ``--accountant pld`` where :func:`pld_applies` is false, saying why."""
     if not pld_applies(sampling):
         raise InputError(
-            "--accountant pld: the privacy loss distribution here is for Poisson sampling (plain or truncated); "
-            f"use --accountant rdp for --sampling {sampling}"
+            "--accountant pld: the privacy loss distribution here is for Poisson sampling (plain or truncated) "
+            f"and random allocation; use --accountant rdp for --sampling {sampling}"
         )
 
 

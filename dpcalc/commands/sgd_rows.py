@@ -40,6 +40,8 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
     }[solve]
     if "bmax" in g:  # truncated Poisson: how often a batch is cut depends on N and the cap
         given = tuple(dict.fromkeys((*given, "n", "bmax")))
+    if p.sampling in ALLOCATION:  # balls-in-bins: an epoch is floor(N/B) steps
+        given = tuple(dict.fromkeys((*given, "n")))
 
     def one(i):
         v = {
@@ -51,6 +53,8 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
             setting["neighbors"] = p.neighbors
         if "bmax" in g:
             setting.update(dataset_size=v["n"], max_batch_size=v["bmax"])
+        if p.sampling in ALLOCATION:  # the rounds of an allocation sampler (docs/math.md §3.10)
+            setting.update(sampling=p.sampling, dataset_size=v["n"])
         if solve == "sigma":
             s, b = calibration.calibrate_noise_pld(
                 v["q"],

@@ -230,12 +230,16 @@ def sgd_tradeoff(params, fpr) -> Result:
     accountant = params.accountant
     if accountant not in ("rdp", "pld", "all"):
         raise InputError(f"--fpr: applies to --accountant rdp, pld or all, not {accountant}")
-    has_pld = sampling in ("poisson", "truncated-poisson")
+    from dpcalc.commands.samplers import ALLOCATION, pld_applies
+
+    has_pld = pld_applies(sampling)
     if accountant == "pld" and not has_pld:
         raise InputError(
             f"--fpr: --accountant pld does not apply to --sampling {sampling}; use --accountant rdp"
         )
     pld_kw = dict(extra, neighbors=neighbors)
+    if sampling in ALLOCATION:
+        pld_kw["sampling"] = sampling
     rows = []
     for q, sigma, steps in _sgd_configs(params):
         cfg = {"sample_rate": q, "noise_multiplier": sigma, "steps": steps}
@@ -257,8 +261,11 @@ def sgd_tradeoff(params, fpr) -> Result:
                 lambda d, c=(q, sigma, steps): sgd_epsilon_pld(*c, d, params.eps_error, **pld_kw).upper,
             )
             note = "privacy profile of the composed PLD (both directions): certified tpr_upper"
+            if sampling in ALLOCATION:  # the rounds' models dominate the pair: an upper end only
+                lo = [None] * len(hi)
+                note += " (no lower end: the allocation rounds' models dominate the pair, docs/math.md §3.10)"
             rows += [
-                dict(_row("pld", float(a), *map(float, t), None, note), **cfg)
+                dict(_row("pld", float(a), *(None if v is None else float(v) for v in t), None, note), **cfg)
                 for a, *t in zip(fpr, lo, est, hi)
             ]
         if accountant == "all" and q < 1.0 and plain:

@@ -124,6 +124,15 @@ def _check_count(count, name="count") -> int:
 
 
 def _sgm_directions(q: float, sigma: float, steps: int, neighbors: str = "add-remove", trunc=None):
+    """The directions of DP-SGD's pair, each a list of components; ``trunc``: None (Poisson), ``(N, B)``
+    (truncated Poisson) or ``(sampling, N)`` (an allocation sampler; N may be nan)."""
+    if trunc is not None and isinstance(trunc[0], str):  # allocation rounds (docs/math.md §3.10)
+        from dpcalc.engine.dpsgd.allocation import rounds
+        from dpcalc.engine.dpsgd.allocation_pld import run_directions
+
+        n = None if math.isnan(trunc[1]) else trunc[1]
+        t, k, r = (int(v) for v in rounds(q, steps, trunc[0], n))
+        return run_directions(sigma, t, k, r)
     if trunc is not None:  # truncated Poisson batches: a revealed mixture per step (docs/math.md §3.7)
         from dpcalc.engine.dpsgd.truncated_poisson import loss_directions
 
@@ -191,25 +200,33 @@ def sgd_epsilon_pld(
     neighbors="add-remove",
     dataset_size=None,
     max_batch_size=None,
+    sampling="poisson",
 ) -> Bracket:
     """ε(δ) bracket of DP-SGD: ``steps`` compositions of the Poisson-subsampled Gaussian with sampling
     rate ``q`` and noise multiplier ``sigma`` (add/remove neighbours, worse direction reported; with
     ``neighbors="replace-one"`` the symmetric replace-one pair of docs/math.md §3.5).  With ``dataset_size`` N
     and ``max_batch_size`` B (broadcast with the rest): truncated Poisson batches (docs/math.md §3.7).
+    ``sampling="balls-in-bins"`` or ``"random-allocation"`` (add/remove; N optional): the certified PLD of
+    the allocation rounds (docs/math.md §3.10) — an upper bound only: ``lower`` is nan there.
 
     Arguments broadcast; returns a :class:`Bracket` of arrays of the broadcast shape.  ``eps_error``
     is the target bracket width (``upper − lower``); default 0.5 % of ε.  ``memory_cap`` (bytes)
     bounds one computation; a request above it raises :class:`InputError` naming ``--eps-error``.
     One grid and FFT per distinct configuration (a loop over configurations).
     """
-    trunc = _truncation(dataset_size, max_batch_size)
+    trunc = _truncation(dataset_size, max_batch_size, sampling)
     return _sgd_epsilon(
         q, sigma, steps, delta, eps_error, memory_cap, neighbors, directions=None, trunc=trunc
     )
 
 
-def _truncation(dataset_size, max_batch_size):
-    """``(N, B)`` arrays of truncated Poisson sampling, or None (plain Poisson)."""
+def _truncation(dataset_size, max_batch_size, sampling="poisson"):
+    """``(N, B)`` arrays of truncated Poisson sampling, ``(sampling, N)`` of an allocation sampler (N nan
+    when not given), or None (plain Poisson)."""
+    from dpcalc.engine.dpsgd.allocation import SAMPLINGS
+
+    if sampling in SAMPLINGS:
+        return sampling, np.asarray(np.nan if dataset_size is None else dataset_size, dtype=float)
     if max_batch_size is None:
         return None
     if dataset_size is None:
@@ -252,12 +269,13 @@ def sgd_delta_pld(
     neighbors="add-remove",
     dataset_size=None,
     max_batch_size=None,
+    sampling="poisson",
 ) -> Bracket:
     """δ(ε) bracket of DP-SGD (as :func:`sgd_epsilon_pld`, with ``epsilon`` given instead of δ)."""
     q, sigma, steps = _sgd_args(q, sigma, steps)
     epsilon = _check_eps(epsilon)
     eps_error = _check_eps_error(eps_error)
-    trunc = _truncation(dataset_size, max_batch_size)
+    trunc = _truncation(dataset_size, max_batch_size, sampling)
     if trunc is None and epsilon.size > 1 and all(np.unique(a).size == 1 for a in (q, sigma, steps)):
         # one configuration, many ε (a privacy profile): one composition per direction
         shape = np.broadcast_shapes(q.shape, sigma.shape, steps.shape, epsilon.shape)
@@ -295,9 +313,11 @@ def _in_range(what: str, compute):
 
 
 def _per_config(q, sigma, steps, target, solve, neighbors="add-remove", trunc=None) -> Bracket:
-    """Broadcast (q, σ, steps, target[, N, B]) and run ``solve(directions, target)`` once per distinct
+    """Broadcast (q, σ, steps, target[, N, B | N]) and run ``solve(directions, target)`` once per distinct
     configuration (each needs its own grid and FFT, so this is a loop over configurations)."""
-    arrays = [q, sigma, steps, target] + ([] if trunc is None else list(trunc))
+    alloc = trunc is not None and isinstance(trunc[0], str)
+    rows = [] if trunc is None else list(trunc[1:] if alloc else trunc)
+    arrays = [q, sigma, steps, target] + rows
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     flat = [np.broadcast_to(a, shape).ravel() for a in arrays]
     out = np.empty((3, flat[0].size))
@@ -306,13 +326,28 @@ def _per_config(q, sigma, steps, target, solve, neighbors="add-remove", trunc=No
         key = tuple(a[i] for a in flat)
         if key not in cache:
             q1, s1, t1, x1 = float(key[0]), float(key[1]), int(key[2]), float(key[3])
-            tr = None if trunc is None else (float(key[4]), float(key[5]))
+            tr = None if trunc is None else ((trunc[0],) if alloc else ()) + tuple(float(v) for v in key[4:])
             what = f"sample rate {q1:g}, noise multiplier {s1:g}, {t1} steps"
             cache[key] = _in_range(
                 what, lambda a=(q1, s1, t1), x=x1, tr=tr: solve(_sgm_directions(*a, neighbors, tr), x)
             )
+            if alloc:
+                cache[key] = _allocation_answer(cache[key], what)
         out[:, i] = cache[key]
     return Bracket(*(o.reshape(shape) for o in out))
+
+
+def _allocation_answer(bracket, what: str) -> tuple:
+    """An allocation sampler's bracket: its upper end only (the rounds' models dominate the pair, so the
+    lower end bounds the model, not the true profile); an infinite upper end means the neglected mass
+    (round-off, tails) is as large as the δ asked, which is a refusal, not an answer."""
+    _, est, upper = bracket
+    if not math.isfinite(upper):
+        raise InputError(
+            f"PLD accounting of {what}: the allocation rounds' certified round-off and tail mass reach this "
+            "δ; use a larger --delta or --accountant rdp"
+        )
+    return math.nan, est, upper
 
 
 # ------------------------------------------------------------------------------------ mechanism lists
