@@ -139,7 +139,8 @@ run (the epochs).  Add/remove neighbours; rdp is the Rényi bound of Feldman & S
 the certified PLD of the rounds (docs/math.md §3.10: the law of a sum of lognormals, bounded in convex
 order, every neglected mass and the FFT round-off counted at +∞), an upper bound with no epsilon_lower,
 tighter than rdp and at or below Poisson's pld at rate 1/t (noise multipliers from about 0.7 up; δ above
-about 10^-9 per epoch).  Both answer --target-epsilon and --fpr.
+about 10^-11 per epoch of 234 steps, growing with the epoch's length).  Both answer --target-epsilon and
+--fpr.
 --accountant mc (balls-in-bins only, never part of all): the Monte Carlo accountant of Chua et al. 2025
 (arXiv:2412.16802) — its epsilon holds with probability --confidence over the sampling (columns
 confidence and samples; --seed fixes it), an estimate beside it; not a deterministic bound.

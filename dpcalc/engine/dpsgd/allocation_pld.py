@@ -27,10 +27,12 @@ finite atoms are the grid values of the loss and whose mass at +∞ carries ever
 * **cut of S**: after every convolution the top of the partial sum is dropped while its P-weight
   ``(s + (t − j)·E X̂)/t`` (j summands so far; Q-weight 1 for add) stays within a budget; the dropped weight
   goes to +∞.
-* **round-off**: the bin masses are computed as differences of log Φ with a stated relative error; every FFT
-  convolution carries Higham's bound (Accuracy and Stability of Numerical Algorithms, 2nd ed., Thm 24.2:
-  relative 2-norm error ``log₂n·η/(1 − log₂n·η)``, η = 10u here, doubled) propagated through the
-  powering in ℓ1; the total goes to +∞ as well.
+* **round-off**: the bin masses (Gauss–Legendre integrals of positive terms) are raised by their relative
+  error bound (a larger measure only raises δ's nonnegative integrands; the excess total is scaled out and
+  counted); every FFT convolution carries Higham's bound (Accuracy and Stability of Numerical Algorithms,
+  2nd ed., Thm 24.2: relative 2-norm error ``log₂n·η/(1 − log₂n·η)``, η = 10u here, doubled) propagated
+  through the powering in ℓ1; the total goes to +∞ as well.  Where the double-precision bound would take
+  more than 5 % of the δ asked, the convolutions run in long double (u = 2⁻⁶⁴ on x86).
 
 Every neglected piece makes δ larger, so the loss models dominate the round in both directions; the
 accountant's discretisation and composition (:mod:`dpcalc.engine.pld`) then bound R rounds.
@@ -50,6 +52,8 @@ from dpcalc.engine.mechanisms.loss_models import LossModel
 from dpcalc.errors import InputError
 
 _U = float(np.finfo(float).eps) / 2.0
+#: The unit round-off of the convolutions (x86 long double: 2⁻⁶⁴; double where long double is double).
+_UL = float(np.finfo(np.longdouble).eps) / 2.0
 #: Relative accuracy of the spread: grid step h = SPREAD·sd(X) (the added variance is h²/4 per term).
 SPREAD = 0.02
 #: Largest number of grid points of X accepted; beyond it the round is refused.
@@ -58,23 +62,44 @@ MAX_POINTS = 1 << 21
 SOFT_POINTS = 1 << 19
 #: The loss grid the atoms are gathered onto (far finer than the accountant's).
 MERGE_STEP = 5e-4
-#: Each round's neglected P-mass (tail of X, cut of S) is at most this (then the round-off bound).
+#: Each round's neglected P-mass (tail of X, cut of S) is at most this (then the round-off bound); in
+#: extended precision the round-off is far smaller, and so is the tail asked for.
 TAIL = 1e-10
+PRECISE_TAIL = 1e-12
 
 
-def _log_mass(za, zb):
-    """``log(Φ(zb) − Φ(za))`` for za < zb (elementwise) with a bound on its relative error: the lower
-    tail's log Φ where zb <= 0, the upper tail's where not (no cancellation in either)."""
-    left = zb <= 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        la = np.where(left, special.log_ndtr(za), special.log_ndtr(-zb))
-        lb = np.where(left, special.log_ndtr(zb), special.log_ndtr(-za))
-        gap = la - lb  # <= 0
-        out = lb + np.log(-np.expm1(gap))
-        # log_ndtr is accurate to a few ulps of its value: the difference loses |la|+|lb| ulps
-        rel = 16.0 * _U * (1.0 + (np.abs(la) + np.abs(lb)) / np.maximum(-gap, 1e-300))
-    rel = np.where(np.isfinite(la), rel, 16.0 * _U)
-    return out, np.minimum(rel, 1.0)
+#: 8-point Gauss–Legendre on panels of at most this width in z (the standard normal's variable).
+_PANEL = 0.05
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
+_CHUNK = 1 << 18  # panels per block (bounds the temporary memory)
+
+
+def _bin_integrals(z, shift: float):
+    """``∫ φ(u − shift) du`` over each bin ``[z_i, z_{i+1}]`` (``z_0 = −∞``) and a bound on its relative
+    error.  The first bin is Φ(z_1 − shift); the others by composite 8-point Gauss–Legendre on panels of
+    width <= 0.05: a sum of positive terms (rounding <= (terms + 2) ulps; the quadrature error, below
+    w^16·|He_16|/(16!·17·10^5) relative, is far smaller), so no bin loses digits to cancellation, however small."""
+    k = z.size - 1
+    out = np.empty(k)
+    rel = np.empty(k)
+    l0 = float(special.log_ndtr(z[1] - shift))
+    out[0] = math.exp(l0)
+    rel[0] = 4.0 * _U * (2.0 + abs(l0))  # exp of a log with a few ulps of error
+    za, zb = z[1:-1], z[2:]
+    n = np.maximum(1, np.ceil((zb - za) / _PANEL)).astype(np.int64)
+    rel[1:] = 4.0 * _U * (8.0 * n + 16.0)
+    bins = np.repeat(np.arange(za.size), n)
+    first = np.repeat(np.cumsum(n) - n, n)
+    sums = np.empty(bins.size)
+    for c0 in range(0, bins.size, _CHUNK):
+        b = bins[c0 : c0 + _CHUNK]
+        j = np.arange(c0, c0 + b.size) - first[c0 : c0 + _CHUNK]
+        w = (zb[b] - za[b]) / n[b]
+        nodes = (za[b] + w * j)[:, None] + (0.5 * w)[:, None] * (_GL_X + 1.0)[None, :] - shift
+        vals = np.exp(-0.5 * nodes * nodes) * (_GL_W[None, :] * (0.5 * w / math.sqrt(2.0 * math.pi))[:, None])
+        sums[c0 : c0 + b.size] = vals.sum(axis=1)
+    out[1:] = np.add.reduceat(sums, np.cumsum(n) - n) if za.size else out[1:]
+    return out, rel
 
 
 def _grid(mu: float, t: int, tail: float):
@@ -97,49 +122,53 @@ def _grid(mu: float, t: int, tail: float):
 
 
 def _spread_law(mu: float, h: float, k: int, up: bool):
-    """The discrete law of X on ``0, h, .., K·h`` (Q-masses of the body X <= K·h), its ℓ1 error bound,
-    and the analytic tail quantities ``(Q(X > x_max), E_Q[X; X > x_max])``."""
+    """The discrete law of X on ``0, h, .., K·h`` (Q-masses of the body X <= K·h, each raised by its
+    rounding bound: a larger measure only raises the nonnegative integrands of δ) and the analytic tail
+    quantities ``(Q(X > x_max), E_Q[X; X > x_max])``."""
     x = np.arange(k + 1) * h
     with np.errstate(divide="ignore"):
         lx = np.log(x)
-    z = (lx + 0.5 * mu * mu) / mu  # Q(X <= x) = Φ(z)
-    zp = z - mu  # E_Q[X; X <= x] = Φ(z − μ)
-    lm, rm = _log_mass(z[:-1], z[1:])
-    lp, rp = _log_mass(zp[:-1], zp[1:])
-    mass = np.exp(lm)
-    with np.errstate(invalid="ignore"):
-        mean = np.where(mass > 0, np.exp(lp - lm), x[:-1] + 0.5 * h)
+    z = (lx + 0.5 * mu * mu) / mu  # Q(X <= x) = Φ(z); E_Q[X; X <= x] = Φ(z − μ)
+    mass, rm = _bin_integrals(z, 0.0)
+    pmean, rp = _bin_integrals(z, mu)
+    zp = z - mu
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(mass > 0, pmean / mass, x[:-1] + 0.5 * h)
     mean = np.clip(mean, x[:-1], x[1:])
     share = (mean - x[:-1]) / h  # fraction sent to the upper end (mean-preserving)
-    cover = (rm + rp) * x[1:] / h + 8.0 * _U * (x[1:] / h + 1.0)  # the rounding of that fraction
+    cover = (rm + rp + 4.0 * _U) * x[1:] / h + 8.0 * _U * (x[1:] / h + 1.0)  # the rounding of that fraction
     share = np.clip(share + cover if up else share - cover, 0.0, 1.0)
+    mass = mass * (1.0 + rm + 8.0 * _U)  # covers the masses' error and the rounding of the split below
     p = np.zeros(k + 1)
     p[:-1] += mass * (1.0 - share)
     p[1:] += mass * share
-    err = 2.0 * float(np.sum(rm * mass))
-    err_w = 2.0 * float(np.sum(rm * mass * x[1:]))
     q_tail = math.exp(special.log_ndtr(-float(z[-1]))) * (1.0 + 1e-12)
     m_tail = math.exp(special.log_ndtr(-float(zp[-1]))) * (1.0 + 1e-12)
-    return p, (err, err_w), q_tail, m_tail
+    return p, q_tail, m_tail
 
 
-def _fft_err(a, b, c, n_fft: int) -> float:
-    """ℓ1 bound on the round-off of ``c = a * b`` computed by FFT (Higham 2002, Thm 24.2, doubled)."""
+def _fft_err(a, b, c, n_fft: int, u: float) -> float:
+    """ℓ1 bound on the round-off of ``c = a * b`` computed by FFT with unit round-off u (Higham 2002,
+    Thm 24.2, doubled)."""
     lg = math.log2(n_fft)
-    kappa = 2.0 * lg * 10.0 * _U / (1.0 - lg * 10.0 * _U)
+    kappa = 2.0 * lg * 10.0 * u / (1.0 - lg * 10.0 * u)
     n2 = lambda v: float(np.sqrt(np.sum(v * v)))  # noqa: E731
     n1 = lambda v: float(np.sum(np.abs(v)))  # noqa: E731
-    l2 = 2.0 * (kappa * (n2(a) * n1(b) + n1(a) * n2(b)) + (kappa + 4.0 * _U) * n2(c))
-    return math.sqrt(c.size) * l2
+    l2 = 2.0 * (kappa * (n2(a) * n1(b) + n1(a) * n2(b)) + (kappa + 4.0 * u) * n2(c))
+    return math.sqrt(c.size) * float(l2)
 
 
-def _conv(a, b):
-    """``a * b`` by FFT (negative round-off clipped) and the ℓ1 bound on its round-off."""
+def _conv(a, b, precise: bool = False):
+    """``a * b`` by FFT (negative round-off clipped) and the ℓ1 bound on its round-off; ``precise``: in
+    extended precision (long double), 4–5 times slower, about 2000 times less round-off on x86."""
+    dtype = np.longdouble if precise else float
+    a = np.asarray(a, dtype=dtype)
+    b = a if b is a else np.asarray(b, dtype=dtype)
     n = a.size + b.size - 1
     nf = sfft.next_fast_len(n, real=True)
     fa = sfft.rfft(a, nf)
     c = sfft.irfft(fa * (fa if b is a else sfft.rfft(b, nf)), nf)[:n]
-    return np.maximum(c, 0.0), _fft_err(a, b, c, nf)
+    return np.maximum(c, 0.0), _fft_err(a, b, c, nf, _UL if precise else _U)
 
 
 def _cut_points(p, h: float, t: int, mean_x: float, weighted: bool, per_node: float):
@@ -174,7 +203,7 @@ def _cut_points(p, h: float, t: int, mean_x: float, weighted: bool, per_node: fl
     return at
 
 
-def _power(p, err0: float, t: int, h: float, mean_x: float, weighted: bool, budget: float, t_all: int):
+def _power(p, t: int, h: float, mean_x: float, weighted: bool, budget: float, t_all: int, precise: bool):
     """Law of S = X̂_1 + .. + X̂_t (Q-masses on ``0, h, 2h, ..``), the ℓ1 bound on its round-off, and the
     weight dropped by the cuts (P-weight when ``weighted`` (remove), Q-mass otherwise), by powering."""
     nodes = 2 * max(1, int(t).bit_length())
@@ -185,7 +214,7 @@ def _power(p, err0: float, t: int, h: float, mean_x: float, weighted: bool, budg
     def conv(a, ea, ja, b, eb, jb):
         nonlocal dropped
         j = ja + jb
-        c, f = _conv(a, b)
+        c, f = _conv(a, b, precise)
         e = float(np.sum(a)) * eb + float(np.sum(b)) * ea + ea * eb + f
         keep = int(math.ceil(cut_at(j) / h)) + 1
         if keep < c.size:
@@ -194,7 +223,7 @@ def _power(p, err0: float, t: int, h: float, mean_x: float, weighted: bool, budg
         return c, e, j
 
     res, eres, jres = None, 0.0, 0
-    base, ebase, jbase = p, err0, 1
+    base, ebase, jbase = p, 0.0, 1
     m = int(t)
     while True:
         if m & 1:
@@ -210,12 +239,15 @@ def _power(p, err0: float, t: int, h: float, mean_x: float, weighted: bool, budg
 
 
 @lru_cache(maxsize=64)
-def round_loss_models(sigma: float, t: int, tail: float = TAIL) -> tuple[LossModel, LossModel, float]:
+def round_loss_models(
+    sigma: float, t: int, tail: float = TAIL, precise: bool = False
+) -> tuple[LossModel, LossModel, float]:
     """``(remove, add, extra)`` for one 1-of-t allocation round at noise multiplier σ (module doc): loss
     models with finite atoms at the grid values of ``±log(S/t)`` and their unaccounted mass at +∞, and
     ``extra``, the further mass at +∞ that bounds the neglected events and the round-off (compose it as
-    :func:`~dpcalc.engine.mechanisms.loss_models.approx_dp` ``(0, extra)``, once per round).  ``t = 1`` is
-    the Gaussian mechanism (its exact model, extra 0)."""
+    :func:`~dpcalc.engine.mechanisms.loss_models.approx_dp` ``(0, extra)``, once per round).  ``precise``:
+    convolutions in long double (for δ near the double round-off's floor).  ``t = 1`` is the Gaussian
+    mechanism (its exact model, extra 0)."""
     sigma, t = float(sigma), int(t)
     if not (sigma > 0 and math.isfinite(sigma)):
         raise InputError(f"--noise-multiplier: must be a finite number > 0, got {sigma:g}")
@@ -229,26 +261,32 @@ def round_loss_models(sigma: float, t: int, tail: float = TAIL) -> tuple[LossMod
     x = np.arange(k + 1) * h
     extras, models = [], []
     for up in (True, False):
-        p, (e0, e0_w), q_tail, m_tail = _spread_law(mu, h, k, up)
+        p, q_tail, m_tail = _spread_law(mu, h, k, up)
         mean_x = float(np.sum(p * x))
         # the sum of the other t − 1 terms; the cuts are charged with the P-weight (remove) or Q-mass (add)
-        rest, err, dropped = _power(p, e0, t - 1, h, mean_x, weighted=up, budget=0.5 * tail, t_all=t)
+        rest, err, dropped = _power(p, t - 1, h, mean_x, up, 0.5 * tail, t, precise)
         if up:  # remove: the P-law of S is the size-biased term plus the rest (E_Q[W f(S)], W = S/t)
-            law, e1 = _conv(x * p, rest)
-            err = err * float(np.sum(x * p)) + e1 + e0_w * float(np.sum(rest))
+            law, e1 = _conv(x * p * (1.0 + 4.0 * _U), rest, precise)
+            err = err * float(np.sum(x * p)) * (1.0 + 4.0 * _U) + e1
             tail_mass = m_tail + (t - 1) * q_tail
         else:
-            law, e1 = _conv(p, rest)
-            err = err + e1 + e0 * float(np.sum(rest))
+            law, e1 = _conv(p, rest, precise)
+            err = err + e1
             tail_mass = t * q_tail
+        law = law.astype(float) * (1.0 + 4.0 * _U)  # rounded to doubles, upwards
         s = np.arange(law.size) * h
         keep = (law > 0) & (s > 0)
         loc = np.log(s[keep] / t)
         loc = loc if up else -loc
         loc = loc + 4.0 * _U * (np.abs(loc) + 1.0)  # rounding of the logarithm, towards larger losses
         mass = law[keep]
+        total = float(np.sum(mass))
+        scale = 0.0
+        if total > 1.0:  # the raised masses: δ of the model is at most total^R times that of the scaled one,
+            mass = mass * ((1.0 - 4.0 * _U) / total)  # which is within 2(total − 1) per round of it
+            scale = 2.0 * (total - 1.0) + 8.0 * _U
         inf = max(1.0 - float(np.sum(mass)), 0.0)
-        extras.append(tail_mass + dropped + err)
+        extras.append(tail_mass + dropped + err + scale)
         models.append(_merged(f"allocation-{'remove' if up else 'add'}(σ={sigma:g},t={t})", loc, mass, inf))
     return models[0], models[1], max(extras)
 
@@ -267,26 +305,40 @@ def _merged(name: str, loc, mass, inf: float) -> LossModel:
     return LossModel(name, at, d.p[nz], None, d.inf_mass, float(at.min()), float(at.max()))
 
 
-def run_directions(sigma: float, t: int, k: int, rounds: int):
+def run_directions(sigma: float, t: int, k: int, rounds: int, delta: float | None = None):
     """The two directions ``[remove, add]`` of a run of ``rounds`` rounds in which each example is in k of
     t steps (Lemma 3.2 of Feldman & Shenfeld 2025: given a uniformly random split of the t steps into k
     blocks of ⌊t/k⌋ or ⌊t/k⌋ + 1 steps, the blocks are independent 1-of-block rounds; the split is the same
     on both sides, so by joint convexity the profile is at most that of the blocks' composition), each a
-    list of accountant components; the neglected mass rides along as ``approx_dp(0, extra)`` per block."""
+    list of accountant components; the neglected mass rides along as ``approx_dp(0, extra)`` per block.
+    ``delta`` (an ε(δ) question): where the double-precision round-off would take more than
+    :data:`FLOOR_SHARE` of δ, the rounds are recomputed in extended precision."""
     from dpcalc.engine.mechanisms.loss_models import approx_dp
     from dpcalc.engine.pld.grid import Component
 
     t, k, rounds = int(t), int(k), int(rounds)
     m, r = divmod(t, k)
     blocks = [(m, (k - r) * rounds), (m + 1, r * rounds)]
+    blocks = [(size, count) for size, count in blocks if count > 0]
+    models = [round_loss_models(float(sigma), size) for size, _ in blocks]
+    if delta is not None and _floor(models, blocks) > FLOOR_SHARE * delta:
+        models = [round_loss_models(float(sigma), size, PRECISE_TAIL, precise=True) for size, _ in blocks]
     out = [[], []]
-    for size, count in blocks:
-        if count == 0:
-            continue
-        remove, add, extra = round_loss_models(float(sigma), size)
+    for (remove, add, extra), (_, count) in zip(models, blocks):
         out[0].append(Component(remove, count))
         out[1].append(Component(add, count))
         if extra > 0:
             for d in out:
                 d.append(Component(approx_dp(0.0, extra), count))
     return out
+
+
+#: The share of δ the counted masses may take before the rounds are recomputed in extended precision (about
+#: ten times slower): 5 % of δ moves ε by about 0.3 % (σ = 0.8, 60 epochs of 234 steps), less than the
+#: accountant's default bracket width.
+FLOOR_SHARE = 0.05
+
+
+def _floor(models, blocks) -> float:
+    """The mass at +∞ the composed extras carry: ``1 − Π (1 − extra)^count``."""
+    return -math.expm1(sum(c * math.log1p(-m[2]) for m, (_, c) in zip(models, blocks)))

@@ -123,16 +123,19 @@ def _check_count(count, name="count") -> int:
     return int(c)
 
 
-def _sgm_directions(q: float, sigma: float, steps: int, neighbors: str = "add-remove", trunc=None):
+def _sgm_directions(
+    q: float, sigma: float, steps: int, neighbors: str = "add-remove", trunc=None, delta=None
+):
     """The directions of DP-SGD's pair, each a list of components; ``trunc``: None (Poisson), ``(N, B)``
-    (truncated Poisson) or ``(sampling, N)`` (an allocation sampler; N may be nan)."""
+    (truncated Poisson) or ``(sampling, N)`` (an allocation sampler; N may be nan; ``delta``, when the
+    question is ε(δ), sets the precision its rounds need)."""
     if trunc is not None and isinstance(trunc[0], str):  # allocation rounds (docs/math.md §3.10)
         from dpcalc.engine.dpsgd.allocation import rounds
         from dpcalc.engine.dpsgd.allocation_pld import run_directions
 
         n = None if math.isnan(trunc[1]) else trunc[1]
         t, k, r = (int(v) for v in rounds(q, steps, trunc[0], n))
-        return run_directions(sigma, t, k, r)
+        return run_directions(sigma, t, k, r, delta)
     if trunc is not None:  # truncated Poisson batches: a revealed mixture per step (docs/math.md §3.7)
         from dpcalc.engine.dpsgd.truncated_poisson import loss_directions
 
@@ -255,7 +258,7 @@ def _sgd_epsilon(q, sigma, steps, delta, eps_error, memory_cap, neighbors, direc
             return _INF_BRACKET
         return _eps_worst(dirs[:directions], d, eps_error, memory_cap)
 
-    return _per_config(q, sigma, steps, delta, solve, neighbors, trunc)
+    return _per_config(q, sigma, steps, delta, solve, neighbors, trunc, target_is_delta=True)
 
 
 def sgd_delta_pld(
@@ -312,7 +315,9 @@ def _in_range(what: str, compute):
     raise InputError(f"PLD accounting of {what}: {reason} (ε would be very large); use {RDP_HINT}") from None
 
 
-def _per_config(q, sigma, steps, target, solve, neighbors="add-remove", trunc=None) -> Bracket:
+def _per_config(
+    q, sigma, steps, target, solve, neighbors="add-remove", trunc=None, target_is_delta=False
+) -> Bracket:
     """Broadcast (q, σ, steps, target[, N, B | N]) and run ``solve(directions, target)`` once per distinct
     configuration (each needs its own grid and FFT, so this is a loop over configurations)."""
     alloc = trunc is not None and isinstance(trunc[0], str)
@@ -328,8 +333,10 @@ def _per_config(q, sigma, steps, target, solve, neighbors="add-remove", trunc=No
             q1, s1, t1, x1 = float(key[0]), float(key[1]), int(key[2]), float(key[3])
             tr = None if trunc is None else ((trunc[0],) if alloc else ()) + tuple(float(v) for v in key[4:])
             what = f"sample rate {q1:g}, noise multiplier {s1:g}, {t1} steps"
+            hint = x1 if target_is_delta else None
             cache[key] = _in_range(
-                what, lambda a=(q1, s1, t1), x=x1, tr=tr: solve(_sgm_directions(*a, neighbors, tr), x)
+                what,
+                lambda a=(q1, s1, t1), x=x1, tr=tr, d=hint: solve(_sgm_directions(*a, neighbors, tr, d), x),
             )
             if alloc:
                 cache[key] = _allocation_answer(cache[key], what)
