@@ -330,7 +330,9 @@ def _caption(p: SgdEpsilonParams, names, solve, g) -> str:
     if "rdp" in names:
         caption += f"; conversion: {p.conversion}"
     caption += samplers.caption(p.sampling)
-    if "pld" in names:
+    if "pld" in names and p.sampling in samplers.ALLOCATION:
+        caption += "; pld: epsilon is a certified upper bound (no lower end), epsilon_estimate an estimate"
+    elif "pld" in names:
         caption += "; pld: [epsilon_lower, epsilon] is the certified bracket, epsilon_estimate lies inside it"
     if p.tuning is not None:
         caption += f"; tuning: {p.tuning.label()}, the best of K runs released (rdp only)"
