@@ -91,6 +91,16 @@ def test_inverse_questions_round_trip():
     assert t % 234 == 0  # ε grows by whole epochs: the largest run ends at an epoch's end
 
 
+def test_pld_caption_says_upper_bound_only():
+    r = CliRunner().invoke(
+        main, [*RUN, "--epochs", "2", "--sampling", "balls-in-bins", "--accountant", "pld", "-f", "table"]
+    )
+    assert r.exit_code == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert "pld: epsilon is a certified upper bound (no lower end)" in text
+    assert "is the certified bracket" not in text
+
+
 def test_pld_inverse_questions_round_trip():
     """σ for a target by the allocation PLD: ε at σ is within the target, at σ/(1 + rtol) above it."""
     r = _rows(
