@@ -9,6 +9,7 @@ KINDS = {
     "randomized-response": ("epsilon", "p", "q", "sampling", "count"),
     "exponential": ("epsilon", "q", "sampling", "count"),
     "subsampled-gaussian": ("q", "sigma", "sampling", "dataset_size", "max_batch_size", "count"),
+    "random-allocation": ("sigma", "steps", "k", "q", "sampling", "count"),
     "tree-aggregation": ("sigma", "steps", "epochs", "q", "sampling", "count"),
     "zcdp": ("rho", "q", "sampling", "count"),
     "rdp-curve": ("file", "sha256", "q", "sampling", "count"),
@@ -19,6 +20,7 @@ ALIASES = {
     "rr": "randomized-response",
     "em": "exponential",
     "sgm": "subsampled-gaussian",
+    "balls-in-bins": "random-allocation",
     "dp-ftrl": "tree-aggregation",
 }
 CHOICES = {

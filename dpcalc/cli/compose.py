@@ -130,6 +130,12 @@ contributions replaced by zero), at most one leaf per epoch; under replace-one g
 leaf enters floor(log2 T)+1 nodes, so its Rényi curve is α·E·(floor(log2 T)+1)/(2S²); count=K
 composes K independent runs (the same as epochs=K·E).  Only the rdp method applies to it.
 
+random-allocation:sigma=S,steps=T[,k=K] (alias balls-in-bins) is one random allocation (Feldman and
+Shenfeld 2025): T Gaussian steps with noise multiplier S, each example in exactly K of them, uniformly
+(K = 1: one balls-in-bins epoch of T batches; count=E composes E epochs, as sgd-epsilon --sampling
+balls-in-bins does for E·T steps).  Add/remove-one neighbours.  rdp: the Rényi bound of docs/math.md §3.8;
+pld (K = 1): the certified PLD of the round (docs/math.md §3.10), an upper bound only (no epsilon_lower).
+
 exponential:epsilon=E is the exponential mechanism exp(ε·u/(2Δu)) (or report-noisy-max with Gumbel
 noise), which is ε-bounded range (Durfee and Rogers 2019): its Rényi curve is the largest of the
 generalised randomized responses of Dong, Durfee and Rogers 2020 (at most αε²/8, Cesar and Rogers
@@ -222,6 +228,8 @@ def command(
     subsampled-gaussian:q=Q,sigma=S[,sampling=poisson|fixed-size] (or
     sampling=truncated-poisson,dataset_size=N,max_batch_size=B: Poisson batches cut at B), zcdp:rho=R,
     tree-aggregation:sigma=S,steps=T[,epochs=E] (DP-FTRL's tree, restarted every epoch; rdp only),
+    random-allocation:sigma=S,steps=T[,k=K] (each example in K random steps of T; K = 1: a balls-in-bins
+    epoch),
     exponential:epsilon=E (the exponential mechanism, ε-bounded range),
     rdp-curve:file=PATH (a curve printed by --rdp-curve; rdp only), dp:epsilon=E[,delta=D].
     Every kind but subsampled-gaussian also takes q=Q[,sampling=poisson|fixed-size]: the mechanism

@@ -270,6 +270,10 @@ def _pld(specs, want_eps, targets, opts):
         return None, message, {}
     lower, est, upper = (np.atleast_1d(np.asarray(x, float)) for x in b)
     note = "privacy loss distributions: certified [lower, upper]"
+    if np.all(
+        np.isnan(lower)
+    ):  # random allocation: its rounds' models dominate the pair (docs/math.md §3.10)
+        note = "privacy loss distributions: certified upper bound (no lower end: random allocation's models)"
     # δ = 0 (compose_pld): the bracket is the largest privacy loss itself, or [inf, inf]
     _, notes = _at_zero(
         specs,

@@ -15,8 +15,8 @@ expectations over the law of S under Q alone:
 
 The first is increasing and convex in every X_j separately, the second decreasing and convex.  This module
 replaces the law of X by a discrete one on the grid ``hℤ`` that dominates it in the matching order, computes
-the law of S by exact-arithmetic-bounded FFT convolution, and returns each direction as a loss model whose
-finite atoms are the grid values of the loss and whose mass at +∞ carries every neglected event:
+the law of S by FFT convolutions with a bound on their round-off, and returns each direction as a loss
+model whose finite atoms are the grid values of the loss and whose mass at +∞ carries every neglected event:
 
 * **spread**: the mass of X in each bin ``[x_k, x_{k+1}]`` goes to the two ends with the bin's conditional
   mean (a mean-preserving spread, convex order), then a small share is moved up (remove) or down (add) to

@@ -296,11 +296,20 @@ def rdp_random_allocation(sigma, t, k, alphas) -> np.ndarray:
     Feldman & Shenfeld 2025, "Privacy amplification by random allocation", arXiv:2502.08202: Thm 3.1 (Gaussian
     dominating pair), Lemma 3.2 (k > 1), Thm 4.4 / Cor. 4.6 (remove, exact at integer orders), Lemma F.3 /
     Thm 4.5 (add) sharpened as in :func:`rdp_random_allocation_add`.  Returns shape
-    ``broadcast(sigma, t, k).shape + (len(alphas),)``; never NaN (inf at α = inf).
+    ``broadcast(sigma, t, k).shape + (len(alphas),)``; never NaN (inf at α = inf).  Rényi divergences are
+    non-decreasing in the order, so the bound at α is also the least of the bounds at the orders above it
+    (van Erven & Harremoës 2014, Thm 3): taken here, it makes the curve non-decreasing where the pieces
+    of the bound meet (the add direction's cap below α = 2 is flat up to rounding).
     """
-    return np.maximum(
+    out = np.maximum(
         rdp_random_allocation_remove(sigma, t, k, alphas), rdp_random_allocation_add(sigma, t, k, alphas)
     )
+    a = np.atleast_1d(np.asarray(alphas, dtype=float)).reshape(-1)
+    order = np.argsort(a, kind="stable")
+    right = np.minimum.accumulate(np.take(out, order, axis=-1)[..., ::-1], axis=-1)[..., ::-1]
+    result = np.empty_like(right)
+    result[..., order] = right
+    return result
 
 
 def epsilon_random_allocation(sigma, t, k, rounds, delta, *, conversion="optimal", orders=None) -> np.ndarray:

@@ -35,6 +35,7 @@ import numpy as np
 
 from dpcalc.engine._numerics import require
 from dpcalc.engine.mechanisms import gaussian, subsampled_gaussian
+from dpcalc.engine.mechanisms.loss_models import approx_dp
 from dpcalc.engine.pld.delta import delta_bracket
 from dpcalc.engine.pld.epsilon import epsilon_bracket
 from dpcalc.engine.pld.grid import DEFAULT_MEMORY_CAP, DEFAULT_REL_ERROR, RDP_HINT, Component
@@ -127,14 +128,14 @@ def _sgm_directions(
     q: float, sigma: float, steps: int, neighbors: str = "add-remove", trunc=None, delta=None
 ):
     """The directions of DP-SGD's pair, each a list of components; ``trunc``: None (Poisson), ``(N, B)``
-    (truncated Poisson) or ``(sampling, N)`` (an allocation sampler; N may be nan; ``delta``, when the
-    question is ε(δ), sets the precision its rounds need)."""
-    if trunc is not None and isinstance(trunc[0], str):  # allocation rounds (docs/math.md §3.10)
+    (truncated Poisson) or an :class:`_Allocation` (``delta``, when the question is ε(δ), sets the
+    precision its rounds need)."""
+    if isinstance(trunc, _Allocation):  # allocation rounds (docs/math.md §3.10)
         from dpcalc.engine.dpsgd.allocation import rounds
         from dpcalc.engine.dpsgd.allocation_pld import run_directions
 
-        n = None if math.isnan(trunc[1]) else trunc[1]
-        t, k, r = (int(v) for v in rounds(q, steps, trunc[0], n))
+        n = None if math.isnan(trunc.dataset_size) else trunc.dataset_size
+        t, k, r = (int(v) for v in rounds(q, steps, trunc.sampling, n))
         return run_directions(sigma, t, k, r, delta)
     if trunc is not None:  # truncated Poisson batches: a revealed mixture per step (docs/math.md §3.7)
         from dpcalc.engine.dpsgd.truncated_poisson import loss_directions
@@ -223,13 +224,22 @@ def sgd_epsilon_pld(
     )
 
 
+class _Allocation(NamedTuple):
+    """An allocation sampler and its dataset size N (nan when not given: ⌊1/q⌋ steps an epoch)."""
+
+    sampling: str
+    dataset_size: object
+
+
 def _truncation(dataset_size, max_batch_size, sampling="poisson"):
-    """``(N, B)`` arrays of truncated Poisson sampling, ``(sampling, N)`` of an allocation sampler (N nan
-    when not given), or None (plain Poisson)."""
+    """``(N, B)`` arrays of truncated Poisson sampling, an :class:`_Allocation` of an allocation sampler, or
+    None (plain Poisson)."""
     from dpcalc.engine.dpsgd.allocation import SAMPLINGS
 
     if sampling in SAMPLINGS:
-        return sampling, np.asarray(np.nan if dataset_size is None else dataset_size, dtype=float)
+        return _Allocation(
+            sampling, np.asarray(np.nan if dataset_size is None else dataset_size, dtype=float)
+        )
     if max_batch_size is None:
         return None
     if dataset_size is None:
@@ -320,8 +330,8 @@ def _per_config(
 ) -> Bracket:
     """Broadcast (q, σ, steps, target[, N, B | N]) and run ``solve(directions, target)`` once per distinct
     configuration (each needs its own grid and FFT, so this is a loop over configurations)."""
-    alloc = trunc is not None and isinstance(trunc[0], str)
-    rows = [] if trunc is None else list(trunc[1:] if alloc else trunc)
+    alloc = isinstance(trunc, _Allocation)
+    rows = [] if trunc is None else [trunc.dataset_size] if alloc else list(trunc)
     arrays = [q, sigma, steps, target] + rows
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     flat = [np.broadcast_to(a, shape).ravel() for a in arrays]
@@ -331,7 +341,10 @@ def _per_config(
         key = tuple(a[i] for a in flat)
         if key not in cache:
             q1, s1, t1, x1 = float(key[0]), float(key[1]), int(key[2]), float(key[3])
-            tr = None if trunc is None else ((trunc[0],) if alloc else ()) + tuple(float(v) for v in key[4:])
+            if trunc is None:
+                tr = None
+            else:
+                tr = _Allocation(trunc.sampling, float(key[4])) if alloc else (float(key[4]), float(key[5]))
             what = f"sample rate {q1:g}, noise multiplier {s1:g}, {t1} steps"
             hint = x1 if target_is_delta else None
             cache[key] = _in_range(
@@ -370,7 +383,8 @@ def _spec_fields(spec):
 
 
 def _models(spec):
-    """``(count, model, model_other_direction_or_None)`` for one mechanism spec, from the catalogue."""
+    """``(count, model, model_other_direction_or_None, extra)`` for one mechanism spec, from the catalogue;
+    ``extra``: the mass at +∞ a dominating (upper-bound-only) model adds per release, else None."""
     from dpcalc.engine.mechanisms.catalogue import pld_pair
 
     kind, p, count, text = _spec_fields(spec)
@@ -384,18 +398,25 @@ def _models(spec):
         raise InputError(label + str(e)) from None
     if pair is None:
         raise InputError(label + f"kind {kind!r} has no privacy loss distribution here; use {RDP_HINT}")
-    return count, pair[0], pair[1]
+    return count, pair[0], pair[1], (pair[2] if len(pair) > 2 else None)
 
 
 def _directions(specs):
     items = [_models(s) for s in specs]
     if not items:
         raise InputError("compose: give at least one mechanism")
-    remove = [Component(m1, c) for c, m1, _ in items]
-    if all(m2 is None for _, _, m2 in items):
-        return [remove]
-    add = [Component(m2 if m2 is not None else m1, c) for c, m1, m2 in items]
-    return [remove, add]
+    remove = [Component(m1, c) for c, m1, _, _ in items]
+    add = [Component(m2 if m2 is not None else m1, c) for c, m1, m2, _ in items]
+    extras = [Component(approx_dp(0.0, x), c) for c, _, _, x in items if x]
+    if all(m2 is None for _, _, m2, _ in items):
+        return [remove + extras]
+    return [remove + extras, add + extras]
+
+
+def _upper_only(specs) -> bool:
+    """Whether some spec's models only dominate its pair (random allocation): the bracket's lower end then
+    bounds the models, not the composition, and is not reported."""
+    return any(_models(s)[3] is not None for s in specs)
 
 
 def compose_pld(specs, delta=None, epsilon=None, eps_error=None, *, memory_cap=DEFAULT_MEMORY_CAP) -> Bracket:
@@ -449,6 +470,15 @@ def compose_pld(specs, delta=None, epsilon=None, eps_error=None, *, memory_cap=D
                 "these mechanisms",
                 lambda v=float(v): _worst([fn(d, v, eps_error, memory_cap) for d in dirs]),
             )
+    if _upper_only(specs):
+        if delta is not None and not np.all(
+            np.isfinite(out[2]) | (vals.ravel() == 0)
+        ):  # (δ = 0: ε = ∞, exactly)
+            raise InputError(
+                "compose: the random-allocation rounds' certified round-off and tail mass reach this δ; use a "
+                f"larger --delta or {RDP_HINT}"
+            )
+        out[0] = np.nan
     if vals.ndim == 0:
         return Bracket(float(out[0, 0]), float(out[1, 0]), float(out[2, 0]))
     return Bracket(*(o.reshape(vals.shape) for o in out))

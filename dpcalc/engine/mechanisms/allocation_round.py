@@ -1,0 +1,72 @@
+"""Random allocation as a mechanism: one release is one allocation round (docs/math.md §3.8, §3.10).
+
+Spec ``random-allocation:sigma=S,steps=T[,k=K]`` (kind alias ``balls-in-bins``): T steps of the Gaussian
+mechanism with noise multiplier σ (clipped gradients, sensitivity 1 under add/remove-one neighbours), each
+example used in exactly K of them, the K-subset uniformly random (Feldman & Shenfeld 2025,
+arXiv:2502.08202).  K = 1 is one balls-in-bins epoch of T batches (Chua et al. 2025, arXiv:2412.16802), so
+``count=E`` composes E epochs — what ``sgd-epsilon --sampling balls-in-bins`` computes for E·T steps.
+
+* Rényi DP: :func:`dpcalc.engine.dpsgd.random_allocation.rdp_random_allocation` (remove direction exact at
+  integer orders, the add direction by the Laplace-transform bound; K > 1 by Lemma 3.2 blocks).
+* Privacy loss distribution (K = 1): the certified round of :mod:`dpcalc.engine.dpsgd.allocation_pld` — an
+  upper bound only; its counted mass (tails, round-off) rides along as a third element of the pair.  K > 1
+  is refused there (the blocks compose inside one release); ``sgd-epsilon --sampling random-allocation``
+  answers it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas
+from dpcalc.errors import InputError
+
+#: The largest ``steps`` accepted (the remove direction's multinomial series grows with T).
+MAX_STEPS = 10**7
+
+
+class AllocationRound(Mechanism):
+    noise = ("sigma", 1)
+    kind = "random-allocation"
+    aliases = ("balls-in-bins",)
+    keys = (
+        Key("sigma", "pos", aliases=("noise_multiplier", "noise-multiplier")),
+        Key("steps", "pos", aliases=("t",)),
+        Key("k", "pos", 1.0, aliases=("participations",)),
+    )
+    order = 45
+
+    def complete(self, params, given, fail):
+        for name, top in (("steps", MAX_STEPS), ("k", MAX_STEPS)):
+            v = params[name]
+            if not (float(v).is_integer() and 1 <= v <= top):
+                fail(f"bad value {name}={given.get(name, v)!r} (must be a whole number in [1, 10^7])")
+        if params["k"] > params["steps"]:
+            fail(
+                f"k={int(params['k'])} exceeds steps={int(params['steps'])} (each example is in k of the steps)"
+            )
+        return params
+
+    def rdp(self, params, alphas):
+        from dpcalc.engine.dpsgd.random_allocation import rdp_random_allocation
+
+        a = check_alphas(alphas)
+        out = rdp_random_allocation(params["sigma"], params["steps"], params["k"], a.reshape(-1))
+        return np.asarray(out, dtype=float).reshape(a.shape)
+
+    def pld_pair(self, params):
+        from dpcalc.engine.dpsgd.allocation_pld import round_loss_models
+
+        if params["k"] != 1:
+            raise InputError(
+                "the privacy loss distribution of a random allocation with k > 1 is not offered as a spec; "
+                "use sgd-epsilon --sampling random-allocation --accountant pld, or the RDP accountant"
+            )
+        remove, add, extra = round_loss_models(float(params["sigma"]), int(params["steps"]))
+        return remove, add, extra
+
+    def relation(self, params):
+        return "poisson"  # add/remove-one neighbours, as Poisson sampling's analyses
+
+
+MECHANISM = AllocationRound()
