@@ -82,3 +82,14 @@ def test_refusals():
         main, ["compose", "balls-in-bins:sigma=1.1,steps=234,count=60", "--delta", "1e-13", "--method", "pld"]
     )
     assert r.exit_code == 2 and "--delta" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_label_and_caption():
+    assert parse_spec("balls-in-bins:sigma=1.1,steps=234,count=60").label() == (
+        "random-allocation:sigma=1.1,steps=234,k=1,count=60"
+    )
+    r = CliRunner().invoke(
+        main, ["compose", "balls-in-bins:sigma=1.1,steps=234,count=6", "--delta", "1e-5", "-f", "table"]
+    )
+    text = " ".join(r.stdout.split())
+    assert r.exit_code == 0 and "add/remove-one (Poisson sampling or random allocation)" in text

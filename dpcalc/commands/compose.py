@@ -429,6 +429,8 @@ def _relation_caption(specs) -> str:
     from dpcalc.engine.mechanisms.catalogue import relations
 
     samplings = relations(specs)
+    if samplings == {"poisson"} and any(s.kind == "random-allocation" for s in specs):
+        return "; neighbours: add/remove-one (Poisson sampling or random allocation)"
     if samplings == {"poisson"}:
         return "; neighbours: add/remove-one (Poisson sampling)"
     if samplings == {"fixed-size"}:

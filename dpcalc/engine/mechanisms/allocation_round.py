@@ -41,6 +41,7 @@ class AllocationRound(Mechanism):
             v = params[name]
             if not (float(v).is_integer() and 1 <= v <= top):
                 fail(f"bad value {name}={given.get(name, v)!r} (must be a whole number in [1, 10^7])")
+            params[name] = int(v)
         if params["k"] > params["steps"]:
             fail(
                 f"k={int(params['k'])} exceeds steps={int(params['steps'])} (each example is in k of the steps)"
