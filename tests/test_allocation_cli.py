@@ -176,17 +176,7 @@ def test_monte_carlo_refuses_the_inverse_question():
 
 @pytest.mark.parametrize("sampling", ["balls-in-bins", "random-allocation"])
 def test_rdp_curve_converts_to_the_rdp_row(tmp_path, sampling):
-    base = [
-        "sgd-epsilon",
-        "--sigma",
-        "1.1",
-        "--batch-size",
-        "256",
-        "--dataset-size",
-        "60000",
-        "--epochs",
-        "3",
-    ]
+    base = [*RUN[:-2], "--epochs", "3"]  # (a Rényi curve takes no --delta)
     r = CliRunner().invoke(main, [*base, "--sampling", sampling, "--rdp-curve", "-f", "csv"])
     assert r.exit_code == 0, r.stderr
     path = tmp_path / "curve.csv"

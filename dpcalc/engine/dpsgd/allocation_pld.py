@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 from scipy import fft as sfft
@@ -121,30 +122,50 @@ def _grid(mu: float, t: int, tail: float):
     return h, k
 
 
-def _spread_law(mu: float, h: float, k: int, up: bool):
-    """The discrete law of X on ``0, h, .., K·h`` (Q-masses of the body X <= K·h, each raised by its
-    rounding bound: a larger measure only raises the nonnegative integrands of δ) and the analytic tail
-    quantities ``(Q(X > x_max), E_Q[X; X > x_max])``."""
+class _Bins(NamedTuple):
+    """The bins of X on ``0, h, .., K·h``: the grid, each bin's Q-mass and conditional mean with their
+    relative error bounds, and the analytic tail quantities ``(Q(X > x_max), E_Q[X; X > x_max])``; shared by
+    both directions' spreads."""
+
+    x: np.ndarray
+    mass: np.ndarray
+    rm: np.ndarray
+    mean: np.ndarray
+    rp: np.ndarray
+    q_tail: float
+    m_tail: float
+
+
+def _bins(mu: float, h: float, k: int) -> _Bins:
     x = np.arange(k + 1) * h
     with np.errstate(divide="ignore"):
         lx = np.log(x)
     z = (lx + 0.5 * mu * mu) / mu  # Q(X <= x) = Φ(z); E_Q[X; X <= x] = Φ(z − μ)
     mass, rm = _bin_integrals(z, 0.0)
     pmean, rp = _bin_integrals(z, mu)
-    zp = z - mu
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(mass > 0, pmean / mass, x[:-1] + 0.5 * h)
     mean = np.clip(mean, x[:-1], x[1:])
-    share = (mean - x[:-1]) / h  # fraction sent to the upper end (mean-preserving)
-    cover = (rm + rp + 4.0 * _U) * x[1:] / h + 8.0 * _U * (x[1:] / h + 1.0)  # the rounding of that fraction
+    q_tail = math.exp(special.log_ndtr(-float(z[-1]))) * (1.0 + 1e-12)
+    m_tail = math.exp(special.log_ndtr(-float(z[-1] - mu))) * (1.0 + 1e-12)
+    return _Bins(x, mass, rm, mean, rp, q_tail, m_tail)
+
+
+def _spread_law(b: _Bins, h: float, up: bool) -> np.ndarray:
+    """The discrete law of X on the grid (Q-masses of the body X <= K·h, each raised by its rounding bound:
+    a larger measure only raises the nonnegative integrands of δ): each bin's mass split between its ends
+    with the bin's mean, the share sent up raised (remove) or lowered (add) by that mean's rounding bound."""
+    x = b.x
+    share = (b.mean - x[:-1]) / h  # fraction sent to the upper end (mean-preserving)
+    cover = (b.rm + b.rp + 4.0 * _U) * x[1:] / h + 8.0 * _U * (
+        x[1:] / h + 1.0
+    )  # the rounding of that fraction
     share = np.clip(share + cover if up else share - cover, 0.0, 1.0)
-    mass = mass * (1.0 + rm + 8.0 * _U)  # covers the masses' error and the rounding of the split below
-    p = np.zeros(k + 1)
+    mass = b.mass * (1.0 + b.rm + 8.0 * _U)  # covers the masses' error and the rounding of the split below
+    p = np.zeros(x.size)
     p[:-1] += mass * (1.0 - share)
     p[1:] += mass * share
-    q_tail = math.exp(special.log_ndtr(-float(z[-1]))) * (1.0 + 1e-12)
-    m_tail = math.exp(special.log_ndtr(-float(zp[-1]))) * (1.0 + 1e-12)
-    return p, q_tail, m_tail
+    return p
 
 
 def _fft_err(a, b, c, n_fft: int, u: float) -> float:
@@ -258,10 +279,11 @@ def round_loss_models(
         return g, g, 0.0
     mu = 1.0 / sigma
     h, k = _grid(mu, t, tail)
-    x = np.arange(k + 1) * h
+    bins = _bins(mu, h, k)
+    x, q_tail, m_tail = bins.x, bins.q_tail, bins.m_tail
     extras, models = [], []
     for up in (True, False):
-        p, q_tail, m_tail = _spread_law(mu, h, k, up)
+        p = _spread_law(bins, h, up)
         mean_x = float(np.sum(p * x))
         # the sum of the other t − 1 terms; the cuts are charged with the P-weight (remove) or Q-mass (add)
         rest, err, dropped = _power(p, t - 1, h, mean_x, up, 0.5 * tail, t, precise)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas
+from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, whole
 from dpcalc.errors import InputError
 
 #: The largest ``steps`` accepted (the remove direction's multinomial series grows with T).
@@ -37,11 +37,8 @@ class AllocationRound(Mechanism):
     order = 45
 
     def complete(self, params, given, fail):
-        for name, top in (("steps", MAX_STEPS), ("k", MAX_STEPS)):
-            v = params[name]
-            if not (float(v).is_integer() and 1 <= v <= top):
-                fail(f"bad value {name}={given.get(name, v)!r} (must be a whole number in [1, 10^7])")
-            params[name] = int(v)
+        for name in ("steps", "k"):
+            params[name] = whole(params, given, fail, name, MAX_STEPS, "10^7")
         if params["k"] > params["steps"]:
             fail(
                 f"k={int(params['k'])} exceeds steps={int(params['steps'])} (each example is in k of the steps)"

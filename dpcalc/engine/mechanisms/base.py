@@ -89,6 +89,15 @@ def up(value, scale):
     return value + 16.0 * _EPS * np.abs(scale)
 
 
+def whole(params: dict, given: dict, fail, name: str, top: int, top_text: str) -> int:
+    """``params[name]`` as an int, after checking it is a whole number in ``[1, top]`` (``fail`` otherwise,
+    quoting the value as given and the range as ``[1, top_text]``)."""
+    v = params[name]
+    if not (float(v).is_integer() and 1 <= v <= top):
+        fail(f"bad value {name}={given.get(name, v)!r} (must be a whole number in [1, {top_text}])")
+    return int(v)
+
+
 class Mechanism:
     """A kind of mechanism (see the module docstring).  Subclasses set the class attributes and
     override the methods that apply; the defaults say "not available" with a reason."""

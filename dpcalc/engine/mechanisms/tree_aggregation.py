@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, up
+from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, up, whole
 
 #: The largest ``steps``: whole numbers up to 2^53 are exact doubles.
 MAX_STEPS = 2**53
@@ -67,14 +67,6 @@ def rdp_tree_aggregation(sigma, steps, epochs, alphas):
     return up(z, z)
 
 
-def _whole(params, given, fail, name, top):
-    v = params[name]
-    if not (float(v).is_integer() and 1 <= v <= top):
-        limit = "2^53" if top == MAX_STEPS else "10^12"
-        fail(f"bad value {name}={given.get(name, v)!r} (must be a whole number in [1, {limit}])")
-    return int(v)
-
-
 class TreeAggregation(Mechanism):
     noise = ("sigma", 1)
     kind = "tree-aggregation"
@@ -83,8 +75,8 @@ class TreeAggregation(Mechanism):
     order = 45
 
     def complete(self, params, given, fail):
-        params["steps"] = _whole(params, given, fail, "steps", MAX_STEPS)
-        params["epochs"] = _whole(params, given, fail, "epochs", MAX_EPOCHS)
+        params["steps"] = whole(params, given, fail, "steps", MAX_STEPS, "2^53")
+        params["epochs"] = whole(params, given, fail, "epochs", MAX_EPOCHS, "10^12")
         return params
 
     def rdp(self, params, alphas):

@@ -363,10 +363,7 @@ def _allocation_answer(bracket, what: str) -> tuple:
     (round-off, tails) is as large as the δ asked, which is a refusal, not an answer."""
     _, est, upper = bracket
     if not math.isfinite(upper):
-        raise InputError(
-            f"PLD accounting of {what}: the allocation rounds' certified round-off and tail mass reach this "
-            "δ; use a larger --delta or --accountant rdp"
-        )
+        raise _floor_refusal(f"PLD accounting of {what}", "allocation", "--accountant rdp")
     return math.nan, est, upper
 
 
@@ -401,8 +398,9 @@ def _models(spec):
     return count, pair[0], pair[1], (pair[2] if len(pair) > 2 else None)
 
 
-def _directions(specs):
-    items = [_models(s) for s in specs]
+def _directions(specs, items=None):
+    """The directions of a composition of specs (``items``: their :func:`_models`, when already read)."""
+    items = [_models(s) for s in specs] if items is None else items
     if not items:
         raise InputError("compose: give at least one mechanism")
     remove = [Component(m1, c) for c, m1, _, _ in items]
@@ -413,10 +411,12 @@ def _directions(specs):
     return [remove + extras, add + extras]
 
 
-def _upper_only(specs) -> bool:
-    """Whether some spec's models only dominate its pair (random allocation): the bracket's lower end then
-    bounds the models, not the composition, and is not reported."""
-    return any(_models(s)[3] is not None for s in specs)
+def _floor_refusal(what: str, rounds: str, hint: str) -> InputError:
+    """The refusal of a δ at or below the certified round-off and tail mass of random-allocation rounds."""
+    return InputError(
+        f"{what}: the {rounds} rounds' certified round-off and tail mass reach this δ; use a larger --delta or "
+        f"{hint}"
+    )
 
 
 def compose_pld(specs, delta=None, epsilon=None, eps_error=None, *, memory_cap=DEFAULT_MEMORY_CAP) -> Bracket:
@@ -435,7 +435,11 @@ def compose_pld(specs, delta=None, epsilon=None, eps_error=None, *, memory_cap=D
     from dpcalc.engine.mechanisms.catalogue import float_down, float_up
 
     eps_error = _check_eps_error(eps_error)
-    dirs = _in_range("these mechanisms", lambda: _directions(specs))
+    items = _in_range("these mechanisms", lambda: [_models(s) for s in specs])
+    dirs = _directions(specs, items)
+    # random allocation's models only dominate its pair: the bracket's lower end bounds the models, not the
+    # composition, and is not reported
+    upper_only = any(x is not None for *_, x in items)
     if delta is not None:
         vals = _check_delta(delta)
         fn = epsilon_bracket
@@ -470,14 +474,9 @@ def compose_pld(specs, delta=None, epsilon=None, eps_error=None, *, memory_cap=D
                 "these mechanisms",
                 lambda v=float(v): _worst([fn(d, v, eps_error, memory_cap) for d in dirs]),
             )
-    if _upper_only(specs):
-        if delta is not None and not np.all(
-            np.isfinite(out[2]) | (vals.ravel() == 0)
-        ):  # (δ = 0: ε = ∞, exactly)
-            raise InputError(
-                "compose: the random-allocation rounds' certified round-off and tail mass reach this δ; use a "
-                f"larger --delta or {RDP_HINT}"
-            )
+    if upper_only:
+        if delta is not None and not np.all(np.isfinite(out[2]) | (vals.ravel() == 0)):  # (δ = 0: ε = ∞)
+            raise _floor_refusal("compose", "random-allocation", RDP_HINT)
         out[0] = np.nan
     if vals.ndim == 0:
         return Bracket(float(out[0, 0]), float(out[1, 0]), float(out[2, 0]))
