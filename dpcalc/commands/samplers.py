@@ -85,6 +85,20 @@ def pld_applies(sampling: str) -> bool:
     return sampling in ("poisson", "truncated-poisson", *ALLOCATION)
 
 
+def pld_setting(sampling: str, neighbors: str, dataset_size=None, max_batch_size=None) -> dict:
+    """The keywords of :func:`dpcalc.engine.pld.accountant.sgd_epsilon_pld` (and ``sgd_delta_pld``) beyond
+    plain Poisson sampling under add/remove neighbours: the relation, truncated Poisson's N and B, an
+    allocation sampler and its N (docs/math.md §3.5, §3.7, §3.10)."""
+    out = {}
+    if neighbors != "add-remove":
+        out["neighbors"] = neighbors
+    if sampling == "truncated-poisson":
+        out.update(dataset_size=dataset_size, max_batch_size=max_batch_size)
+    elif sampling in ALLOCATION:
+        out.update(sampling=sampling, dataset_size=dataset_size)
+    return out
+
+
 def check_pld(sampling: str) -> None:
     """Refuse ``--accountant pld`` where :func:`pld_applies` is false, saying why."""
     if not pld_applies(sampling):

@@ -7,7 +7,7 @@ configuration at a time (:mod:`dpcalc.engine.pld.calibration`).  numpy loads onl
 
 from __future__ import annotations
 
-from dpcalc.commands.samplers import ALLOCATION
+from dpcalc.commands.samplers import ALLOCATION, pld_setting
 from dpcalc.errors import InputError
 
 #: Relative tolerance of the noise calibration and the rate budget (the σ reported is within this
@@ -48,13 +48,7 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
             k: float(g[k][i]) if k in g else None
             for k in ("q", "sigma", "steps", "epochs", "n", "bmax", "delta", "target")
         }
-        setting = {}  # beyond Poisson sampling under add/remove (docs/math.md §3.5, §3.7)
-        if p.neighbors != "add-remove":
-            setting["neighbors"] = p.neighbors
-        if "bmax" in g:
-            setting.update(dataset_size=v["n"], max_batch_size=v["bmax"])
-        if p.sampling in ALLOCATION:  # the rounds of an allocation sampler (docs/math.md §3.10)
-            setting.update(sampling=p.sampling, dataset_size=v["n"])
+        setting = pld_setting(p.sampling, p.neighbors, v["n"], v["bmax"])
         if solve == "sigma":
             s, b = calibration.calibrate_noise_pld(
                 v["q"],

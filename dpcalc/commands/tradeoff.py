@@ -230,16 +230,14 @@ def sgd_tradeoff(params, fpr) -> Result:
     accountant = params.accountant
     if accountant not in ("rdp", "pld", "all"):
         raise InputError(f"--fpr: applies to --accountant rdp, pld or all, not {accountant}")
-    from dpcalc.commands.samplers import ALLOCATION, pld_applies
+    from dpcalc.commands.samplers import ALLOCATION, pld_applies, pld_setting
 
     has_pld = pld_applies(sampling)
     if accountant == "pld" and not has_pld:
         raise InputError(
             f"--fpr: --accountant pld does not apply to --sampling {sampling}; use --accountant rdp"
         )
-    pld_kw = dict(extra, neighbors=neighbors)
-    if sampling in ALLOCATION:
-        pld_kw["sampling"] = sampling
+    pld_kw = pld_setting(sampling, neighbors, extra.get("dataset_size"), extra.get("max_batch_size"))
     rows = []
     for q, sigma, steps in _sgd_configs(params):
         cfg = {"sample_rate": q, "noise_multiplier": sigma, "steps": steps}
