@@ -182,7 +182,8 @@ def man_page(name: str | None) -> str:
             "Values: every numeric option takes V, a list V1,V2,..., an arithmetic range START:STOP:STEP "
             "(STOP included when on the grid) or a geometric range START:STOP:xFACTOR; several swept options "
             "give one row per combination.\n\nOutput: a table on a terminal, CSV otherwise (-f chooses). CSV "
-            "writes floats at full precision and inf as inf; JSON writes null for inf. Tables round bounds to "
+            'writes floats at full precision and inf as inf; JSON writes the string "inf" for inf and null only where '
+            "a value does not apply. Tables round bounds to "
             "the safe side. Warnings and verdicts go to standard error."
         )
     )
