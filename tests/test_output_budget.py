@@ -271,3 +271,16 @@ def test_spilled_configurations_give_the_same_answer(monkeypatch):
         match=r"epsilon = 3.[0-9]+ > 3.0 at x=\d+ \(tightest certified row \d+, method [abc]; \d+ of 300",
     ):
         judge.check()
+
+
+def test_q_leaves_out_a_configuration_without_a_certified_value_and_says_so(capsys):
+    from dpcalc.cli.common import emit
+
+    r = Result({"method": ["rdp", "x-asymptotic"], "x": [1, 2], "epsilon": [0.5, 0.1]})
+    emit(r, Output(fmt="csv", quiet=True))
+    captured = capsys.readouterr()
+    assert captured.out == "x=1\t0.5\n"
+    assert captured.err.strip() == (
+        "Warning: -q: 1 of 2 configurations have no certified epsilon (rows: x-asymptotic) and print no "
+        "line; -f csv shows every row"
+    )

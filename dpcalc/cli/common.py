@@ -11,8 +11,8 @@ place that
 3. renders the result (table, CSV, TSV, JSON, JSON Lines, or ``-q`` headline values; the formats
    are described in :mod:`dpcalc.render`) to stdout;
 4. draws ``--plot``;
-5. judges ``--max-epsilon``/``--max-delta`` on the rows that are sound upper bounds (exit 3, the
-   rows already printed; see :func:`sound_row`).
+5. judges ``--max-epsilon``/``--max-delta``/``--max-tpr`` per configuration, on its tightest
+   certified row (exit 3, the rows already printed; see :class:`BudgetJudge` and :mod:`dpcalc.configs`).
 
 Writing to stdout fails in one way only: a reader that went away (``dpcalc ... | head -1``) ends the
 command quietly with status 0, in every format; any other failure (a full disk, a closed stdout) is
@@ -106,25 +106,31 @@ def common_options(func):
         "-q",
         "--quiet",
         is_flag=True,
-        help="Print only the headline value. One row: the value alone. Several rows (a stream: a first "
-        "chunk of several rows, or more chunks): LABEL<TAB>VALUE per line, LABEL being the method when "
-        "it varies and the swept inputs that vary as key=value, joined by commas; rows where the value "
-        "does not apply are skipped. The odometer's steps: one value per step.",
+        help="Print only the headline value: per configuration (the rows that share every input and "
+        "differ only by method, accountant or conversion), the tightest certified one (the smallest upper "
+        "bound; the smallest noise or the most steps found within a target). One configuration: the value "
+        "alone. Several: CONFIGURATION<TAB>VALUE per line, CONFIGURATION being the swept inputs that vary, "
+        "as key=value joined by commas. A row that is not a certified bound (an estimate, an asymptotic or "
+        "reference formula, valid=false, a Monte Carlo bound) is never printed; when no row is one, -q is "
+        "an error (-f csv shows every row). The odometer's steps: one value per step.",
     )
     @click.option(
         "--max-epsilon",
         type=Grid(lo=0, lo_open=False),
         default=None,
         metavar="X",
-        help="Budget check: exit 3 if a reported ε that is a sound upper bound exceeds X (rows with "
-        "valid=false, lower bounds, asymptotic and reference formulas are not judged).",
+        help="Budget check: after printing, exit 3 if the tightest certified ε of some configuration "
+        "exceeds X (a run that one method certifies within X passes, whatever a looser method says; rows "
+        "with valid=false, lower bounds, estimates, asymptotic, reference and Monte Carlo rows are never "
+        "judged; a configuration no row certifies is an error, never a pass).",
     )
     @click.option(
         "--max-delta",
         type=Grid(lo=0, hi=1, lo_open=False),
         default=None,
         metavar="X",
-        help="Budget check: exit 3 if a reported δ that is a sound upper bound exceeds X.",
+        help="Budget check: exit 3 if the tightest certified δ of some configuration exceeds X (as "
+        "--max-epsilon).",
     )
     @click.option(
         "--plot",
@@ -283,8 +289,11 @@ def emit(result, out: Output) -> None:
         from dpcalc.plot import draw  # raises a one-line error when matplotlib is missing
 
         draw(result, out.plot)
-    with writing():
-        render(result, fmt, sys.stdout, quiet=out.quiet, columns=out.columns)
+    with warnings.catch_warnings(record=True) as caught:  # -q's warning about configurations left out
+        warnings.simplefilter("always", DpcalcWarning)
+        with writing():
+            render(result, fmt, sys.stdout, quiet=out.quiet, columns=out.columns)
+    _warn(caught)
     check_budget(result, out)
 
 
