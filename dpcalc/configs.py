@@ -28,8 +28,8 @@ SQLite file (a sweep of millions of rows is judged in a few MB).
 
 from __future__ import annotations
 
-import json
 import math
+from ast import literal_eval
 from collections.abc import Iterator
 
 from dpcalc.result import LOWER_COLUMNS
@@ -60,7 +60,7 @@ SEPARATE = frozenset({"cni"})
 #: headlines where a larger certified value is the tighter answer (the rest: smaller)
 LARGER_IS_TIGHTER = LOWER_COLUMNS | {"steps", "sample_rate", "batch_size", "release_epsilon"}
 #: configurations kept in memory before the rest go to a temporary SQLite file
-SPILL = 20_000
+SPILL = 10_000
 
 
 def key_columns(names, headline: str, derived=()) -> list[str]:
@@ -134,13 +134,15 @@ class Tightest:
     def feed(self, result) -> None:
         from dpcalc.render.cells import csv_cell
 
-        cols = {n: result.column(n) for n in result.names}
+        names = set(result.names)
+        need = set(self.keys) | set(self.columns) | ({"method", "valid", "bound", "confidence"} & names)
+        cols = {n: result.column(n) for n in need if n in names}
         keyed = [cols.get(k, [None] * len(result)) for k in self.keys]
         methods = cols.get("method", [None] * len(result))
         batch = []
         for i in range(len(result)):
             self.rows += 1
-            row = {n: cols[n][i] for n in cols}
+            row = {n: cols[n][i] for n in cols}  # the columns certified() reads
             cells = [csv_cell(col[i]) for col in keyed]
             self._track(cells)
             m = methods[i]
@@ -157,7 +159,7 @@ class Tightest:
                         if label not in self.uncertified[j] and len(self.uncertified[j]) < 6:
                             self.uncertified[j].append(label)
                     picks.append((None, "", None, None, int(number(v))))
-            batch.append((json.dumps([sep, cells]), self.rows, cells, sep, picks))
+            batch.append(((sep, *cells), self.rows, cells, sep, picks))
         if self._db is None:
             for entry in batch:
                 self._keep(*entry)
@@ -201,7 +203,8 @@ class Tightest:
         cols = "".join(
             f", v{j} REAL, c{j} TEXT, m{j} TEXT, r{j} INTEGER, a{j} INTEGER" for j in range(len(self.columns))
         )
-        self._db.execute(f"CREATE TABLE cfg (k TEXT PRIMARY KEY, seq INTEGER, cells TEXT, sep TEXT{cols})")
+        # k: repr of the key tuple (sep, *cells), read back by literal_eval
+        self._db.execute(f"CREATE TABLE cfg (k TEXT PRIMARY KEY, seq INTEGER{cols})")
         self._db.execute("CREATE INDEX cfg_seq ON cfg (seq)")
         sets = []
         for j, larger in enumerate(self.larger):
@@ -211,13 +214,12 @@ class Tightest:
             sets += [f"{x}{j} = CASE WHEN {better} THEN excluded.{x}{j} ELSE {x}{j} END" for x in "cmr"]
             sets.append(f"v{j} = CASE WHEN {better} THEN excluded.v{j} ELSE v{j} END")
             sets.append(f"a{j} = MAX(a{j}, excluded.a{j})")
-        marks = ", ".join("?" * (4 + 5 * len(self.columns)))
+        marks = ", ".join("?" * (2 + 5 * len(self.columns)))
         self._insert = f"INSERT INTO cfg VALUES ({marks}) ON CONFLICT(k) DO " + (
             f"UPDATE SET {', '.join(sets)}" if sets else "NOTHING"
         )
         rows = [
-            (key, seq, json.dumps(cells), sep, *[x for p in picks for x in p])
-            for key, (seq, cells, sep, picks) in self._mem.items()
+            (repr(key), seq, *[x for p in picks for x in p]) for key, (seq, _, _, picks) in self._mem.items()
         ]
         self._db.executemany(self._insert, rows)
         self._mem = {}
@@ -225,10 +227,7 @@ class Tightest:
     def _upsert(self, batch) -> None:
         self._db.executemany(
             self._insert,
-            [
-                (key, seq, json.dumps(cells), sep, *[x for p in picks for x in p])
-                for key, seq, cells, sep, picks in batch
-            ],
+            [(repr(key), seq, *[x for p in picks for x in p]) for key, seq, _, _, picks in batch],
         )
 
     # -- reading ---------------------------------------------------------------------------------
@@ -247,15 +246,17 @@ class Tightest:
             return
         width = 5 * len(self.columns)
         fields = "".join(f", v{j}, c{j}, m{j}, r{j}, a{j}" for j in range(len(self.columns)))
-        for rec in self._db.execute(f"SELECT cells, sep{fields} FROM cfg ORDER BY seq"):
-            flat = rec[2 : 2 + width]
+        for rec in self._db.execute(f"SELECT k{fields} FROM cfg ORDER BY seq"):
+            flat = rec[1 : 1 + width]
             picks = [tuple(flat[5 * j : 5 * j + 5]) for j in range(len(self.columns))]
-            yield json.loads(rec[0]), rec[1], picks
+            sep, *cells = literal_eval(rec[0])
+            yield cells, sep, picks
 
     def label(self, cells: list[str], sep: str) -> str:
         """The configuration's name: its inputs that vary across the configurations, as key=value
-        joined by commas (a :data:`SEPARATE` method's configuration is named by its method first)."""
-        parts = [sep] if sep else []
+        joined by commas; where a :data:`SEPARATE` method answers another question, its configurations
+        are named by the method first, the others by ``dp`` (iterate: ``cni`` and ``dp``)."""
+        parts = [sep or "dp"] if self.separate else []  # dp: the question of the command's other methods
         parts += [f"{k}={cells[j]}" for j, k in enumerate(self.keys) if self.varies[j]]
         return ",".join(parts)
 

@@ -214,7 +214,8 @@ def test_a_method_that_answers_another_question_is_a_configuration_of_its_own(in
     assert cni < others  # cni (same data, starts apart) does not bound the run's ε
     res = invoke([*args, "--initial-distance", "0.5", "-q", "--max-epsilon", repr(cni)])
     assert res.exit_code == 3 and f"epsilon = {others!r} > {cni!r}" in res.stderr
-    assert res.stdout.splitlines()[-1] == f"cni\t{cni!r}"
+    assert res.stdout.splitlines() == [f"dp\t{others!r}", f"cni\t{cni!r}"]
+    assert f"> {cni!r} at dp (tightest certified row" in res.stderr
 
 
 def test_a_curves_best_order_is_not_an_input(invoke):
