@@ -127,7 +127,7 @@ class Tightest:
         self.separate = False  # a SEPARATE method's configuration was seen
         #: per column, the methods (at most 6) of rows with a number that certifies nothing
         self.uncertified: list[list[str]] = [[] for _ in self.columns]
-        self._mem: dict[str, list] = {}
+        self._mem: dict[tuple, list] = {}  # key (sep, *cells) -> [seq, cells, sep, picks]
         self._db = None
 
     # -- feeding ---------------------------------------------------------------------------------
