@@ -18,8 +18,8 @@ apart) is a configuration of its own.
 
 A row is *certified* for a column (:func:`certified`) when the column holds a number and the row is a
 guarantee: not ``valid=false``, not an asymptotic or reference formula, not the ``lower`` bound of a
-command that reports upper ones (``bound=lower``), and not a Monte Carlo row (a ``confidence``: an
-upper bound only with that probability).  A lower-bound column (``epsilon_lower`` of an audit, say)
+command that reports upper ones (``bound=lower``), and not a Monte Carlo row (a ``confidence``, or a
+method ending in ``-mc``: an upper bound only with that probability).  A lower-bound column (``epsilon_lower`` of an audit, say)
 is what its name says, and certified in every row where ``valid`` is not false.
 
 Memory is bounded: up to :data:`SPILL` configurations are kept in a dictionary, more in a temporary
@@ -106,7 +106,9 @@ def certified(row: dict, column: str) -> bool:
         return False
     if column in LOWER_COLUMNS:
         return True
-    return sound_row(row) and row.get("confidence") is None
+    method = row.get("method")
+    monte_carlo = row.get("confidence") is not None or (isinstance(method, str) and method.endswith("-mc"))
+    return sound_row(row) and not monte_carlo
 
 
 class Tightest:

@@ -2,11 +2,16 @@
 
 import csv
 import io
+import math
+import warnings
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpcalc import configs
 from dpcalc.cli.common import BudgetJudge, Output, check_budget, sound_row
+from dpcalc.errors import InputError
 from dpcalc.render import to_string
 from dpcalc.result import Result, Stream
 
@@ -144,6 +149,7 @@ def test_sound_rows(row, sound):
         ({"method": "rdp", "valid": False, "epsilon_lower": 0.4}, "epsilon_lower", False),
         ({"method": "rdp", "valid": False, "epsilon": 1.0}, "epsilon", False),
         ({"method": "rdp", "run": True}, "run", False),
+        ({"method": "balls-in-bins-mc", "epsilon": 1.0}, "epsilon", False),
     ],
 )
 def test_certified(row, column, ok):
@@ -285,3 +291,58 @@ def test_q_leaves_out_a_configuration_without_a_certified_value_and_says_so(caps
         "Warning: -q: 1 of 2 configurations have no certified epsilon (rows: x-asymptotic) and print no "
         "line; -f csv shows every row"
     )
+
+
+_METHODS = ["rdp", "pld", "x-asymptotic", "y-reference", "lower", "z-mc"]
+_ROW = st.tuples(
+    st.sampled_from(_METHODS),
+    st.integers(1, 3),  # the configuration's input x
+    st.one_of(st.none(), st.floats(0, 10, allow_nan=False), st.just(math.inf), st.just(math.nan)),
+    st.sampled_from([True, False, None]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(_ROW, min_size=1, max_size=12), limit=st.floats(0, 10, allow_nan=False))
+def test_q_and_the_judge_follow_the_rule_on_any_rows(rows, limit):
+    """-q prints, per configuration, the smallest epsilon of its certified rows and nothing else; the
+    judge fails (3) exactly when one of those exceeds the limit, and a configuration without one is
+    never a pass."""
+    r = Result(
+        {
+            "method": [m for m, *_ in rows],
+            "x": [x for _, x, *_ in rows],
+            "epsilon": [e for *_, e, _ in rows],
+            "valid": [v for *_, v in rows],
+        }
+    )
+    ok = lambda m, e, v: e is not None and not math.isnan(e) and v is not False and m in ("rdp", "pld")  # noqa: E731
+    xs = list(dict.fromkeys(x for _, x, *_ in rows))
+    best = {x: min((e for m, xx, e, v in rows if xx == x and ok(m, e, v)), default=None) for x in xs}
+    seen = {x: any(e is not None and not math.isnan(e) for _, xx, e, _ in rows if xx == x) for x in xs}
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            text = to_string(r, "csv", quiet=True)
+    except InputError:
+        assert all(b is None for b in best.values()) and any(seen.values())
+    else:
+        if len(xs) == 1:
+            x = xs[0]
+            assert text == ("" if best[x] is None else repr(best[x])) + "\n"
+        else:
+            assert text.splitlines() == [f"x={x}\t{best[x]!r}" for x in xs if best[x] is not None]
+        left_out = any(best[x] is None and seen[x] for x in xs)
+        assert left_out == any("print no line" in str(w.message) for w in caught)
+    try:
+        check_budget(r, Output(max_epsilon=limit))
+    except Exception as exc:
+        code = exc.exit_code
+    else:
+        code = 0
+    if any(b is not None and b > limit for b in best.values()):
+        assert code == 3
+    elif any(b is None for b in best.values()):
+        assert code == 2
+    else:
+        assert code == 0
