@@ -149,7 +149,7 @@ def test_pick_columns_names_unknown_ones():
 def test_format_help_tells_infinity_from_null(invoke):
     text = " ".join(invoke(["compose", "--help"]).stdout.split())
     assert "[table|csv|tsv|json|jsonl]" in text and '"inf"/"-inf"' in text and "null where" in text
-    assert "--columns" in text and "LABEL<TAB>VALUE" in text
+    assert "--columns" in text and "CONFIGURATION<TAB>VALUE" in text and "tightest certified" in text
 
 
 # -- streaming --------------------------------------------------------------------------------
