@@ -153,6 +153,27 @@ ORDERS_HELP = (
 @click.option(
     "--repair", is_flag=True, help="With --ledger: remove a torn (incomplete) last line, nothing else."
 )
+@click.option(
+    "--head",
+    "print_head",
+    is_flag=True,
+    help="With --ledger: print the ledger's head, COUNT:SHA256 (with --add: after the append), "
+    "instead of the rows; pass it back with --expect-head.",
+)
+@click.option(
+    "--expect-head",
+    default=None,
+    metavar="HEAD",
+    help="With --ledger: refuse (exit 1) unless the ledger extends HEAD (printed by --head): its first "
+    "COUNT entries are still those HEAD pinned. Detects truncation and rollback.",
+)
+@click.option(
+    "--head-file",
+    default=None,
+    metavar="FILE",
+    help="With --ledger: as --expect-head with the head kept in FILE (if FILE exists), then FILE is "
+    "replaced atomically with the ledger's new head (not by --check).",
+)
 @common_options
 def command(
     events,
@@ -168,6 +189,9 @@ def command(
     add,
     check,
     repair,
+    print_head,
+    expect_head,
+    head_file,
     out,
 ):
     """Adaptive budgets: privacy odometers, filters, and a ledger for CI.
@@ -180,7 +204,9 @@ def command(
 
     With --ledger FILE: --add MECHANISM records one event and prints the running ε (refused with
     exit 3, and not recorded, if it would pass --max-epsilon); --check asks without recording; the
-    ledger alone is reported row by row.
+    ledger alone is reported row by row. --head prints the ledger's head (COUNT:SHA256); a later
+    run with --expect-head HEAD (or --head-file FILE) is refused with exit 1 if the ledger was
+    truncated, rolled back to an older copy, replaced or rewritten since.
 
     A Rényi curve printed by --rdp-curve (CSV alpha,rdp) is one event: rdp-curve:file=FILE (in a
     'mechanism' row, --event or --add); the curve CSV itself is not an EVENTS file.  A ledger records
@@ -212,9 +238,19 @@ def command(
             raise click.UsageError("--check needs --add MECHANISM")
         if repair and (add is not None):
             raise click.UsageError("--repair cannot be used with --add")
-        _ledger(ledger, add, check, repair, delta, orders, gamma_kind, conversion, expect, out)
+        pins = _pins(print_head, expect_head, head_file, repair, check, add, out)
+        _ledger(
+            ledger, add, check, repair, delta, orders, gamma_kind, conversion, expect, pins, print_head, out
+        )
         return
-    for name, value in (("--add", add), ("--check", check or None), ("--repair", repair or None)):
+    for name, value in (
+        ("--add", add),
+        ("--check", check or None),
+        ("--repair", repair or None),
+        ("--head", print_head or None),
+        ("--expect-head", expect_head),
+        ("--head-file", head_file),
+    ):
         if value is not None:
             raise click.UsageError(f"{name} needs --ledger FILE")
     if events is None and not inline:
@@ -376,11 +412,44 @@ def _broken_pipe():
 
 
 # -- the ledger -------------------------------------------------------------------------------
-def _ledger(path, add, check, repair, delta, orders, gamma_kind, conversion, expect, out) -> None:
+def _pins(print_head, expect_head, head_file, repair, check, add, out):
+    """The pinned heads (--expect-head, --head-file) and --head, checked before the ledger is opened;
+    None when nothing is pinned or printed."""
+    from dpcalc import ledger_head as H
+
+    given = [
+        n
+        for n, v in (("--head", print_head), ("--expect-head", expect_head), ("--head-file", head_file))
+        if v not in (None, False)
+    ]
+    if not given:
+        return None
+    if repair:
+        raise click.UsageError(f"{given[0]} cannot be used with --repair")
+    if print_head:
+        if check:
+            raise click.UsageError("--head cannot be used with --check (nothing is recorded)")
+        for name, value in (("-f", out.fmt), ("--columns", out.columns), ("--plot", out.plot)):
+            if value is not None:
+                raise click.UsageError(f"{name} cannot be used with --head (it prints the head alone)")
+        for name, value in (("--max-epsilon", out.max_epsilon), ("--max-delta", out.max_delta)):
+            if value is not None and add is None:
+                raise click.UsageError(f"{name} cannot be used with --head without --add (nothing is judged)")
+    expect = H.parse_head(expect_head, "--expect-head") if expect_head is not None else None
+    if head_file is not None:
+        H.check_head_file(head_file)
+    return H.Pins(expect=expect, head_file=head_file, write=not check)
+
+
+def _ledger(
+    path, add, check, repair, delta, orders, gamma_kind, conversion, expect, pins, print_head, out
+) -> None:
     """--ledger: report, --add (--check) or --repair.  A ledger that is not a regular file, a
     missing directory, an unreadable or read-only file are bad input (exit 2, one line naming
-    --ledger PATH); damage is exit 1 and the file is never changed."""
+    --ledger PATH); damage, and a ledger that does not extend a pinned head, are exit 1 and the
+    file is never changed."""
     from dpcalc import ledger as L
+    from dpcalc import ledger_head as H
 
     try:
         if repair:
@@ -395,9 +464,14 @@ def _ledger(path, add, check, repair, delta, orders, gamma_kind, conversion, exp
                 )
             return
         if add is None:
-            ledger = L.read(path)
+            ledger = L.read(path, pins)
             if ledger.header is not None:
                 L.check_header(ledger.header, expect)
+            if print_head:
+                if ledger.torn is not None:
+                    click.echo(f"Warning: {ledger.torn.message(path)}", err=True)
+                click.echo(str(pins.head))
+                return
             run(out, lambda: session.report(path, ledger, conversion, quiet=out.quiet))
             return
         spec = session.parse_spec(add, "--add")
@@ -417,25 +491,35 @@ def _ledger(path, add, check, repair, delta, orders, gamma_kind, conversion, exp
             verdict["ok"] = out.max_epsilon is None or rows[-1]["epsilon"] <= out.max_epsilon
             return verdict["ok"] or check  # --check: judged below, never written
 
-        ledger, written = L.append(path, add, header, admit, expect=expect, dry_run=check)
+        ledger, written = L.append(path, add, header, admit, expect=expect, dry_run=check, pins=pins)
     except L.LedgerDamaged as exc:
         raise click.ClickException(f"ledger {path}: {exc}; the file was not changed") from None
+    except (H.LedgerRolledBack, H.HeadNotWritten) as exc:
+        raise click.ClickException(str(exc)) from None
     except L.LedgerTorn as exc:
         raise click.ClickException(f"ledger {exc}") from None
     except OSError as exc:  # not the input's fault (a failing disk, a full file system): exit 1
         raise click.ClickException(f"ledger {path}: {(exc.strerror or str(exc)).lower()}") from None
     row = verdict["row"]
     row["recorded"] = bool(written and not check)
+    if print_head:
+        click.echo(str(pins.head))
+        if not verdict["ok"]:
+            raise _refused(row, out)
+        return
     result = session.added_result(path, row, quiet=out.quiet)
     if not verdict["ok"]:
         from dpcalc.cli.common import emit
 
         emit(result, _no_budget(out))
-        raise BudgetExceeded(
-            f"budget exceeded: epsilon would be {row['epsilon']!r} > {out.max_epsilon!r}; "
-            "the event was not recorded"
-        )
+        raise _refused(row, out)
     run(out, lambda: result)
+
+
+def _refused(row, out) -> BudgetExceeded:
+    return BudgetExceeded(
+        f"budget exceeded: epsilon would be {row['epsilon']!r} > {out.max_epsilon!r}; the event was not recorded"
+    )
 
 
 def _no_budget(out):
