@@ -319,3 +319,168 @@ def test_a_head_file_that_cannot_be_replaced_says_the_head(tmp_path, monkeypatch
     with pytest.raises(H.HeadNotWritten, match=f"cannot write the ledger's head {head} \\(no space left"):
         L.read(path, H.Pins(head_file=str(tmp_path / "ci.head")))
     assert sorted(os.listdir(tmp_path)) == ["ci.ledger"]
+
+
+# -- through the command line -------------------------------------------------------------------
+def one_error(res, code, *fragments):
+    assert res.exit_code == code, res.stderr
+    assert res.stdout == ""
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), res.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
+def cli_ledger(invoke, tmp_path, n=4):
+    path = str(tmp_path / "ci.ledger")
+    heads = []
+    for i in range(n):
+        args = [
+            "odometer",
+            "--ledger",
+            path,
+            "--add",
+            f"gaussian:sigma={10 + i}",
+            "--delta",
+            "1e-6",
+            "--head",
+        ]
+        res = invoke(args)
+        assert res.exit_code == 0 and res.stderr == "", res.stderr
+        heads.append(res.stdout.strip())
+    return path, heads
+
+
+def test_add_head_prints_the_new_head_and_head_alone_the_current_one(invoke, tmp_path):
+    path, heads = cli_ledger(invoke, tmp_path, 3)
+    assert [h.split(":")[0] for h in heads] == ["1", "2", "3"]
+    assert heads[-1] == str(H.head(L.read(path)))
+    res = invoke(["odometer", "--ledger", path, "--head"])
+    assert res.exit_code == 0 and res.stdout == heads[-1] + "\n" and res.stderr == ""
+    for h in heads:  # the ledger extends every head it had
+        res = invoke(["odometer", "--ledger", path, "--expect-head", h, "-f", "csv"])
+        assert res.exit_code == 0 and len(res.stdout.splitlines()) == 4, res.stderr
+
+
+MODES = {
+    "report": ["-f", "csv"],
+    "head": ["--head"],
+    "add": ["--add", "gaussian:sigma=3", "-q"],
+    "check": ["--add", "gaussian:sigma=3", "--check", "-q"],
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("edit", ["truncate-last", "rollback", "replaced-by-another-ledger", "rewrite-rechained",
+                                  "duplicate-rechained", "reorder-rechained", "rollback-then-extended"])  # fmt: skip
+def test_cli_refuses_a_ledger_that_does_not_extend_the_head_with_exit_1(invoke, tmp_path, mode, edit):
+    path, heads = cli_ledger(invoke, tmp_path, 4)
+    data = open(path, "rb").read()
+    other = text_of(["laplace:scale=1"] * 4, start=7)
+    changed = {**_edits(data, other), "rollback": join(lines_of(data)[:3])}[edit]
+    open(path, "wb").write(changed)
+    assert invoke(["odometer", "--ledger", path, "--head"]).exit_code == 0  # unpinned, it passes
+    res = invoke(["odometer", "--ledger", path, "--expect-head", heads[-1], *MODES[mode]])
+    want = (
+        "fewer than the 4 of --expect-head"
+        if edit in ("truncate-last", "rollback")
+        else "its first 4 entries"
+    )
+    one_error(res, 1, f"ledger {path}", want, "the file was not changed")
+    assert open(path, "rb").read() == changed
+
+
+@pytest.mark.parametrize("edit", sorted(CHAIN_DETECTS))
+def test_cli_chain_damage_is_exit_1_with_or_without_a_head(invoke, tmp_path, edit):
+    path, heads = cli_ledger(invoke, tmp_path, 4)
+    changed = _edits(open(path, "rb").read(), text_of(["laplace:scale=1"] * 4, start=7))[edit]
+    open(path, "wb").write(changed)
+    for pin in ([], ["--expect-head", heads[-1]], ["--expect-head", heads[0]]):
+        one_error(invoke(["odometer", "--ledger", path, *pin]), 1, "checksum mismatch", "not changed")
+    assert open(path, "rb").read() == changed
+
+
+def test_cli_deleted_ledger_with_a_head_is_exit_1_and_nothing_is_created(invoke, tmp_path):
+    path, heads = cli_ledger(invoke, tmp_path, 2)
+    os.unlink(path)
+    for args in ([], ["--add", "gaussian:sigma=3", "--delta", "1e-6"]):
+        res = invoke(["odometer", "--ledger", path, "--expect-head", heads[-1], *args])
+        one_error(res, 1, f"ledger {path} does not exist", "pins 2 entries", "deleted or moved")
+    assert not os.path.exists(path)
+
+
+def test_cli_head_file_follows_the_ledger_and_catches_a_restored_cache(invoke, tmp_path):
+    path, hf = str(tmp_path / "ci.ledger"), str(tmp_path / "ci.head")
+    add = ["odometer", "--ledger", path, "--head-file", hf, "-q", "--add"]
+    assert invoke([*add, "gaussian:sigma=10", "--delta", "1e-6"]).exit_code == 0
+    assert open(hf).read() == f"{H.head(L.read(path))}\n"
+    shutil.copy(path, tmp_path / "cache")
+    assert invoke([*add, "gaussian:sigma=11"]).exit_code == 0
+    kept = open(hf).read()
+    assert kept == f"{H.head(L.read(path))}\n" and kept.startswith("2:")
+    check = invoke([*add, "gaussian:sigma=12", "--check"])  # asks, writes nothing
+    assert check.exit_code == 0 and open(hf).read() == kept
+    shutil.copy(tmp_path / "cache", path)  # the CI cache restores the older ledger
+    restored = open(path, "rb").read()
+    for args in ([*add, "gaussian:sigma=12"], ["odometer", "--ledger", path, "--head-file", hf]):
+        one_error(
+            invoke(args), 1, "has 1 entries, fewer than the 2 of the head in --head-file", "rolled back"
+        )
+    assert open(hf).read() == kept and open(path, "rb").read() == restored
+
+
+def test_cli_budget_refusal_with_head_prints_the_unchanged_head(invoke, tmp_path):
+    path, heads = cli_ledger(invoke, tmp_path, 2)
+    before = open(path, "rb").read()
+    res = invoke(["odometer", "--ledger", path, "--add", "gaussian:sigma=0.1", "--max-epsilon", "2", "--head",
+                  "--expect-head", heads[-1]])  # fmt: skip
+    assert res.exit_code == 3 and res.stdout == heads[-1] + "\n" and "not recorded" in res.stderr
+    assert open(path, "rb").read() == before
+
+
+def test_cli_head_of_a_ledger_with_a_torn_line_warns(invoke, tmp_path):
+    path, heads = cli_ledger(invoke, tmp_path, 2)
+    with open(path, "ab") as fh:
+        fh.write(b"2026-11-21T21:00:00Z\tgauss")
+    res = invoke(["odometer", "--ledger", path, "--head", "--expect-head", heads[-1]])
+    assert res.exit_code == 0 and res.stdout == heads[-1] + "\n"
+    assert res.stderr.startswith("Warning: ") and "incomplete append" in res.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--head", "--add", "gaussian:sigma=1", "--check"], "--head cannot be used with --check"),
+        (["--head", "-f", "json"], "-f cannot be used with --head"),
+        (["--head", "--columns", "epsilon"], "--columns cannot be used with --head"),
+        (["--head", "--max-epsilon", "1"], "--max-epsilon cannot be used with --head without --add"),
+        (["--head", "--repair"], "--head cannot be used with --repair"),
+        (["--expect-head", "2:" + "0" * 64, "--repair"], "--expect-head cannot be used with --repair"),
+        (["--expect-head", ""], "--expect-head: not a ledger head"),
+        (["--expect-head", "2:abc"], "--expect-head: not a ledger head"),
+        (["--head-file", "nowhere/x.head"], "--head-file nowhere/x.head: cannot read: no such directory"),
+    ],
+)
+def test_cli_head_usage_errors_exit_2_and_leave_the_files_alone(invoke, tmp_path, args, message):
+    path, _ = cli_ledger(invoke, tmp_path, 1)
+    before = open(path, "rb").read()
+    one_error(invoke(["odometer", "--ledger", path, *args]), 2, message)
+    assert open(path, "rb").read() == before and sorted(os.listdir(tmp_path)) == ["ci.ledger"]
+
+
+@pytest.mark.parametrize("option", [["--head"], ["--expect-head", "0:" + H.EMPTY], ["--head-file", "x.head"]])
+def test_cli_head_options_need_a_ledger(invoke, option):
+    one_error(
+        invoke(["odometer", "--event", "gaussian:sigma=1", "--delta", "1e-6", *option]), 2, "needs --ledger"
+    )
+
+
+def test_cli_a_malformed_head_file_is_exit_2(invoke, tmp_path):
+    path, _ = cli_ledger(invoke, tmp_path, 1)
+    hf = tmp_path / "ci.head"
+    hf.write_text("not a head\n")
+    one_error(
+        invoke(["odometer", "--ledger", path, "--head-file", str(hf)]),
+        2,
+        f"--head-file {hf}: not a ledger head",
+    )

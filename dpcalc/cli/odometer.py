@@ -42,6 +42,15 @@ MAN_EXAMPLES = [
     ),
     ("Report the ledger:", "dpcalc odometer --ledger privacy.ledger"),
     (
+        "Spend, refused (exit 1) if the ledger no longer extends the head a CI variable kept, and print "
+        "the new head to keep:",
+        'dpcalc odometer --ledger privacy.ledger --add gaussian:sigma=20 --expect-head "$LEDGER_HEAD" --head',
+    ),
+    (
+        "The same with the head kept in a file (read, checked, then replaced atomically):",
+        "dpcalc odometer --ledger privacy.ledger --add gaussian:sigma=20 --head-file privacy.head",
+    ),
+    (
         "A training run's Rényi curve (from sgd-epsilon --rdp-curve) as one event:",
         "dpcalc odometer --event rdp-curve:file=curve.csv --delta 1e-5",
     ),
@@ -70,7 +79,15 @@ the exact DP → RDP conversion set the budgets; --filter-rule paper is the pape
 
 The ledger is append-only: a header fixing δ, Λ and γ, then one line per event (UTC time,
 mechanism, chained SHA-256 checksum).  Appends hold an exclusive flock and are fsync'd; a torn
-last line is reported and ignored (repair: --repair); other damage is refused with exit 1.
+last line is reported and ignored (repair: --repair).  An edited, inserted, duplicated, reordered
+or spliced entry, and a deleted entry that another follows, are refused with exit 1.  The file
+alone cannot show that its last entries were removed (a truncated ledger, an older copy restored),
+nor that it was replaced whole or rewritten with its checksums recomputed: pin its head.  --head
+prints COUNT:SHA256, the number of entries and the SHA-256 of the header and those entries, each
+line ending in LF.  --expect-head HEAD (or the head kept in --head-file FILE) refuses with exit 1,
+changing nothing, a ledger whose first COUNT entries are not those HEAD pinned: truncated, rolled
+back, deleted, replaced or rewritten.  Undetected even so: entries added after the pinned head and
+removed again, and a ledger rolled back or deleted together with its head.
 
 --plot draws the running odometer ε against the plain RDP ε by step (from EVENTS or a ledger
 report), or with --filter the spent budget against the filter's; not with --follow.
