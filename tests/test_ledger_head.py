@@ -403,7 +403,7 @@ def test_cli_chain_damage_is_exit_1_with_or_without_a_head(invoke, tmp_path, edi
 def test_cli_deleted_ledger_with_a_head_is_exit_1_and_nothing_is_created(invoke, tmp_path):
     path, heads = cli_ledger(invoke, tmp_path, 2)
     os.unlink(path)
-    for args in ([], ["--add", "gaussian:sigma=3", "--delta", "1e-6"]):
+    for args in ([], ["--add", "gaussian:sigma=3", "--delta", "1e-6"], ["--add", "gaussian:sigma=3"]):
         res = invoke(["odometer", "--ledger", path, "--expect-head", heads[-1], *args])
         one_error(res, 1, f"ledger {path} does not exist", "pins 2 entries", "deleted or moved")
     assert not os.path.exists(path)

@@ -495,6 +495,8 @@ def _ledger(
         if spec.kind == "rdp-curve":  # recorded by absolute path and contents (see its module)
             add = spec.label()
         exists = L.exists(path, "read" if check else "write")  # a directory, a FIFO, no directory: exit 2
+        if pins is not None and not exists:
+            pins.check_missing(path)  # a deleted ledger is a rollback (exit 1), before the missing --delta
         if delta is None and not exists:
             raise click.UsageError("missing option --delta (needed to start a new ledger)")
         header = L.Header(delta, tuple(orders), gamma_kind) if delta is not None else None
