@@ -153,7 +153,7 @@ def write_head_file(path: str, value: Head) -> None:
         reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
         raise HeadNotWritten(
             f"--head-file {path}: cannot write the ledger's head {value} ({reason}); "
-            "the ledger itself is as the command left it"
+            "the ledger itself was read or appended to as asked"
         ) from None
     try:
         dfd = os.open(directory, os.O_RDONLY)

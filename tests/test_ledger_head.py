@@ -484,3 +484,20 @@ def test_cli_a_malformed_head_file_is_exit_2(invoke, tmp_path):
         2,
         f"--head-file {hf}: not a ledger head",
     )
+
+
+def test_cli_a_head_file_that_cannot_be_replaced_is_exit_1_naming_the_new_head(invoke, tmp_path, monkeypatch):
+    path, hf = str(tmp_path / "ci.ledger"), str(tmp_path / "ci.head")
+    assert (
+        invoke(["odometer", "--ledger", path, "--add", "gaussian:sigma=5", "--delta", "1e-6"]).exit_code == 0
+    )
+
+    def fail(*a):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(H.os, "replace", fail)
+    res = invoke(["odometer", "--ledger", path, "--add", "gaussian:sigma=6", "--head-file", hf])
+    new = H.head(L.read(path))
+    assert new.count == 2  # the entry was recorded; only its head could not be kept
+    one_error(res, 1, f"--head-file {hf}: cannot write the ledger's head {new} (no space left on device)")
+    assert sorted(os.listdir(tmp_path)) == ["ci.ledger"]
