@@ -11,8 +11,10 @@ Format (UTF-8 text, one record per line, every line ends with ``\\n``)::
 The header fixes δ, the orders Λ and the odometer's γ before any budget is spent (the odometer's
 ladder must not depend on the data).  Each entry carries a checksum chained to the previous line:
 the first 16 hex digits of ``sha256(previous_checksum_or_header + "\\n" + time + "\\t" + mechanism)``,
-so an edited, inserted, removed or reordered line is detected (only the removal of the *last*
-entries cannot be seen from the file alone).
+so an edited, inserted, removed, duplicated or reordered line is detected.  The removal of the
+*last* entries (a truncated file, an older copy restored) leaves a valid ledger and cannot be seen
+from the file alone: :mod:`dpcalc.ledger_head` pins a head (count and SHA-256 of the entries) that a
+later ledger must extend, checked by :func:`read` and :func:`append` under the lock (``pins``).
 
 Concurrency: :func:`append` opens the file with ``O_APPEND``, takes an exclusive ``flock`` on it,
 reads and checks the whole file, asks ``admit``, writes the line with one ``write`` and ``fsync``s
@@ -49,6 +51,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from dpcalc.errors import DpcalcError, InputError
+from dpcalc.ledger_head import Pins
+from dpcalc.ledger_head import head as head_of
 from dpcalc.textinput import BOM, describe_mode, open_error, open_fd, utf8_message
 
 MAGIC = "dpcalc-ledger"
@@ -278,13 +282,23 @@ def exists(path: str, action: str = "read") -> bool:
     return True
 
 
-def read(path: str) -> Ledger:
-    """Read and check a ledger under a shared lock (the file must exist: :class:`InputError` if not)."""
+def read(path: str, pins: Pins | None = None) -> Ledger:
+    """Read and check a ledger under a shared lock (the file must exist: :class:`InputError` if not).
+
+    ``pins``: under the same lock, the ledger must extend the pinned heads
+    (:class:`~dpcalc.ledger_head.LedgerRolledBack`, also for a missing ledger when a head pins
+    entries), and its head is then recorded (:meth:`~dpcalc.ledger_head.Pins.record`)."""
     fd = _open(path, os.O_RDONLY, "read", missing_ok=True)
     if fd is None:
+        if pins is not None:
+            pins.check_missing(path)
         raise InputError(f"{_name(path)}: cannot read: no such file (--add creates it)")
     with _locked_fd(fd, fcntl.LOCK_SH):
-        return parse(_read_fd(fd))
+        ledger = parse(_read_fd(fd))
+        if pins is not None:
+            pins.check(ledger, path)
+            pins.record(ledger)
+        return ledger
 
 
 def check_header(found: Header, expect: dict | None) -> None:
@@ -312,6 +326,7 @@ def append(
     expect: dict | None = None,
     time: str | None = None,
     dry_run: bool = False,
+    pins: Pins | None = None,
 ) -> tuple[Ledger, bool]:
     """Append one event atomically; returns (the ledger as read under the lock, whether written).
 
@@ -322,6 +337,11 @@ def append(
     (with ``header``) only once ``admit`` says yes, whole and atomically (see the module docstring);
     an empty file gets the header with the first entry.  A file that cannot be opened or written is
     an :class:`InputError` naming ``--ledger PATH``.
+
+    ``pins``: checked right after the file is (before its header, before ``admit``): the ledger must
+    extend every pinned head (:class:`~dpcalc.ledger_head.LedgerRolledBack`; a missing ledger
+    extends only heads of 0 entries); the head after the append (or of the unchanged ledger) is
+    recorded under the same lock.
     """
     mech = check_mechanism_text(mechanism)
     stamp = time or now_utc()
@@ -329,29 +349,38 @@ def append(
     for _ in range(100):
         fd = _open(path, flags, "read" if dry_run else "write", missing_ok=True)
         if fd is None:  # a new ledger: judged first, created only if admitted
+            if pins is not None:
+                pins.check_missing(path)
             if header is None:
                 raise InputError("--delta: needed to start a new ledger")
             empty = Ledger(None, (), None, 0)
             ok = admit is None or bool(admit(header, [mech]))
             if dry_run or not ok:
+                if pins is not None:
+                    pins.head = head_of(empty)  # nothing to record: no ledger, no head file
                 return empty, ok
             made = _create(path, _lines(header, None, stamp, mech, "\n"))
             if made is True:
                 _fsync_dir(path)
+                if pins is not None:  # the head file is written under the ledger's lock, as always
+                    with _locked(path, os.O_RDONLY, fcntl.LOCK_SH) as rfd:
+                        pins.record(parse(_read_fd(rfd)))
                 return empty, True
             if made is False:
                 continue  # another writer created it meanwhile: judge again, under its lock
             fd = made  # no hard links here: the new empty file, written below like any other
         with _locked_fd(fd, fcntl.LOCK_SH if dry_run else fcntl.LOCK_EX):
-            ledger, written = _append_locked(fd, path, mech, header, admit, expect, stamp, dry_run)
+            ledger, written = _append_locked(fd, path, mech, header, admit, expect, stamp, dry_run, pins)
         if written and not dry_run and ledger.size == 0:
             _fsync_dir(path)
         return ledger, written
     raise InputError(f"{_name(path)}: cannot create: the file keeps appearing and disappearing")
 
 
-def _append_locked(fd, path, mech, header, admit, expect, stamp, dry_run) -> tuple[Ledger, bool]:
+def _append_locked(fd, path, mech, header, admit, expect, stamp, dry_run, pins) -> tuple[Ledger, bool]:
     ledger = parse(_read_fd(fd))
+    if pins is not None:
+        pins.check(ledger, path)
     if ledger.torn is not None:
         raise LedgerTorn(ledger.torn.message(path))
     if ledger.header is not None:
@@ -365,13 +394,21 @@ def _append_locked(fd, path, mech, header, admit, expect, stamp, dry_run) -> tup
         raise InputError("--delta: needed to start a new ledger")
     mechanisms = ledger.mechanisms + [mech]
     if admit is not None and not admit(header, mechanisms):
+        if pins is not None:
+            pins.record(ledger)
         return ledger, False
     if dry_run:
+        if pins is not None:
+            pins.record(ledger)
         return ledger, True
     previous = ledger.entries[-1].checksum if ledger.entries else None
     new_header = header if ledger.header is None else None
     _write_all(fd, _lines(new_header, previous or header.line(), stamp, mech, ledger.newline))
     os.fsync(fd)
+    if pins is not None:  # the ledger as it now is, still under the lock
+        summ = checksum(previous or header.line(), stamp, mech)
+        entry = Entry(len(ledger.entries) + 2, stamp, mech, summ)
+        pins.record(Ledger(header, ledger.entries + (entry,), None, 0, ledger.newline))
     return ledger, True
 
 

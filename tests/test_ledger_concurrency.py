@@ -65,6 +65,61 @@ def test_8_processes_x_50_appends_lose_nothing_and_match_streaming(tmp_path):
     assert s_lines == r_lines  # the same 400 running values, to the last digit
 
 
+HEAD_WORKERS, HEAD_APPENDS = 6, 20
+
+
+def _head_worker(path: str, head_file: str, worker: int, barrier, out: str) -> None:
+    from click.testing import CliRunner
+
+    from dpcalc.cli import main
+
+    runner = CliRunner()
+    barrier.wait()
+    heads = []
+    for i in range(HEAD_APPENDS):
+        args = ["odometer", "--ledger", path, "--add", _mech(worker, i), "--delta", "1e-6"]
+        res = runner.invoke(main, [*args, "--head-file", head_file, "--head"])
+        if res.exit_code != 0:
+            raise SystemExit(f"worker {worker} append {i}: exit {res.exit_code}: {res.stderr}")
+        heads.append(res.stdout.strip())
+    with open(out, "w") as fh:
+        fh.write("\n".join(heads) + "\n")
+
+
+def test_concurrent_jobs_sharing_a_head_file_never_refuse_each_other_and_it_ends_at_the_head(tmp_path):
+    """Every job reads, checks and replaces the head file under the ledger's lock (the first ones race
+    to create the ledger): no job sees a false rollback, every printed head is extended by the final
+    ledger, and the head file ends at the ledger's head."""
+    from dpcalc import ledger_head as H
+
+    path, head_file = str(tmp_path / "ci.ledger"), str(tmp_path / "ci.head")
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(HEAD_WORKERS)
+    outs = [str(tmp_path / f"heads.{w}") for w in range(HEAD_WORKERS)]
+    procs = [
+        ctx.Process(target=_head_worker, args=(path, head_file, w, barrier, outs[w]))
+        for w in range(HEAD_WORKERS)
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+    assert [p.exitcode for p in procs] == [0] * HEAD_WORKERS
+
+    led = L.read(path)
+    assert len(led.entries) == HEAD_WORKERS * HEAD_APPENDS
+    final = H.head(led)
+    assert open(head_file).read() == f"{final}\n"
+    for out in outs:
+        heads = [H.parse_head(line, "heads") for line in open(out).read().split()]
+        counts = [h.count for h in heads]
+        assert counts == sorted(set(counts)) and len(counts) == HEAD_APPENDS  # each job's heads grow
+        assert all(H.extends(led, h) for h in heads)
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        ["ci.head", "ci.ledger", *(os.path.basename(o) for o in outs)]
+    )
+
+
 TEAR = textwrap.dedent(
     """
     import os, sys, time

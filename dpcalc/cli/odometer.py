@@ -42,6 +42,15 @@ MAN_EXAMPLES = [
     ),
     ("Report the ledger:", "dpcalc odometer --ledger privacy.ledger"),
     (
+        "Spend, refused (exit 1) if the ledger no longer extends the head a CI variable kept, and print "
+        "the new head to keep:",
+        'dpcalc odometer --ledger privacy.ledger --add gaussian:sigma=20 --expect-head "$LEDGER_HEAD" --head',
+    ),
+    (
+        "The same with the head kept in a file (read, checked, then replaced atomically):",
+        "dpcalc odometer --ledger privacy.ledger --add gaussian:sigma=20 --head-file privacy.head",
+    ),
+    (
         "A training run's Rényi curve (from sgd-epsilon --rdp-curve) as one event:",
         "dpcalc odometer --event rdp-curve:file=curve.csv --delta 1e-5",
     ),
@@ -70,7 +79,15 @@ the exact DP → RDP conversion set the budgets; --filter-rule paper is the pape
 
 The ledger is append-only: a header fixing δ, Λ and γ, then one line per event (UTC time,
 mechanism, chained SHA-256 checksum).  Appends hold an exclusive flock and are fsync'd; a torn
-last line is reported and ignored (repair: --repair); other damage is refused with exit 1.
+last line is reported and ignored (repair: --repair).  An edited, inserted, duplicated, reordered
+or spliced entry, and a deleted entry that another follows, are refused with exit 1.  The file
+alone cannot show that its last entries were removed (a truncated ledger, an older copy restored),
+nor that it was replaced whole or rewritten with its checksums recomputed: pin its head.  --head
+prints COUNT:SHA256, the number of entries and the SHA-256 of the header and those entries, each
+line ending in LF.  --expect-head HEAD (or the head kept in --head-file FILE) refuses with exit 1,
+changing nothing, a ledger whose first COUNT entries are not those HEAD pinned: truncated, rolled
+back, deleted, replaced or rewritten.  Undetected even so: entries added after the pinned head and
+removed again, and a ledger rolled back or deleted together with its head.
 
 --plot draws the running odometer ε against the plain RDP ε by step (from EVENTS or a ledger
 report), or with --filter the spent budget against the filter's; not with --follow.
@@ -153,6 +170,27 @@ ORDERS_HELP = (
 @click.option(
     "--repair", is_flag=True, help="With --ledger: remove a torn (incomplete) last line, nothing else."
 )
+@click.option(
+    "--head",
+    "print_head",
+    is_flag=True,
+    help="With --ledger: print the ledger's head, COUNT:SHA256 (with --add: after the append), "
+    "instead of the rows; pass it back with --expect-head.",
+)
+@click.option(
+    "--expect-head",
+    default=None,
+    metavar="HEAD",
+    help="With --ledger: refuse (exit 1) unless the ledger extends HEAD (printed by --head): its first "
+    "COUNT entries are still those HEAD pinned. Detects truncation and rollback.",
+)
+@click.option(
+    "--head-file",
+    default=None,
+    metavar="FILE",
+    help="With --ledger: as --expect-head with the head kept in FILE (if FILE exists), then FILE is "
+    "replaced atomically with the ledger's new head (not by --check).",
+)
 @common_options
 def command(
     events,
@@ -168,6 +206,9 @@ def command(
     add,
     check,
     repair,
+    print_head,
+    expect_head,
+    head_file,
     out,
 ):
     """Adaptive budgets: privacy odometers, filters, and a ledger for CI.
@@ -180,7 +221,9 @@ def command(
 
     With --ledger FILE: --add MECHANISM records one event and prints the running ε (refused with
     exit 3, and not recorded, if it would pass --max-epsilon); --check asks without recording; the
-    ledger alone is reported row by row.
+    ledger alone is reported row by row. --head prints the ledger's head (COUNT:SHA256); a later
+    run with --expect-head HEAD (or --head-file FILE) is refused with exit 1 if the ledger was
+    truncated, rolled back to an older copy, replaced or rewritten since.
 
     A Rényi curve printed by --rdp-curve (CSV alpha,rdp) is one event: rdp-curve:file=FILE (in a
     'mechanism' row, --event or --add); the curve CSV itself is not an EVENTS file.  A ledger records
@@ -212,9 +255,19 @@ def command(
             raise click.UsageError("--check needs --add MECHANISM")
         if repair and (add is not None):
             raise click.UsageError("--repair cannot be used with --add")
-        _ledger(ledger, add, check, repair, delta, orders, gamma_kind, conversion, expect, out)
+        pins = _pins(print_head, expect_head, head_file, repair, check, add, out)
+        _ledger(
+            ledger, add, check, repair, delta, orders, gamma_kind, conversion, expect, pins, print_head, out
+        )
         return
-    for name, value in (("--add", add), ("--check", check or None), ("--repair", repair or None)):
+    for name, value in (
+        ("--add", add),
+        ("--check", check or None),
+        ("--repair", repair or None),
+        ("--head", print_head or None),
+        ("--expect-head", expect_head),
+        ("--head-file", head_file),
+    ):
         if value is not None:
             raise click.UsageError(f"{name} needs --ledger FILE")
     if events is None and not inline:
@@ -376,11 +429,44 @@ def _broken_pipe():
 
 
 # -- the ledger -------------------------------------------------------------------------------
-def _ledger(path, add, check, repair, delta, orders, gamma_kind, conversion, expect, out) -> None:
+def _pins(print_head, expect_head, head_file, repair, check, add, out):
+    """The pinned heads (--expect-head, --head-file) and --head, checked before the ledger is opened;
+    None when nothing is pinned or printed."""
+    from dpcalc import ledger_head as H
+
+    given = [
+        n
+        for n, v in (("--head", print_head), ("--expect-head", expect_head), ("--head-file", head_file))
+        if v not in (None, False)
+    ]
+    if not given:
+        return None
+    if repair:
+        raise click.UsageError(f"{given[0]} cannot be used with --repair")
+    if print_head:
+        if check:
+            raise click.UsageError("--head cannot be used with --check (nothing is recorded)")
+        for name, value in (("-f", out.fmt), ("--columns", out.columns), ("--plot", out.plot)):
+            if value is not None:
+                raise click.UsageError(f"{name} cannot be used with --head (it prints the head alone)")
+        for name, value in (("--max-epsilon", out.max_epsilon), ("--max-delta", out.max_delta)):
+            if value is not None and add is None:
+                raise click.UsageError(f"{name} cannot be used with --head without --add (nothing is judged)")
+    expect = H.parse_head(expect_head, "--expect-head") if expect_head is not None else None
+    if head_file is not None:
+        H.check_head_file(head_file)
+    return H.Pins(expect=expect, head_file=head_file, write=not check)
+
+
+def _ledger(
+    path, add, check, repair, delta, orders, gamma_kind, conversion, expect, pins, print_head, out
+) -> None:
     """--ledger: report, --add (--check) or --repair.  A ledger that is not a regular file, a
     missing directory, an unreadable or read-only file are bad input (exit 2, one line naming
-    --ledger PATH); damage is exit 1 and the file is never changed."""
+    --ledger PATH); damage, and a ledger that does not extend a pinned head, are exit 1 and the
+    file is never changed."""
     from dpcalc import ledger as L
+    from dpcalc import ledger_head as H
 
     try:
         if repair:
@@ -395,15 +481,22 @@ def _ledger(path, add, check, repair, delta, orders, gamma_kind, conversion, exp
                 )
             return
         if add is None:
-            ledger = L.read(path)
+            ledger = L.read(path, pins)
             if ledger.header is not None:
                 L.check_header(ledger.header, expect)
+            if print_head:
+                if ledger.torn is not None:
+                    click.echo(f"Warning: {ledger.torn.message(path)}", err=True)
+                click.echo(str(pins.head))
+                return
             run(out, lambda: session.report(path, ledger, conversion, quiet=out.quiet))
             return
         spec = session.parse_spec(add, "--add")
         if spec.kind == "rdp-curve":  # recorded by absolute path and contents (see its module)
             add = spec.label()
         exists = L.exists(path, "read" if check else "write")  # a directory, a FIFO, no directory: exit 2
+        if pins is not None and not exists:
+            pins.check_missing(path)  # a deleted ledger is a rollback (exit 1), before the missing --delta
         if delta is None and not exists:
             raise click.UsageError("missing option --delta (needed to start a new ledger)")
         header = L.Header(delta, tuple(orders), gamma_kind) if delta is not None else None
@@ -417,25 +510,35 @@ def _ledger(path, add, check, repair, delta, orders, gamma_kind, conversion, exp
             verdict["ok"] = out.max_epsilon is None or rows[-1]["epsilon"] <= out.max_epsilon
             return verdict["ok"] or check  # --check: judged below, never written
 
-        ledger, written = L.append(path, add, header, admit, expect=expect, dry_run=check)
+        ledger, written = L.append(path, add, header, admit, expect=expect, dry_run=check, pins=pins)
     except L.LedgerDamaged as exc:
         raise click.ClickException(f"ledger {path}: {exc}; the file was not changed") from None
+    except (H.LedgerRolledBack, H.HeadNotWritten) as exc:
+        raise click.ClickException(str(exc)) from None
     except L.LedgerTorn as exc:
         raise click.ClickException(f"ledger {exc}") from None
     except OSError as exc:  # not the input's fault (a failing disk, a full file system): exit 1
         raise click.ClickException(f"ledger {path}: {(exc.strerror or str(exc)).lower()}") from None
     row = verdict["row"]
     row["recorded"] = bool(written and not check)
+    if print_head:
+        click.echo(str(pins.head))
+        if not verdict["ok"]:
+            raise _refused(row, out)
+        return
     result = session.added_result(path, row, quiet=out.quiet)
     if not verdict["ok"]:
         from dpcalc.cli.common import emit
 
         emit(result, _no_budget(out))
-        raise BudgetExceeded(
-            f"budget exceeded: epsilon would be {row['epsilon']!r} > {out.max_epsilon!r}; "
-            "the event was not recorded"
-        )
+        raise _refused(row, out)
     run(out, lambda: result)
+
+
+def _refused(row, out) -> BudgetExceeded:
+    return BudgetExceeded(
+        f"budget exceeded: epsilon would be {row['epsilon']!r} > {out.max_epsilon!r}; the event was not recorded"
+    )
 
 
 def _no_budget(out):
