@@ -182,8 +182,17 @@ def man_page(name: str | None) -> str:
             "Values: every numeric option takes V, a list V1,V2,..., an arithmetic range START:STOP:STEP "
             "(STOP included when on the grid) or a geometric range START:STOP:xFACTOR; several swept options "
             "give one row per combination.\n\nOutput: a table on a terminal, CSV otherwise (-f chooses). CSV "
-            "writes floats at full precision and inf as inf; JSON writes null for inf. Tables round bounds to "
-            "the safe side. Warnings and verdicts go to standard error."
+            'writes floats at full precision and inf as inf; JSON writes the string "inf" for inf and null only where '
+            "a value does not apply. Tables round bounds to "
+            "the safe side. Warnings and verdicts go to standard error.\n\nBudgets and -q: a configuration "
+            "is the set of rows that share every input and differ only by method, accountant or conversion. "
+            "--max-epsilon, --max-delta and --max-tpr judge each configuration by its tightest certified row "
+            "(the smallest certified upper bound: a run one method certifies within the budget passes, "
+            "whatever a looser method says), and -q prints that value, one line per configuration (labelled "
+            "by the swept inputs that vary when there are several). Rows that are not certified bounds "
+            "(estimates, asymptotic and reference formulas, valid=false, lower bounds, Monte Carlo rows) are "
+            "never judged and never printed by -q. A configuration no certified row can judge is an error "
+            "(status 2), never a pass."
         )
     )
     if notes:

@@ -4,7 +4,8 @@ The command line maps them to exit statuses (see :mod:`dpcalc.exitcodes`):
 
 * :class:`InputError` -> 2: the input is out of the domain of a theorem or malformed.
   Its message should name the option or input line at fault, e.g.
-  ``"--delta: must lie in (0, 1), got 1.5"``.
+  ``"--delta: must lie in (0, 1), got 1.5"`` (:mod:`dpcalc.api` names the parameter instead:
+  ``"delta: ..."``).  It is a ``ValueError``, so code that catches ``ValueError`` keeps working.
 * :class:`UncertifiedError` -> 1: a computation could not produce a certified bound.
 """
 

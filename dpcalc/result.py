@@ -73,6 +73,9 @@ class Result:
     caption: str = ""  # fixed parameters, neighbouring relation, sampling, conversion ...
     plot: PlotSpec | None = None
     notes: list[str] = field(default_factory=list)  # extra stderr lines (warnings)
+    #: columns each row's method computes for itself besides the headline (a solved parameter, the best
+    #: order of a curve): not inputs, so not part of a configuration (:mod:`dpcalc.configs`)
+    derived: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         n = None
@@ -109,6 +112,7 @@ class Result:
             title=self.title,
             caption=self.caption,
             notes=list(self.notes),
+            derived=self.derived,
         )
 
     def budget_column(self, quantity: str) -> str | None:
@@ -136,6 +140,7 @@ class Stream:
     caption: str = ""
     finish: Callable[[Result], Result] | None = None
     notes: list[str] = field(default_factory=list)
+    derived: tuple[str, ...] = ()  # as Result.derived
 
     def collect(self) -> Result:
         cols: dict[str, list] = {n: [] for n in self.names}
@@ -143,7 +148,12 @@ class Stream:
             for n in self.names:
                 cols[n] += chunk.column(n)
         result = Result(
-            cols, headline=self.headline, title=self.title, caption=self.caption, notes=self.notes
+            cols,
+            headline=self.headline,
+            title=self.title,
+            caption=self.caption,
+            notes=self.notes,
+            derived=self.derived,
         )
         return self.finish(result) if self.finish else result
 

@@ -149,7 +149,7 @@ def test_pick_columns_names_unknown_ones():
 def test_format_help_tells_infinity_from_null(invoke):
     text = " ".join(invoke(["compose", "--help"]).stdout.split())
     assert "[table|csv|tsv|json|jsonl]" in text and '"inf"/"-inf"' in text and "null where" in text
-    assert "--columns" in text and "LABEL<TAB>VALUE" in text
+    assert "--columns" in text and "CONFIGURATION<TAB>VALUE" in text and "tightest certified" in text
 
 
 # -- streaming --------------------------------------------------------------------------------
@@ -231,41 +231,39 @@ def test_quiet_one_row_is_the_value_alone():
     assert to_string(Result({"method": "a", "epsilon": None}), "csv", quiet=True) == "\n"  # unchanged
 
 
-def test_quiet_several_rows_are_labelled_and_skip_what_does_not_apply(invoke):
+def test_quiet_prints_the_tightest_certified_value_per_configuration(invoke):
     res = invoke([*COMPOSE, "-q"])
     assert res.exit_code == 0
-    lines = res.stdout.splitlines()
-    assert [ln.split("\t")[0] for ln in lines] == [
-        "pld,delta=1e-05",
-        "pld,delta=1e-06",
-        "rdp,delta=1e-05",
-        "rdp,delta=1e-06",
-    ]
-    assert all(float(ln.split("\t")[1]) > 0 for ln in lines) and "" not in lines
+    lines = [ln.split("\t") for ln in res.stdout.splitlines()]
+    assert [label for label, _ in lines] == ["delta=1e-05", "delta=1e-06"]
+    csv_rows = list(csv.DictReader(io.StringIO(invoke([*COMPOSE, "-f", "csv"]).stdout)))
+    for label, value in lines:
+        delta = label.split("=")[1]
+        bounds = [float(r["epsilon"]) for r in csv_rows if r["delta"] == delta and r["epsilon"]]
+        assert len(bounds) >= 2 and float(value) == min(bounds)
 
 
-def test_quiet_labels_leave_out_what_the_method_determines():
+def test_quiet_labels_name_the_configuration_and_never_print_a_non_bound():
     r = Result(
         {
             "method": ["rdp", "rdp", "abadi-asymptotic", "abadi-asymptotic"],
             "accountant": ["rdp", "rdp", "abadi", "abadi"],
             "sample_rate": 0.01,
             "steps": [10, 20, 10, 20],
-            "epsilon": [1.0, math.inf, 3.0, None],
+            "epsilon": [1.0, math.inf, 0.5, None],
             "epsilon_lower": [0.5, 0.6, 0.7, 0.8],
             "alpha": [2.0, 3.0, 4.0, 5.0],
         }
     )
-    assert to_string(r, "csv", quiet=True).splitlines() == [
-        "rdp,steps=10\t1.0",
-        "rdp,steps=20\tinf",
-        "abadi-asymptotic,steps=10\t3.0",
-    ]
+    # abadi-asymptotic's 0.5 is below rdp's 1.0 but not a bound: never printed, never chosen
+    assert to_string(r, "csv", quiet=True).splitlines() == ["steps=10\t1.0", "steps=20\tinf"]
 
 
-def test_quiet_without_a_varying_input_numbers_the_rows():
-    r = Result({"method": "a", "epsilon": [1.0, 2.0]})
-    assert to_string(r, "csv", quiet=True) == "row=1\t1.0\nrow=2\t2.0\n"
+def test_quiet_of_one_configuration_is_its_tightest_value_alone():
+    r = Result({"method": ["a", "b", "c"], "epsilon": [2.0, 1.0, 3.0]})
+    assert to_string(r, "csv", quiet=True) == "1.0\n"
+    r = Result({"method": ["a", "b"], "valid": [True, False], "epsilon": [2.0, 1.0]})
+    assert to_string(r, "csv", quiet=True) == "2.0\n"
 
 
 def test_quiet_of_a_sweep_names_the_swept_input(invoke):
@@ -282,7 +280,12 @@ def test_quiet_of_a_sweep_names_the_swept_input(invoke):
 def test_quiet_of_a_stream_is_the_quiet_of_the_whole(chunk):
     whole = to_string(sgd_epsilon(PARAMS_ALL), "csv", quiet=True)
     assert _write(sgd_epsilon_stream(PARAMS_ALL, chunk=chunk), "csv", quiet=True) == whole
-    assert whole.splitlines()[0].startswith("rdp,") and "\t" in whole
+    assert [ln.split("\t")[0] for ln in whole.splitlines()] == [
+        "noise_multiplier=0.9,steps=100",
+        "noise_multiplier=0.9,steps=1000",
+        "noise_multiplier=1.3,steps=100",
+        "noise_multiplier=1.3,steps=1000",
+    ]
 
 
 def _stream(*chunks):

@@ -57,7 +57,7 @@ def test_brief_example_is_found_above_the_old_range():
     assert _eps(sigma / (1 + 1e-4)) > TARGET  # the search's own tolerance
     # the public API agrees
     assert float(api.sgd_epsilon(Q, sigma, T, DELTA).value) <= TARGET
-    assert float(api.sgd_noise_multiplier(Q, T, DELTA, TARGET)) == sigma
+    assert float(api.sgd_noise_multiplier(Q, T, DELTA, TARGET).value) == sigma
     # the RDP bound is never below the exact Gaussian's δ: at the answer, the composed Gaussian (noise σ/√T)
     # is (target, 1e-15)-DP exactly, and RDP accounting cannot need less noise than the exact analysis
     assert _mp_gaussian_delta(TARGET, sigma / math.sqrt(T)) <= DELTA

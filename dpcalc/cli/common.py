@@ -11,8 +11,8 @@ place that
 3. renders the result (table, CSV, TSV, JSON, JSON Lines, or ``-q`` headline values; the formats
    are described in :mod:`dpcalc.render`) to stdout;
 4. draws ``--plot``;
-5. judges ``--max-epsilon``/``--max-delta`` on the rows that are sound upper bounds (exit 3, the
-   rows already printed; see :func:`sound_row`).
+5. judges ``--max-epsilon``/``--max-delta``/``--max-tpr`` per configuration, on its tightest
+   certified row (exit 3, the rows already printed; see :class:`BudgetJudge` and :mod:`dpcalc.configs`).
 
 Writing to stdout fails in one way only: a reader that went away (``dpcalc ... | head -1``) ends the
 command quietly with status 0, in every format; any other failure (a full disk, a closed stdout) is
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import sys
 import warnings
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 import click
 
 from dpcalc.cli.types import Grid
+from dpcalc.configs import sound_row  # noqa: F401  (re-exported: the rows a budget judges)
 from dpcalc.errors import DpcalcWarning
 from dpcalc.exitcodes import ExitCode
 
@@ -106,25 +106,31 @@ def common_options(func):
         "-q",
         "--quiet",
         is_flag=True,
-        help="Print only the headline value. One row: the value alone. Several rows (a stream: a first "
-        "chunk of several rows, or more chunks): LABEL<TAB>VALUE per line, LABEL being the method when "
-        "it varies and the swept inputs that vary as key=value, joined by commas; rows where the value "
-        "does not apply are skipped. The odometer's steps: one value per step.",
+        help="Print only the headline value: per configuration (the rows that share every input and "
+        "differ only by method, accountant or conversion), the tightest certified one (the smallest upper "
+        "bound; the smallest noise or the most steps found within a target). One configuration: the value "
+        "alone. Several: CONFIGURATION<TAB>VALUE per line, CONFIGURATION being the swept inputs that vary, "
+        "as key=value joined by commas. A row that is not a certified bound (an estimate, an asymptotic or "
+        "reference formula, valid=false, a Monte Carlo bound) is never printed; when no row is one, -q is "
+        "an error (-f csv shows every row). The odometer's steps: one value per step.",
     )
     @click.option(
         "--max-epsilon",
         type=Grid(lo=0, lo_open=False),
         default=None,
         metavar="X",
-        help="Budget check: exit 3 if a reported ε that is a sound upper bound exceeds X (rows with "
-        "valid=false, lower bounds, asymptotic and reference formulas are not judged).",
+        help="Budget check: after printing, exit 3 if the tightest certified ε of some configuration "
+        "exceeds X (a run that one method certifies within X passes, whatever a looser method says; rows "
+        "with valid=false, lower bounds, estimates, asymptotic, reference and Monte Carlo rows are never "
+        "judged; a configuration no row certifies is an error, never a pass).",
     )
     @click.option(
         "--max-delta",
         type=Grid(lo=0, hi=1, lo_open=False),
         default=None,
         metavar="X",
-        help="Budget check: exit 3 if a reported δ that is a sound upper bound exceeds X.",
+        help="Budget check: exit 3 if the tightest certified δ of some configuration exceeds X (as "
+        "--max-epsilon).",
     )
     @click.option(
         "--plot",
@@ -283,8 +289,11 @@ def emit(result, out: Output) -> None:
         from dpcalc.plot import draw  # raises a one-line error when matplotlib is missing
 
         draw(result, out.plot)
-    with writing():
-        render(result, fmt, sys.stdout, quiet=out.quiet, columns=out.columns)
+    with warnings.catch_warnings(record=True) as caught:  # -q's warning about configurations left out
+        warnings.simplefilter("always", DpcalcWarning)
+        with writing():
+            render(result, fmt, sys.stdout, quiet=out.quiet, columns=out.columns)
+    _warn(caught)
     check_budget(result, out)
 
 
@@ -295,27 +304,16 @@ def check_budget(result, out: Output) -> None:
     judge.check()
 
 
-def sound_row(row: dict) -> bool:
-    """Whether a row's ε and δ are sound upper bounds, the only rows a budget judges: not a row whose
-    ``valid`` is false, nor a row whose ``method`` is ``lower`` or ends in ``-asymptotic`` or
-    ``-reference`` (a formula that is not a guarantee), nor a row whose ``bound`` is ``lower``."""
-    if row.get("valid") is False or row.get("bound") == "lower":
-        return False
-    method = row.get("method")
-    if isinstance(method, str) and (
-        method == "lower" or method.endswith("-asymptotic") or method.endswith("-reference")
-    ):
-        return False
-    return True
-
-
 class BudgetJudge:
-    """``--max-epsilon``/``--max-delta`` over the rows of a result, fed whole or chunk by chunk.
-
-    Only sound rows (:func:`sound_row`) with a number are judged; the first one past a budget is
-    reported as ``budget exceeded: epsilon = X > L (row I, method M)`` (exit 3).  When rows were given
-    but none could be judged (every row a lower bound, an asymptotic formula, or not applicable), the
-    budget cannot be certified: a usage error (exit 2), never a pass."""
+    """``--max-epsilon``/``--max-delta``/``--max-tpr`` over the rows of a result, fed whole or chunk by
+    chunk, per configuration (:mod:`dpcalc.configs`): each configuration is judged by its tightest
+    certified row (the smallest certified upper bound: a run that one method certifies within the
+    budget is within it, whatever a looser method says).  The first configuration past a budget is
+    reported as ``budget exceeded: epsilon = X > L (tightest certified row I, method M)``, with ``at
+    CONFIGURATION`` and how many configurations exceed it when there are several (exit 3).  Rows that
+    certify nothing (estimates, asymptotic and reference formulas, ``valid=false``, lower bounds,
+    Monte Carlo bounds) are never judged.  A configuration with no certified row cannot be judged: a
+    usage error (exit 2), never a pass; so is a budget no row can judge."""
 
     def __init__(self, out: Output) -> None:
         self.limits = [
@@ -324,9 +322,8 @@ class BudgetJudge:
             if lim is not None
         ]
         self.rows = 0
-        self.judged = {q: 0 for q, _ in self.limits}
-        self.skipped: dict[str, list[str]] = {q: [] for q, _ in self.limits}
-        self.verdict: BudgetExceeded | None = None
+        self.tight = None
+        self.names: list[str] = []
 
     def refuse_unjudgeable(self, names) -> None:
         """A usage error (exit 2) for a budget on a quantity the output has no column for, decided from
@@ -338,37 +335,64 @@ class BudgetJudge:
                 raise click.UsageError(f"--max-{quantity}: this command reports no {quantity}")
 
     def feed(self, result) -> None:
-        offset, self.rows = self.rows, self.rows + len(result)
+        self.rows += len(result)
         if not self.limits:
             return
         self.refuse_unjudgeable(result.names)
-        rows = result.rows()
-        for quantity, limit in self.limits:
-            name = result.budget_column(quantity)
-            for i, row in enumerate(rows, start=offset + 1):
-                v = row[name]
-                if v is None or (isinstance(v, float) and math.isnan(v)):
-                    continue  # a method that does not apply reports no number
-                if not sound_row(row):
-                    label = str(row.get("method", f"row {i}"))
-                    if label not in self.skipped[quantity]:
-                        self.skipped[quantity].append(label)
-                    continue
-                self.judged[quantity] += 1
-                if v > limit and self.verdict is None:
-                    method = f", method {row['method']}" if row.get("method") is not None else ""
-                    self.verdict = BudgetExceeded(
-                        f"budget exceeded: {name} = {v!r} > {limit!r} (row {i}{method})"
-                    )
+        if self.tight is None:
+            from dpcalc.configs import Tightest
+            from dpcalc.result import budget_column
+
+            self.names = [budget_column(q, result.names) for q, _ in self.limits]
+            self.tight = Tightest(result.names, result.headline, self.names, getattr(result, "derived", ()))
+        self.tight.feed(result)
 
     def check(self) -> None:
-        """Raise the verdict, if any (the first row past a budget, or a budget nothing could judge)."""
-        if self.verdict is not None:
-            raise self.verdict
-        for quantity, _ in self.limits:
-            if self.rows and not self.judged[quantity]:
-                what = f" (rows: {', '.join(self.skipped[quantity])})" if self.skipped[quantity] else ""
+        """Raise the verdict, if any: the first configuration past a budget (exit 3), else the first
+        configuration, or the whole result, that no certified row can judge (exit 2)."""
+        tight = self.tight
+        if tight is None:
+            return
+        try:
+            self._check(tight)
+        finally:
+            tight.close()
+
+    def _check(self, tight) -> None:
+        n = tight.count
+        several = n > 1
+        unjudged: list = [None] * len(self.limits)
+        for j, (quantity, limit) in enumerate(self.limits):
+            name = self.names[j]
+            first, exceed, judged = None, 0, 0
+            for cells, sep, picks in tight.configs():
+                value, _cell, method, row, _seen = picks[j]
+                if value is None:
+                    if unjudged[j] is None:
+                        unjudged[j] = tight.label(cells, sep)
+                    continue
+                judged += 1
+                if value > limit:
+                    exceed += 1
+                    if first is None:
+                        first = (value, method, row, tight.label(cells, sep))
+            if first is not None:
+                value, method, row, label = first
+                where = f" at {label}" if several and label else ""
+                by = f"tightest certified row {row}" + (f", method {method}" if method is not None else "")
+                more = f"; {exceed} of {n} configurations exceed it" if several else ""
+                raise BudgetExceeded(f"budget exceeded: {name} = {value!r} > {limit!r}{where} ({by}{more})")
+            if not judged:
+                skipped = tight.uncertified[j]
+                what = f" (rows: {', '.join(skipped)})" if skipped else ""
                 raise click.UsageError(
                     f"--max-{quantity}: this command reports no {quantity} that is a sound upper bound"
                     f"{what}; the budget cannot be judged"
+                )
+        for j, (quantity, _) in enumerate(self.limits):
+            if unjudged[j] is not None:
+                where = f" at {unjudged[j]}" if unjudged[j] else ""
+                raise click.UsageError(
+                    f"--max-{quantity}: no row certifies {self.names[j]}{where}, so the budget cannot be "
+                    "judged there"
                 )

@@ -24,8 +24,8 @@ def tradeoff_options(func):
         type=Grid(lo=0, hi=1, lo_open=False),
         default=None,
         metavar="T",
-        help="Budget check (with --fpr): exit 3 if a certified tpr_upper exceeds T (clt-asymptotic rows "
-        "are not judged).",
+        help="Budget check (with --fpr): exit 3 if the tightest certified tpr_upper of some configuration "
+        "exceeds T (clt-asymptotic rows are not judged).",
     )(func)
     return click.option("--fpr", type=Grid(lo=0, hi=1, hi_open=True), default=None, help=FPR_HELP)(func)
 

@@ -92,6 +92,7 @@ def sgd_epsilon_stream(
     headline = {"sigma": "noise_multiplier", "steps": "steps", "q": rate}.get(
         solve, "epsilon"
     )  # never an estimate
+    derived = _derived(p, solve)
     pieces = sweep.slices(n, CHUNK if chunk == 0 else chunk)
     tasks = [(name, lo, hi) for name in names for lo, hi in pieces]
     # a sweep of one chunk may evaluate small arrays without scipy (a quick start for single queries);
@@ -108,6 +109,7 @@ def sgd_epsilon_stream(
             headline=headline,
             title="DP-SGD accounting",
             caption=caption,
+            derived=derived,
         )
 
     def finish(result):
@@ -121,7 +123,19 @@ def sgd_epsilon_stream(
         title="DP-SGD accounting",
         caption=caption,
         finish=finish,
+        derived=derived,
     )
+
+
+def _derived(p: SgdEpsilonParams, solve) -> tuple[str, ...]:
+    """The columns each accountant finds for itself with --target-epsilon, besides the headline (see
+    :mod:`dpcalc.configs`): the epochs within the steps found; the sample rate, batch size and the
+    length not given (steps from --epochs, or the epochs within --steps)."""
+    if solve == "steps":
+        return ("epochs",)
+    if solve == "q":
+        return ("sample_rate", "batch_size", "steps" if p.epochs is not None else "epochs")
+    return ()
 
 
 def _swept(p: SgdEpsilonParams) -> dict:

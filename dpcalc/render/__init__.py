@@ -14,16 +14,16 @@ The machine formats are a contract scripts can build on:
 * ``jsonl``: the same objects, one per line (JSON Lines), written and flushed chunk by chunk.
 * ``--columns a,b,c`` chooses and orders the columns of every format (:func:`pick_columns`: an
   unknown name is an :class:`~dpcalc.errors.InputError` that lists the available ones).
-* quiet (``-q``): the headline column.  A result of one row prints its value alone (an empty line
-  where it does not apply), as it always has.  A result of several rows prints ``LABEL<TAB>VALUE``
-  per line, and skips the rows where the value does not apply.  LABEL names the row: the value of
-  the ``method`` column when it varies, then ``key=value`` for every swept input that varies
-  (:func:`label_candidates`; a column the method determines, such as ``accountant``, is left out),
-  joined by commas (``row=I`` when nothing varies).  A streamed result has several rows when its
-  first chunk has more than one row or a second chunk comes; as its labels depend on every row, its
-  ``-q`` lines are written once the stream has ended (held in a temporary file meanwhile: memory
-  stays bounded).  A result with a ``step`` column is a running series (the odometer's steps): its
-  ``-q`` prints one value per step, unlabelled, exactly as the streaming odometer does.
+* quiet (``-q``): the headline column, per configuration (the rows that share every input and differ
+  only by method, accountant or conversion: :mod:`dpcalc.configs`), the tightest certified value
+  (:mod:`dpcalc.render.quiet`).  One configuration prints its value alone (an empty line where no row
+  has one).  Several print ``LABEL<TAB>VALUE`` per line, LABEL being ``key=value`` for every input
+  that varies across the configurations, joined by commas.  A row that is not a certified bound is
+  never printed; a configuration without a certified value prints no line (a warning), and a result
+  without any is an :class:`~dpcalc.errors.InputError`.  As the labels depend on every row, a stream's
+  ``-q`` lines are written once it has ended (the configurations held in bounded memory meanwhile).
+  A result with a ``step`` column is a running series (the odometer's steps): its ``-q`` prints one
+  value per step, unlabelled, exactly as the streaming odometer does.
   ``--columns`` does not apply to ``-q``.
 
 ``table`` is for people (rich; imported only here, only for tables).  Its rules:

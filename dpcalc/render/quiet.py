@@ -1,114 +1,82 @@
-"""``-q``: the headline value of each row, labelled when there are several rows."""
+"""``-q``: per configuration, the tightest certified value of the headline (:mod:`dpcalc.configs`)."""
 
-import json
+import warnings
 from typing import IO
 
+from dpcalc.configs import Tightest
 from dpcalc.render.cells import csv_cell, one_line
-from dpcalc.result import LOWER_COLUMNS, Result
-
-# -- -q -----------------------------------------------------------------------------------------
-#: columns that are never inputs of a row: bounds beside the headline, estimates, flags and notes
-_NOT_INPUTS = LOWER_COLUMNS | {
-    "epsilon_estimate",
-    "delta_estimate",
-    "valid",
-    "note",
-    "best_alpha",
-    "crossing_steps",
-    "recorded",
-    "tpr",
-    "mu",
-}
-
-
-def label_candidates(names: list[str], headline: str) -> list[str]:
-    """The columns that may name a row in ``-q`` output (besides ``method``): every column but the
-    headline, the columns of :data:`_NOT_INPUTS`, an ``X`` beside its ``target_X`` (the value reached
-    for a target), and an ``alpha`` after the headline (the best order found, an output)."""
-    at = names.index(headline) if headline in names else len(names)
-    out = []
-    for i, c in enumerate(names):
-        if c in (headline, "method") or c in _NOT_INPUTS or f"target_{c}" in names:
-            continue
-        if c == "alpha" and i > at:
-            continue
-        out.append(c)
-    return out
+from dpcalc.result import Result
 
 
 class _Quiet:
-    """``-q``: the headline value alone (one row) or ``LABEL<TAB>VALUE`` lines (several rows)."""
+    """``-q``: the tightest certified value of the headline per configuration: the value alone (one
+    configuration) or ``LABEL<TAB>VALUE`` lines (several), LABEL being the inputs that vary.  A row that
+    is not a certified bound (an estimate, an asymptotic or reference formula, ``valid=false``, a lower
+    bound beside upper ones, a Monte Carlo bound) is never printed; a configuration without a certified
+    value prints no line (a warning says how many), and a result where no row is one is an
+    :class:`~dpcalc.errors.InputError` (nothing printed).  The configurations are held in bounded
+    memory until the stream ends (:class:`~dpcalc.configs.Tightest`); a running series (a ``step``
+    column: the odometer) prints one value per step as it comes."""
 
     def __init__(self, names: list[str], headline: str, stream: IO[str]) -> None:
-        self.headline, self.stream = headline, stream
+        self.headline, self.stream, self.names = headline, stream, names
         self.has_value = headline in names
-        self.method = "method" in names and headline != "method"
-        self.cands = (["method"] if self.method else []) + label_candidates(names, headline)
         self.series = "step" in names  # a running series (odometer): one value per step, as it streams
-        self.count = 0
-        self.first: tuple[list[str], str] | None = None
-        self.spool = None
-        self.firsts: list[str] | None = None
-        self.varies = [False] * len(self.cands)
-        self.by_method: list[dict] = [{} for _ in self.cands]
-        self.free = [False] * len(self.cands)  # not determined by the method
+        self.tight: Tightest | None = None
 
     def write(self, chunk: Result) -> None:
         if self.series:
             values = chunk.column(self.headline) if self.has_value else [None] * len(chunk)
             self.stream.write("".join(csv_cell(v) + "\n" for v in values))
             return
-        cols = [chunk.column(c) for c in self.cands]
-        values = chunk.column(self.headline) if self.has_value else [None] * len(chunk)
-        for i, v in enumerate(values):
-            self._row([csv_cell(col[i]) for col in cols], csv_cell(v))
-
-    def _row(self, labels: list[str], value: str) -> None:
-        self.count += 1
-        if self.count == 1:
-            self.first = (labels, value)
-            return
-        if self.count == 2:
-            import tempfile
-
-            self.spool = tempfile.SpooledTemporaryFile(max_size=1 << 22, mode="w+", encoding="utf-8")
-            self._keep(*self.first)
-        self._keep(labels, value)
-
-    def _keep(self, labels: list[str], value: str) -> None:
-        if self.firsts is None:
-            self.firsts = list(labels)
-        m = labels[0] if self.method else None
-        for j, x in enumerate(labels):
-            if x != self.firsts[j]:
-                self.varies[j] = True
-            if self.by_method[j].setdefault(m, x) != x:
-                self.free[j] = True
-        self.spool.write(json.dumps([labels, value]) + "\n")
+        if self.tight is None:
+            columns = [self.headline] if self.has_value else []
+            self.tight = Tightest(self.names, self.headline, columns, getattr(chunk, "derived", ()))
+        self.tight.feed(chunk)
 
     def close(self) -> None:
-        if self.count == 1:
-            self.stream.write(self.first[1] + "\n")
-        elif self.count > 1:
-            method_shown = self.method and self.varies[0]
-            shown = []
-            for j, c in enumerate(self.cands):
-                if not self.varies[j] or (c != "method" and method_shown and not self.free[j]):
-                    continue  # the same on every row, or determined by the method
-                shown.append(j)
-            self.spool.seek(0)
+        tight = self.tight
+        if tight is None or tight.rows == 0:
+            self.stream.flush()
+            return
+        try:
+            n = tight.count
             out: list[str] = []
-            for i, line in enumerate(self.spool, start=1):
-                labels, value = json.loads(line)
-                if value == "":
-                    continue  # the value does not apply to this row
-                parts = [
-                    labels[j] if self.cands[j] == "method" else f"{self.cands[j]}={labels[j]}" for j in shown
-                ]
-                out.append(one_line(",".join(parts) or f"row={i}") + "\t" + value + "\n")
+            printed = missing = 0
+            for cells, sep, picks in tight.configs():
+                value, cell, _method, row, seen = picks[0] if picks else (None, "", None, None, 0)
+                if value is None:
+                    missing += bool(seen)
+                    if n == 1 and not seen:
+                        out.append("\n")  # one configuration where the value does not apply: an empty line
+                    continue
+                printed += 1
+                if n == 1:
+                    out.append(cell + "\n")
+                    continue
+                out.append(one_line(tight.label(cells, sep) or f"row={row}") + "\t" + cell + "\n")
                 if len(out) >= 1024:
                     self.stream.write("".join(out))
                     out.clear()
+            if missing and not printed:
+                from dpcalc.errors import InputError
+
+                rows = ", ".join(tight.uncertified[0]) if tight.uncertified else ""
+                raise InputError(
+                    f"-q prints certified bounds only, and no row here is one ({rows}: an estimate, an "
+                    "asymptotic or reference formula, a Monte Carlo bound or valid=false); -f csv shows every row"
+                )
             self.stream.write("".join(out))
-            self.spool.close()
+            if missing:
+                from dpcalc.errors import DpcalcWarning
+
+                warnings.warn(
+                    DpcalcWarning(
+                        f"-q: {missing} of {n} configurations have no certified {self.headline} (rows: "
+                        f"{', '.join(tight.uncertified[0])}) and print no line; -f csv shows every row"
+                    ),
+                    stacklevel=2,
+                )
+        finally:
+            tight.close()
         self.stream.flush()
