@@ -207,7 +207,7 @@ def test_long_headers_are_abbreviated_with_a_legend(monkeypatch):
     header = next(ln for ln in text.split("\n") if "method" in ln)
     assert "σ" in header and "noise_multiplier" not in header
     assert "σ = noise_multiplier" in text and "q" not in header  # sample_rate is constant: caption
-    assert "sample_rate = 0.00426667" in text
+    assert "sample_rate = 0.00426666" in text  # a sample rate rounds down (the largest within a target)
     assert "[1] note 0, with commas" in text and "[2] note 1" in text  # long text: footnotes
 
 

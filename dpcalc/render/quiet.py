@@ -4,11 +4,18 @@ import json
 from typing import IO
 
 from dpcalc.render.cells import csv_cell, one_line
-from dpcalc.result import LOWER_COLUMNS, Result
+from dpcalc.result import Result
 
 # -- -q -----------------------------------------------------------------------------------------
 #: columns that are never inputs of a row: bounds beside the headline, estimates, flags and notes
-_NOT_INPUTS = LOWER_COLUMNS | {
+_NOT_INPUTS = {
+    "epsilon_lower",
+    "delta_lower",
+    "rdp_lower",
+    "rdp_certifying",
+    "tpr_lower",
+    "mu_lower",
+    "epsilon_gdp",
     "epsilon_estimate",
     "delta_estimate",
     "valid",

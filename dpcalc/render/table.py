@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from dpcalc.render.cells import GLUE, MARK_DOWN, MARK_RTOL, MARK_UP, _isatty, _missing, table_cell
-from dpcalc.result import Result
+from dpcalc.result import TABLE_ALIASES, Result
 
 # -- the table ----------------------------------------------------------------------------------
 #: short headers for long column names (shown with a legend when the table is too wide)
@@ -127,6 +127,7 @@ class _Table:
         self.single = len(self.rows) == 1
         self.fixed: list[str] = []
         keep: list[str] = []
+        names = [n for n in names if not self._alias(n, names)]
         if self.single:
             keep = list(names)
         else:
@@ -147,6 +148,13 @@ class _Table:
         }
 
     # columns
+    def _alias(self, name: str, names: list[str]) -> bool:
+        """Column ``name`` is another's alias (:data:`~dpcalc.result.TABLE_ALIASES`) with its values."""
+        other = TABLE_ALIASES.get(name)
+        if other not in names:
+            return False
+        return all(r[name] == r[other] or (_missing(r[name]) and _missing(r[other])) for r in self.rows)
+
     def _drop_repeats(self, keep: list[str]) -> list[str]:
         out: list[str] = []
         for b in keep:
