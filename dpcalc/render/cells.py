@@ -112,6 +112,22 @@ def table_cell(name: str, v: Any, digits: int = 6, *, marks: bool = False) -> st
     return str(v)
 
 
+def for_terminal(text: str, stream) -> str:
+    """A note or warning line as written to ``stream``: on a terminal, wrapped to its width between words
+    (continuation lines indented by four spaces; a word longer than the width stands alone); elsewhere
+    (a pipe, a file, a log) one line, unchanged, for the scripts that read it."""
+    if not _isatty(stream):
+        return text
+    import shutil
+    import textwrap
+
+    width = shutil.get_terminal_size((80, 24)).columns
+    lines = textwrap.wrap(
+        text, max(width - 1, 20), subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
+    )
+    return "\n".join(lines) or text
+
+
 def _isatty(stream) -> bool:
     try:
         return bool(stream.isatty())
