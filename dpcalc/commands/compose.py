@@ -14,7 +14,6 @@ import math
 
 from dpcalc.commands.schema import conform
 from dpcalc.errors import DpcalcWarning, InputError
-from dpcalc.render.cells import rounded
 from dpcalc.result import PlotSpec, Result
 
 # Each takes (specs, want_eps, targets: np.ndarray, opts: dict) and returns
@@ -74,7 +73,7 @@ def _exact(specs, want_eps, targets, opts):
         values[~zero] = gaussian.eps_gaussian(targets[~zero], r)
     else:
         values = np.atleast_1d(gaussian.delta_gaussian(targets, r))
-    note = f"one Gaussian with sensitivity/sigma = {rounded(r, 'up')}"
+    note = f"one Gaussian with sensitivity/sigma = {r:.6g}"  # a description: the bound is in the columns
     return (*_at_zero(specs, zero, values, note, note), {})
 
 

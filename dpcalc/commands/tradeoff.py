@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 
 from dpcalc.errors import InputError
-from dpcalc.render.cells import rounded
 from dpcalc.result import PlotSpec, Result
 
 #: the methods of compose that answer --fpr, in the order --method all shows them
@@ -56,7 +55,7 @@ def _exact_rows(fpr, mu, method="exact"):
 
     hi = tradeoff.gaussian_tpr(fpr, mu)
     lo = tradeoff.gaussian_tpr_lower(fpr, mu)
-    note = f"μ-GDP, μ = {rounded(mu, 'up')}: TPR = Φ(Φ⁻¹(FPR) + μ)"
+    note = f"μ-GDP, μ = {mu:.6g}: TPR = Φ(Φ⁻¹(FPR) + μ)"  # the formula: μ itself is the mu column
     return [_row(method, float(a), float(lw), None, float(h), mu, note) for a, lw, h in zip(fpr, lo, hi)]
 
 
