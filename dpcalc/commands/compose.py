@@ -73,7 +73,7 @@ def _exact(specs, want_eps, targets, opts):
         values[~zero] = gaussian.eps_gaussian(targets[~zero], r)
     else:
         values = np.atleast_1d(gaussian.delta_gaussian(targets, r))
-    note = f"one Gaussian with sensitivity/sigma = {r:.6g}"  # a description: the bound is in the columns
+    note = f"one Gaussian with sensitivity/sigma = {r:.6g}"
     return (*_at_zero(specs, zero, values, note, note), {})
 
 

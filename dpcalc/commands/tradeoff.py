@@ -55,7 +55,7 @@ def _exact_rows(fpr, mu, method="exact"):
 
     hi = tradeoff.gaussian_tpr(fpr, mu)
     lo = tradeoff.gaussian_tpr_lower(fpr, mu)
-    note = f"μ-GDP, μ = {mu:.6g}: TPR = Φ(Φ⁻¹(FPR) + μ)"  # the formula: μ itself is the mu column
+    note = f"μ-GDP, μ = {mu:.6g}: TPR = Φ(Φ⁻¹(FPR) + μ)"
     return [_row(method, float(a), float(lw), None, float(h), mu, note) for a, lw, h in zip(fpr, lo, hi)]
 
 
