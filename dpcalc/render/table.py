@@ -253,9 +253,12 @@ class _Table:
                     said_of[r["method"]] = table_cell(name, v, digits)
             if not said_of:
                 continue
-            if name in self.prose_cols:
+            if name in self.prose_cols:  # methods with the same text share its line
+                by_text: dict[str, list[str]] = {}
                 for m, v in said_of.items():
-                    parts.append(("note", tx(f"{name} of {m}: {v}")))
+                    by_text.setdefault(v, []).append(str(m))
+                for v, ms in by_text.items():
+                    parts.append(("note", tx(f"{name} of {', '.join(ms)}: {v}")))
             else:
                 items = (f"{m} = {v}".replace(" ", GLUE) for m, v in said_of.items())
                 parts.append(("items", tx(f"{name} by method: " + ", ".join(items))))
