@@ -50,10 +50,10 @@ The machine formats are a contract scripts can build on:
   footnotes below the table, abbreviates long headers (``noise_multiplier`` -> ``σ``, with a legend
   in the caption), says once per method in the caption a text or flag column that holds one value
   per method (``conversion by method: rdp = optimal, abadi-asymptotic = classic``; a note as
-  ``note of METHOD, ...: ...``, methods with the same text on one line), drops the borders (a rule under the header, one space between columns),
-  shows fewer digits (never fewer than 3), and finally draws one ``quantity | value`` block per row
-  (where only prose wraps, between words; on a terminal too narrow even for that, plain
-  ``quantity: value`` lines).  Captions wrap between words, never inside a ``name = value`` item.
+  ``note of METHOD, ...: ...``, methods with the same text on one line), drops the borders (a rule
+  under the header, one space between columns), shows fewer digits (never fewer than 3), and finally
+  draws one ``quantity | value`` block per row (where only prose wraps, between words; on a terminal
+  too narrow even for that, plain ``quantity: value`` lines).  Captions wrap between words, never inside a ``name = value`` item.
 * the ``Note:`` and ``Warning:`` lines on stderr wrap between words to a terminal's width
   (continuation lines indented); into a pipe or a file each stays one line.
 * off a terminal (``-f table`` into a pipe or a file) the table is as wide as it needs (at least 100
