@@ -32,12 +32,12 @@ import math
 from ast import literal_eval
 from collections.abc import Iterator
 
-from dpcalc.result import LOWER_COLUMNS
+from dpcalc.result import LOWER_BOUND_COLUMNS
 
 #: the columns that name how a row was computed, never what was asked
 IDENTITY = frozenset({"method", "accountant", "conversion", "bound"})
 #: columns that are never inputs of a row: bounds beside the headline, estimates, flags and notes
-NOT_INPUTS = LOWER_COLUMNS | {
+NOT_INPUTS = LOWER_BOUND_COLUMNS | {
     "epsilon_estimate",
     "delta_estimate",
     "tpr_estimate",
@@ -58,7 +58,7 @@ NOT_INPUTS = LOWER_COLUMNS | {
 #: methods that answer another question than the other methods of their command
 SEPARATE = frozenset({"cni"})
 #: headlines where a larger certified value is the tighter answer (the rest: smaller)
-LARGER_IS_TIGHTER = LOWER_COLUMNS | {"steps", "sample_rate", "batch_size", "release_epsilon"}
+LARGER_IS_TIGHTER = LOWER_BOUND_COLUMNS | {"steps", "sample_rate", "batch_size", "release_epsilon"}
 #: configurations kept in memory before the rest go to a temporary SQLite file
 SPILL = 10_000
 
@@ -104,7 +104,7 @@ def certified(row: dict, column: str) -> bool:
     """Whether ``row[column]`` is a certified bound (see the module docstring)."""
     if not number(row.get(column)) or row.get("valid") is False:
         return False
-    if column in LOWER_COLUMNS:
+    if column in LOWER_BOUND_COLUMNS:
         return True
     method = row.get("method")
     monte_carlo = row.get("confidence") is not None or (isinstance(method, str) and method.endswith("-mc"))

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import click
 
 from dpcalc.render import table_cell
-from dpcalc.result import LOWER_COLUMNS, PlotSpec, Result
+from dpcalc.result import LOWER_BOUND_COLUMNS, PlotSpec, Result
 
 INSTALL_HINT = "pip install 'dpcalc[plot]'"
 
@@ -206,7 +206,7 @@ def _style(lines: list[_Line], spec: PlotSpec) -> None:
             line.style = _STYLES[group_keys.index(gval) % len(_STYLES)]
             # later lines thinner, drawn on top: bounds that coincide show as nested stripes
             line.width = max(1.1, 3.0 - 0.5 * rank) if 1 < len(colour_keys) <= 5 else 1.8
-        if line.column in LOWER_COLUMNS and line.column != spec.y and line.style == "-":
+        if line.column in LOWER_BOUND_COLUMNS and line.column != spec.y and line.style == "-":
             line.style = "--"
         if series is not None:
             base = spec.labels.get(str(series), str(series))

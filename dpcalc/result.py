@@ -12,14 +12,99 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Columns whose value is an upper bound: the table rounds them up (never below the true bound).
-#: ``epsilon`` and ``delta`` are upper bounds in every row of every command (an estimate goes to a
-#: column named ``*_estimate``, which the table rounds to nearest).
-UPPER_COLUMNS = frozenset({"epsilon", "epsilon_rdp", "delta", "rdp", "tpr_upper", "fpr_upper"})
-#: Columns whose value is a lower bound: the table rounds them down.
-LOWER_COLUMNS = frozenset(
+#: How each output column is rounded where it is shortened for people (tables, captions, plot labels):
+#: every column of every schema (:mod:`dpcalc.commands.schema`) is in exactly one of the four sets
+#: below (tests/test_display_rounding.py checks it), so a new column cannot be forgotten.  A column's
+#: role is the same in every command that has it; where it is an input in one command and an answer in
+#: another, it is classified by the answer (an input typed as a short decimal shows unchanged).
+#:
+#: Upper bounds, rounded up (never shown below the true bound): ε, δ and Rényi bounds (an estimate goes
+#: to a ``*_estimate`` column), the trade-off's ``tpr``, μ of μ-GDP, audit's ``fpr_upper``, a claimed ε,
+#: and the noise a calibration found (``noise_multiplier``, ``sigma``, ``scale``: more noise is safe).
+UPPER_COLUMNS = frozenset(
+    {
+        "epsilon",
+        "epsilon_rdp",
+        "delta",
+        "rdp",
+        "tpr",
+        "tpr_upper",
+        "fpr_upper",
+        "mu",
+        "epsilon_claimed",
+        "noise_multiplier",
+        "sigma",
+        "scale",
+    }
+)
+#: Lower bounds: the lower ends of brackets and an audit's lower bounds.  What a budget and ``-q``
+#: treat as a certified lower bound (:mod:`dpcalc.configs`) is this set, never an input.
+LOWER_BOUND_COLUMNS = frozenset(
     {"epsilon_lower", "delta_lower", "rdp_lower", "rdp_certifying", "tpr_lower", "mu_lower", "epsilon_gdp"}
 )
+#: Rounded down: the lower bounds, an audit's ``ratio`` to the claim, and the answers that are largest
+#: values within a target (the sample rate found by ``--target-epsilon``, the whole ``epochs`` within
+#: the steps found, a calibrated per-release ε).  The last three are inputs in other rows, so a
+#: configuration's key (:mod:`dpcalc.configs`) must not read this set as "not an input".
+LOWER_COLUMNS = LOWER_BOUND_COLUMNS | frozenset({"ratio", "sample_rate", "epochs", "release_epsilon"})
+#: Estimates (not bounds), rounded to nearest.
+ESTIMATE_COLUMNS = frozenset(
+    {"epsilon_estimate", "delta_estimate", "tpr_estimate", "best_alpha", "crossing_steps"}
+)
+#: Inputs, counts, orders, labels and flags: exact or as given, shown to nearest.
+EXACT_COLUMNS = frozenset(
+    {
+        "accountant",
+        "alpha",
+        "batch_size",
+        "bound",
+        "canaries",
+        "confidence",
+        "conversion",
+        "correct",
+        "dataset_size",
+        "diameter",
+        "fn",
+        "fp",
+        "fpr",
+        "guesses",
+        "initial_distance",
+        "level",
+        "lipschitz",
+        "lr",
+        "max_batch_size",
+        "mechanism",
+        "method",
+        "neighbors",
+        "note",
+        "recorded",
+        "run",
+        "samples",
+        "sampling",
+        "sensitivity",
+        "smoothness",
+        "step",
+        "steps",
+        "strong_convexity",
+        "target_epsilon",
+        "threshold",
+        "tn",
+        "tp",
+        "valid",
+    }
+)
+#: A column the table leaves out where it holds the same value as another on every row (it is kept
+#: in the machine formats for the scripts that read it): ``tpr_upper`` is ``tpr``.
+TABLE_ALIASES = {"tpr_upper": "tpr"}
+
+
+def rounding(name: str) -> str:
+    """How column ``name`` is shortened for display: ``"up"``, ``"down"`` or ``"nearest"``."""
+    if name in UPPER_COLUMNS:
+        return "up"
+    if name in LOWER_COLUMNS:
+        return "down"
+    return "nearest"
 
 
 @dataclass

@@ -346,3 +346,24 @@ def test_q_and_the_judge_follow_the_rule_on_any_rows(rows, limit):
         assert code == 2
     else:
         assert code == 0
+
+
+@pytest.mark.parametrize(
+    "swept",
+    [
+        ["--sample-rate", "0.01,0.02", "--steps", "1000"],
+        ["--batch-size", "256", "--dataset-size", "60000", "--epochs", "1,2"],
+        ["--sample-rate", "0.01", "--steps", "500,1000"],
+    ],
+)
+def test_every_swept_input_is_a_configuration_of_its_own(invoke, swept):
+    # the columns a table rounds down (sample_rate, epochs) are inputs here: two configurations, each
+    # judged on its own (the larger ε, not the smaller one, fails the budget)
+    args = ["sgd-epsilon", "--sigma", "1", *swept, "--delta", "1e-5", "--accountant", "all"]
+    rows = _csv(invoke, args)
+    res = invoke([*args, "-q"])
+    lines = res.stdout.splitlines()
+    assert res.exit_code == 0 and len(lines) == 2
+    values = [float(line.split("\t")[1]) for line in lines]
+    assert values[0] < values[1] and {v for _, v in _bounds(rows)} >= set(values)
+    assert invoke([*args, "--max-epsilon", repr(values[0])]).exit_code == 3

@@ -143,9 +143,36 @@ def test_the_sgd_sweep_keeps_one_line_per_row_at_80_columns():
 
 
 def test_a_terminal_too_narrow_for_a_row_gets_one_block_per_row():
-    status, text = in_terminal(SGD, 60)
+    status, text = in_terminal(SGD, 40)
     assert status == 0 and "quantity" in text
     assert text.count("abadi-asymptotic") == 6
+
+
+def test_columns_set_by_the_method_move_to_the_caption_to_keep_one_line_per_row():
+    status, text = in_terminal(SGD, 60)
+    assert status == 0 and "quantity" not in text
+    body = units(text, 18)
+    assert len(body) == 18 and all(len(ln) <= 60 for ln in body)
+    assert "conversion by method: rdp = optimal, abadi-asymptotic = classic" in " ".join(text.split("\n"))
+    assert "note of abadi-asymptotic: asymptotic closed form" in text
+
+
+#: 16 targets by 3 accountants (the issue's 697-line table at 80 columns)
+TARGETS = (
+    "sgd-epsilon --target-epsilon 1:8.5:0.5 --sigma 1.1 --dataset-size 60000 --epochs 60 --delta 1e-5 "
+    "--accountant all"
+).split()
+
+
+def test_a_48_row_inverse_sweep_keeps_one_line_per_row_at_80_columns():
+    rows = csv_rows(TARGETS)
+    assert len(rows) == 48
+    status, text = in_terminal(TARGETS, 80)
+    assert status == 0 and "quantity" not in text
+    lines = text.rstrip("\n").split("\n")
+    assert len(lines) < 48 + 25 and max(len(ln) for ln in lines) <= 80, text
+    for unit, row in zip(units(text, 48), rows):
+        assert renderings("batch_size", row["batch_size"]) & set(tokens(unit)), (row, unit)
 
 
 def test_basic_composition_shows_ten_plus_not_ten_point_0001():
@@ -196,7 +223,9 @@ def _wide_result():
 def test_every_width_fits_without_folding(cols, monkeypatch):
     text = _draw(_wide_result(), _fake_terminal(cols, monkeypatch))
     assert max(len(ln) for ln in text.split("\n")) <= cols, text
-    assert text.count("abadi-asymptotic") == 2 and text.count("bassily-reference") == 2
+    notes = " ".join(ln for ln in text.split("\n") if ln.startswith(("note of", "    ")))
+    for m in ("abadi-asymptotic", "bassily-reference"):  # once per row (and maybe in a method's note)
+        assert text.count(m) - notes.count(m) == 2, text
     for i in range(8):  # every ε whole, rounded up, with 3 digits at least
         v = math.pi * (i + 1)
         assert {table_cell("epsilon", v, d) for d in (3, 4, 5, 6)} & set(tokens(text)), (v, text)
@@ -207,7 +236,7 @@ def test_long_headers_are_abbreviated_with_a_legend(monkeypatch):
     header = next(ln for ln in text.split("\n") if "method" in ln)
     assert "σ" in header and "noise_multiplier" not in header
     assert "σ = noise_multiplier" in text and "q" not in header  # sample_rate is constant: caption
-    assert "sample_rate = 0.00426667" in text
+    assert "sample_rate = 0.00426666" in text  # a sample rate rounds down (the largest within a target)
     assert "[1] note 0, with commas" in text and "[2] note 1" in text  # long text: footnotes
 
 
@@ -283,3 +312,18 @@ def test_near_powers_and_decimals_stay_sound(exp, mantissa):
     for w in (math.nextafter(v, math.inf), math.nextafter(v, 0), v):
         assert float(table_cell("epsilon", w).rstrip("⁺")) >= w
         assert float(table_cell("epsilon_lower", w)) <= w
+
+
+def test_notes_wrap_to_the_terminal_between_words_and_stay_one_line_in_a_pipe(invoke):
+    args = "audit --tp 60 --fn 940 --fp 18 --tn 982 --delta 1e-5 --columns epsilon_lower".split()
+    status, text = in_terminal(args, 60)
+    assert status == 0
+    lines = text.rstrip("\n").split("\n")
+    assert max(len(ln) for ln in lines) <= 60, text
+    notes = [i for i, ln in enumerate(lines) if ln.startswith("Note: ")]
+    assert len(notes) == 2 and lines[notes[0] + 1].startswith("    "), text  # continued, indented
+    piped = invoke([*args, "-f", "table"]).stderr.rstrip("\n").split("\n")
+    joined = " ".join(
+        ln.strip() for ln in lines[notes[1] : lines.index(next(ln for ln in lines if ln.startswith("Audit")))]
+    )
+    assert joined in piped  # the same words, in one line when stderr is not a terminal

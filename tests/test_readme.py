@@ -38,3 +38,73 @@ def test_readme_python_blocks_run():
         with contextlib.redirect_stdout(io.StringIO()) as out:
             exec(compile(block, "README.md", "exec"), {})
         assert out.getvalue().strip()
+
+
+def _variant(command: str, *extra: str) -> list[str]:
+    """A README example's words with its output options (-f, -q, --columns, --max-*) replaced by ``extra``."""
+    import shlex
+
+    words = shlex.split(command)
+    out, skip = [], 0
+    for w in words:
+        if skip:
+            skip -= 1
+            continue
+        if w in ("-f", "--format", "--columns", "--max-epsilon", "--max-delta", "--max-tpr"):
+            skip = 1
+            continue
+        if w in ("-q", "--quiet"):
+            continue
+        out.append(w)
+    return [*out, *extra]
+
+
+def _run(words: list[str]):
+    """Run a README example's words as readme.run_example does; (stdout, stderr, status)."""
+    import os
+
+    from click.testing import CliRunner
+
+    from dpcalc.cli import main
+
+    stdin = None
+    if "<" in words:
+        i = words.index("<")
+        stdin = (readme.ROOT / words[i + 1]).read_text()
+        words = words[:i] + words[i + 2 :]
+    old = os.getcwd()
+    os.chdir(readme.ROOT)
+    try:
+        env = {"COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"}
+        res = CliRunner(env=env).invoke(main, words[1:], input=stdin, prog_name="dpcalc")
+    finally:
+        os.chdir(old)
+    return res.stdout, res.stderr, res.exit_code
+
+
+@pytest.mark.parametrize("command", [c for c, _ in EXAMPLES], ids=[c[:60] for c, _ in EXAMPLES])
+def test_readme_example_as_a_table(command):
+    """Every README example also runs in table format (as on a terminal), with no internal error."""
+    stdout, stderr, code = _run(_variant(command, "-f", "table"))
+    assert code in (0, 3), f"{command} -f table exited {code}: {stderr}"
+    assert "internal error" not in stderr and "Traceback" not in stderr
+    assert stdout.strip()
+
+
+@pytest.mark.parametrize("command", [c for c, _ in EXAMPLES], ids=[c[:60] for c, _ in EXAMPLES])
+def test_readme_example_with_plot(command, tmp_path):
+    """Every README example also runs with --plot: it draws, or refuses in one line a result with nothing
+    to draw (a single row, a one-run audit), never an internal error."""
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "example.png"
+    stdout, stderr, code = _run(_variant(command, "-f", "table", "--plot", str(path)))
+    assert "internal error" not in stderr and "Traceback" not in stderr
+    if code in (0, 3):
+        assert path.stat().st_size > 1000
+    else:
+        errors = [ln for ln in stderr.strip().split("\n") if not ln.startswith(("Note: ", "Warning: "))]
+        assert code == 2 and len(errors) == 1 and errors[0].startswith("Error: --plot: "), stderr
+        assert not path.exists()
+        assert not stdout or command.startswith(
+            "dpcalc odometer --event"
+        )  # a stream: rows written as they come

@@ -211,13 +211,17 @@ def run(out: Output, compute) -> None:
 
 def _notes(notes, out: Output) -> None:
     """The result's notes on stderr, unless ``-q`` asked for the values alone."""
+    from dpcalc.render.cells import for_terminal
+
     for note in [] if out.quiet else notes:
-        click.echo(f"Note: {note}", err=True)
+        click.echo(for_terminal(f"Note: {note}", sys.stderr), err=True)
 
 
 def _warn(caught) -> None:
+    from dpcalc.render.cells import for_terminal
+
     for msg in warn_lines(w for w in caught if issubclass(w.category, DpcalcWarning)):
-        click.echo(f"Warning: {msg}", err=True)
+        click.echo(for_terminal(f"Warning: {msg}", sys.stderr), err=True)
 
 
 def _stream(stream, out: Output, caught) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from dpcalc.errors import InputError
+from dpcalc.render.cells import rounded
 from dpcalc.result import Result
 
 #: SgdEpsilonParams field -> the audit option that gives it (one value each).
@@ -112,8 +113,8 @@ def exceeded(result: Result, claimed: float | None = None) -> str | None:
     for i, (e, c) in enumerate(zip(result.column("epsilon_lower"), claims), start=1):
         if c is not None and e > c:
             return (
-                f"AUDIT FAILED: the attack proves epsilon >= {e:.6g} (row {i}), above the claimed "
-                f"epsilon {c:.6g}: the accounting or the implementation is wrong, or the audit's "
+                f"AUDIT FAILED: the attack proves epsilon >= {rounded(e, 'down')} (row {i}), above the claimed "
+                f"epsilon {rounded(c, 'up')}: the accounting or the implementation is wrong, or the audit's "
                 "assumptions fail"
             )
     return None

@@ -18,6 +18,7 @@ Log axes from 10⁻⁶ to 1, like the ``--fpr --plot`` trade-off pictures.
 from __future__ import annotations
 
 from dpcalc.errors import InputError
+from dpcalc.render.cells import rounded
 from dpcalc.result import PlotSpec, Result
 
 #: The false-positive rates the curves are drawn at (closed forms: many; the PLD profile: a few).
@@ -76,13 +77,15 @@ def plot_spec(result: Result, run: dict | None) -> PlotSpec:
     for e, d in dict.fromkeys(zip(claims, deltas)):
         if e is not None and e < float("inf"):  # an infinite claim bounds nothing: TPR = 1
             tpr = tradeoff.profile_tpr(alpha, [e], [d])
-            curves.append((f"claimed guarantee (ε = {e:.4g}, δ = {d:g})", alpha, tpr, "claim"))
+            curves.append((f"claimed guarantee (ε = {rounded(e, 'up', 4)}, δ = {d:g})", alpha, tpr, "claim"))
     if run is not None:
         curves.append(_pld_curve(run))
     for e, d in list(dict.fromkeys(zip(result.column("epsilon_lower"), deltas)))[:4]:
         if e > 0:
             tpr = tradeoff.profile_tpr(alpha, [e], [d])
-            curves.append((f"proved by the attack (ε >= {e:.4g}, δ = {d:g})", alpha, tpr, "proved"))
+            curves.append(
+                (f"proved by the attack (ε >= {rounded(e, 'down', 4)}, δ = {d:g})", alpha, tpr, "proved")
+            )
     cs = sorted(set(result.column("confidence")))
     return PlotSpec(
         x="fpr",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dpcalc.commands.schema import conform
 from dpcalc.errors import InputError
+from dpcalc.render.cells import rounded
 from dpcalc.result import PlotSpec, Result
 
 #: The calibrated key -> its output column.
@@ -208,7 +209,7 @@ def _calibrate_methods(specs, key, direction, epsilon, delta, method, eps_error)
                 continue
             found = bool(np.isfinite(x) and x > 0)
             rows[name] = (
-                (float(x), float(low), float(est), f"certified PLD epsilon {up:.6g} <= target")
+                (float(x), float(low), float(est), f"certified PLD epsilon {rounded(up, 'up')} <= target")
                 if found
                 else (None, None, None, "nothing in the range searched meets the target")
             )
@@ -234,11 +235,39 @@ def _calibrate_methods(specs, key, direction, epsilon, delta, method, eps_error)
     side = "smallest" if direction > 0 else "largest"
     return Result(
         conform(cols, "compose"),
+        plot=_methods_plot(specs, key, column, side, epsilon, delta) if len(cols["method"]) > 1 else None,
         headline=column,
         title="calibration",
         caption=f"{column}: the {side} {key} of the spec(s) that left it out (within the search step) at which "
         "the row's method certifies the composition (epsilon, delta)-DP; pld rows: [epsilon_lower, certified "
         "upper end] bracket the ε reached there",
+    )
+
+
+#: --plot: the axis label of each calibrated column
+_CALIBRATED = {
+    "sigma": "noise σ (standard deviation of each release)",
+    "scale": "noise scale b",
+    "release_epsilon": "ε of each release (nats)",
+}
+
+
+def _methods_plot(specs, key, column, side, epsilon, delta) -> PlotSpec:
+    """--plot of a calibration by methods: the calibrated value by the target ε (or δ), one line per method
+    (a dot per method when one target is asked)."""
+    by_eps = len(epsilon) > 1 or len(delta) == 1
+    return PlotSpec(
+        x="epsilon" if by_eps else "delta",
+        y=column,
+        series="method",
+        group=("delta",) if len(epsilon) > 1 and len(delta) > 1 else (),
+        logx=not by_eps,
+        autolog=True,
+        xlabel="target ε (nats)" if by_eps else "target δ (probability)",
+        ylabel=_CALIBRATED[column],
+        title=f"calibration: the {side} {key}",
+        subtitle=" + ".join(s.text for s in specs)
+        + "".join(f"; {n} = {v[0]:g}" for n, v in (("ε", epsilon), ("δ", delta)) if len(v) == 1),
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from dpcalc.commands.schema import conform
 from dpcalc.errors import InputError
+from dpcalc.render.cells import rounded
 from dpcalc.result import PlotSpec, Result
 
 METHODS = ("feldman", "asoodeh", "composition")
@@ -115,7 +116,10 @@ def _compute(params, query, target, methods, conversion, feldman_log, smoothness
                 value = np.where(over, np.nan, value)
                 note = np.where(
                     over,
-                    [f"no bound: α > α* = {a:.7g} (needs σ² >= 2α(α−1)L²)" for a in np.atleast_1d(a_star)],
+                    [
+                        f"no bound: α > α* = {rounded(a, 'down', 7)} (needs σ² >= 2α(α−1)L²)"
+                        for a in np.atleast_1d(a_star)
+                    ],
                     note,
                 )
             else:

@@ -244,9 +244,13 @@ _TRADEOFF_TAIL = (
     (
         "tpr",
         "a certified upper bound on the true-positive rate of every test at fpr, like every epsilon column "
-        "(empty for clt-asymptotic, which is not a bound)",
+        "(empty for clt-asymptotic, which is not a bound); the upper end of the bracket [tpr_lower, tpr]",
     ),
-    ("tpr_upper", "the same certified upper bound (the upper end of the bracket [tpr_lower, tpr_upper])"),
+    (
+        "tpr_upper",
+        "the same value as tpr, kept for the scripts that read it (-q and --max-tpr read it); a table shows "
+        "tpr only",
+    ),
     ("mu", "μ of μ-GDP: exact (Gaussian compositions) or the central-limit μ (clt-asymptotic)"),
     _NOTE,
 )
@@ -264,8 +268,8 @@ TRADEOFF_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("alpha", "the Rényi order α given (empty for --curve)"),
         ("rdp", "the Rényi-DP level ζ at alpha (empty for --curve)"),
         ("fpr", "the false-positive rate α of a membership test (--fpr)"),
-        ("tpr", "the true-positive rate bound (the same as tpr_upper)"),
-        ("tpr_upper", "a certified upper bound on the true-positive rate of every test at fpr"),
+        ("tpr", "a certified upper bound on the true-positive rate of every test at fpr"),
+        ("tpr_upper", "the same value as tpr, kept for the scripts that read it; a table shows tpr only"),
         _NOTE,
     ),
     "sgd-epsilon": (

@@ -466,31 +466,34 @@ def _plot_spec(p: SgdEpsilonParams, out, headline):
         return None
     x = swept[0] if swept else "delta"
     fixed = ", ".join(f"{_PLOT_SYMBOL[k]} = {v[0]:g}" for k, v in inputs.items() if len(v) == 1)
-    what = {
-        "epsilon": "ε",
-        "noise_multiplier": "smallest noise multiplier",
-        "steps": "largest number of steps",
-    }
+    what, ylabel = _PLOT_HEADLINE[headline]
     return PlotSpec(
         x=x,
         y=headline,
         series="method",
         group=tuple(swept[1:]),
         valid="valid",
-        band=("epsilon_lower", "epsilon") if "epsilon_lower" in out else None,
+        band=("epsilon_lower", "epsilon") if headline == "epsilon" and "epsilon_lower" in out else None,
         logx=x == "delta",
         autolog=True,
         xlabel={"steps": "steps T", "epochs": "epochs", "target_epsilon": "target ε (nats)"}.get(x, ""),
-        ylabel={
-            "epsilon": "ε (nats)",
-            "noise_multiplier": "noise multiplier σ (noise std / clipping norm)",
-            "steps": "largest number of steps T",
-        }[headline],
-        title=f"DP-SGD: {what[headline]} " + (f"by {_PLOT_SYMBOL[x]}" if swept else "by accountant"),
+        ylabel=ylabel,
+        title=f"DP-SGD: {what} " + (f"by {_PLOT_SYMBOL[x]}" if swept else "by accountant"),
         subtitle=(f"{fixed}; " if fixed else "")
         + f"sampling: {p.sampling}, neighbours: {p.neighbors}"
         + (f", conversion: {p.conversion}" if "rdp" in out["accountant"] else ""),
     )
+
+
+#: --plot: the headline of each question (ε, or what --target-epsilon solves for) -> (title words,
+#: y-axis label); every headline :func:`sgd_epsilon_stream` can choose is here.
+_PLOT_HEADLINE = {
+    "epsilon": ("ε", "ε (nats)"),
+    "noise_multiplier": ("smallest noise multiplier", "noise multiplier σ (noise std / clipping norm)"),
+    "steps": ("largest number of steps", "largest number of steps T"),
+    "sample_rate": ("largest sample rate", "largest sample rate q"),
+    "batch_size": ("largest batch size", "largest batch size B"),
+}
 
 
 def _whole_epochs(steps, g, sampling="poisson"):

@@ -31,21 +31,31 @@ The machine formats are a contract scripts can build on:
 * one row: a vertical ``quantity | value`` table; several rows: one line per row, where a column
   holding the same value on every row moves to the caption (``name = value``) and a column that
   repeats another is dropped (one-to-one with an earlier column, each value equal to or contained in
-  the other's: ``accountant`` ``abadi`` beside ``method`` ``abadi-asymptotic``).
-* numbers show 6 significant digits, rounded *to the safe side*: upper bounds
-  (:data:`~dpcalc.result.UPPER_COLUMNS`) up, lower bounds (:data:`~dpcalc.result.LOWER_COLUMNS`)
-  down, other numbers to nearest (a decimal is read as the double it parses to: the double nearest
-  1e-5 shows as ``1e-05``).  A bound that lies within 1e-12 (relative) of the shorter decimal
-  ``x`` on its unsafe side is shown as ``x⁺`` ("just above x") or ``x⁻`` ("just below x"); so the
-  basic composition of ten ε = 1 releases, computed as 10.000000000000004, shows as ``10⁺`` rather
-  than as ``10.0001``, and never as the unsound ``10``.  The caption explains a mark when one is shown.
+  the other's: ``accountant`` ``abadi`` beside ``method`` ``abadi-asymptotic``).  An alias column
+  (:data:`~dpcalc.result.TABLE_ALIASES`: ``tpr_upper``, the same value as ``tpr``) is left out where
+  it holds the same values as the column it repeats.
+* numbers show 6 significant digits, rounded *to the safe side*: every column of every schema is
+  classified in :mod:`dpcalc.result` (:func:`~dpcalc.result.rounding`): upper bounds
+  (:data:`~dpcalc.result.UPPER_COLUMNS`, with the noise a calibration found) up, lower bounds
+  (:data:`~dpcalc.result.LOWER_COLUMNS`, with a sample rate or per-release ε found as the largest
+  within a target) down, estimates and exact values to nearest (a decimal is read as the double it
+  parses to: the double nearest 1e-5 shows as ``1e-05``).  A bound that lies within 1e-12 (relative)
+  of the shorter decimal ``x`` on its unsafe side is shown as ``x⁺`` ("just above x") or ``x⁻``
+  ("just below x"); so the basic composition of ten ε = 1 releases, computed as 10.000000000000004,
+  shows as ``10⁺`` rather than as ``10.0001``, and never as the unsound ``10``.  The caption explains
+  a mark when one is shown.  A bound quoted in a note, a caption or a plot label is rounded the same
+  way (:func:`~dpcalc.render.cells.rounded`).
 * a cell is never folded: no number or name is split across lines.  On a terminal the table fits
   the terminal's width; when it does not, the renderer in turn moves long text (notes) to numbered
   footnotes below the table, abbreviates long headers (``noise_multiplier`` -> ``σ``, with a legend
-  in the caption), drops the borders (a rule under the header, one space between columns), shows
-  fewer digits (never fewer than 3), and finally draws one ``quantity | value`` block per row (where
-  only prose wraps, between words; on a terminal too narrow even for that, plain ``quantity: value``
-  lines).  Captions wrap between words, never inside a ``name = value`` item.
+  in the caption), says once per method in the caption a text or flag column that holds one value
+  per method (``conversion by method: rdp = optimal, abadi-asymptotic = classic``; a note as
+  ``note of METHOD, ...: ...``, methods with the same text on one line), drops the borders (a rule
+  under the header, one space between columns), shows fewer digits (never fewer than 3), and finally
+  draws one ``quantity | value`` block per row (where only prose wraps, between words; on a terminal
+  too narrow even for that, plain ``quantity: value`` lines).  Captions wrap between words, never inside a ``name = value`` item.
+* the ``Note:`` and ``Warning:`` lines on stderr wrap between words to a terminal's width
+  (continuation lines indented); into a pipe or a file each stays one line.
 * off a terminal (``-f table`` into a pipe or a file) the table is as wide as it needs (at least 100
   columns), with the same cells.
 * a stream whose encoding cannot write the box characters (``PYTHONIOENCODING=ascii``) gets ASCII

@@ -4,7 +4,7 @@ import math
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
-from dpcalc.result import LOWER_COLUMNS, UPPER_COLUMNS
+from dpcalc.result import rounding
 
 
 # -- cells ------------------------------------------------------------------------------------
@@ -77,6 +77,13 @@ def _round_sig(v: float, digits: int, direction: str) -> str:
     return _decimal_text(d.quantize(_quantum(d, digits), rounding=rounding), digits)
 
 
+def rounded(v: float, direction: str, digits: int = 6) -> str:
+    """``v`` shortened to ``digits`` significant digits on its safe side (``direction``: ``"up"`` for an
+    upper bound, ``"down"`` for a lower bound, ``"nearest"`` otherwise): for a bound quoted in a note,
+    a caption or a plot label, as tables round it."""
+    return _round_sig(float(v), digits, direction)
+
+
 def _marked(v: float, digits: int, direction: str) -> str | None:
     """``x⁺`` (``x⁻``) when the bound ``v`` lies just above (below) the ``digits``-digit decimal ``x``."""
     if v == 0 or not math.isfinite(v):
@@ -98,11 +105,27 @@ def table_cell(name: str, v: Any, digits: int = 6, *, marks: bool = False) -> st
     if isinstance(v, float):
         if math.isinf(v):
             return "inf" if v > 0 else "-inf"
-        direction = "up" if name in UPPER_COLUMNS else "down" if name in LOWER_COLUMNS else None
-        if direction is None:
+        direction = rounding(name)
+        if direction == "nearest":
             return f"{v:.{digits}g}"
         return (marks and _marked(v, digits, direction)) or _round_sig(v, digits, direction)
     return str(v)
+
+
+def for_terminal(text: str, stream) -> str:
+    """A note or warning line as written to ``stream``: on a terminal, wrapped to its width between words
+    (continuation lines indented by four spaces; a word longer than the width stands alone); elsewhere
+    (a pipe, a file, a log) one line, unchanged, for the scripts that read it."""
+    if not _isatty(stream):
+        return text
+    import shutil
+    import textwrap
+
+    width = shutil.get_terminal_size((80, 24)).columns
+    lines = textwrap.wrap(
+        text, max(width - 1, 20), subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
+    )
+    return "\n".join(lines) or text
 
 
 def _isatty(stream) -> bool:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from dpcalc.render.cells import GLUE, MARK_DOWN, MARK_RTOL, MARK_UP, _isatty, _missing, table_cell
-from dpcalc.result import Result
+from dpcalc.result import TABLE_ALIASES, Result
 
 # -- the table ----------------------------------------------------------------------------------
 #: short headers for long column names (shown with a legend when the table is too wide)
@@ -127,6 +127,7 @@ class _Table:
         self.single = len(self.rows) == 1
         self.fixed: list[str] = []
         keep: list[str] = []
+        names = [n for n in names if not self._alias(n, names)]
         if self.single:
             keep = list(names)
         else:
@@ -145,8 +146,39 @@ class _Table:
             for n in keep
             if any(isinstance(r[n], str) and any(ch.isspace() for ch in r[n]) for r in self.rows)
         }
+        self.per_method = [] if self.single else self._per_method(keep)
+
+    def _per_method(self, keep: list[str]) -> list[str]:
+        """The text and flag columns (not the headline) that hold one value per method, where some
+        method has several rows: a narrow table may say them once per method in the caption."""
+        if "method" not in keep:
+            return []
+        methods = [r["method"] for r in self.rows]
+        if len(set(methods)) < 2 or len(set(methods)) == len(methods):
+            return []
+        out = []
+        for name in keep:
+            if name in ("method", self.result.headline):
+                continue
+            values = [r[name] for r in self.rows]
+            if not all(_missing(v) or isinstance(v, (str, bool)) for v in values):
+                continue
+            seen: dict = {}
+            if all(
+                seen.setdefault(m, v) == v or (_missing(v) and _missing(seen[m]))
+                for m, v in zip(methods, values)
+            ):
+                out.append(name)
+        return out
 
     # columns
+    def _alias(self, name: str, names: list[str]) -> bool:
+        """Column ``name`` is another's alias (:data:`~dpcalc.result.TABLE_ALIASES`) with its values."""
+        other = TABLE_ALIASES.get(name)
+        if other not in names:
+            return False
+        return all(r[name] == r[other] or (_missing(r[name]) and _missing(r[other])) for r in self.rows)
+
     def _drop_repeats(self, keep: list[str]) -> list[str]:
         out: list[str] = []
         for b in keep:
@@ -193,7 +225,14 @@ class _Table:
         return all(isinstance(r[name], (int, float)) or r[name] is None for r in self.rows)
 
     # captions
-    def caption(self, digits: int, marks: set[str], legend: list[tuple[str, str]], notes: list[str]):
+    def caption(
+        self,
+        digits: int,
+        marks: set[str],
+        legend: list[tuple[str, str]],
+        notes: list[str],
+        moved: list[str] = (),
+    ):
         tx = self.tx
         parts: list[tuple[str, str]] = []
         if self.fixed:
@@ -206,6 +245,23 @@ class _Table:
                     value = value.replace(" ", GLUE)
                 items.append(f"{n}{GLUE}={GLUE}{value}")
             parts.append(("items", tx(", ".join(items))))
+        for name in moved:  # a column said once per method ("name by method: m = value, ...")
+            said_of = {}
+            for r in self.rows:
+                v = r[name]
+                if not (_missing(v) or v == "") and r["method"] not in said_of:
+                    said_of[r["method"]] = table_cell(name, v, digits)
+            if not said_of:
+                continue
+            if name in self.prose_cols:  # methods with the same text share its line
+                by_text: dict[str, list[str]] = {}
+                for m, v in said_of.items():
+                    by_text.setdefault(v, []).append(str(m))
+                for v, ms in by_text.items():
+                    parts.append(("note", tx(f"{name} of {', '.join(ms)}: {v}")))
+            else:
+                items = (f"{m} = {v}".replace(" ", GLUE) for m, v in said_of.items())
+                parts.append(("items", tx(f"{name} by method: " + ", ".join(items))))
         if self.result.caption:
             parts.append(("prose", tx(self.result.caption)))
         if legend:
@@ -223,11 +279,16 @@ class _Table:
         return parts
 
     # layouts
-    def rows_plan(self, digits: int, abbreviate: bool, footnotes: bool, compact: bool = False) -> _Plan:
+    def rows_plan(
+        self, digits: int, abbreviate: bool, footnotes: bool, compact: bool = False, per_method: bool = False
+    ) -> _Plan:
         marks: set[str] = set()
         taken: set[str] = set()
         headers, body_cols, right, legend, notes = [], [], [], [], []
+        moved = self.per_method if per_method else []
         for name in self.keep:
+            if name in moved:
+                continue
             h = self.header(name, abbreviate, taken)
             if h != self.tx(name):
                 legend.append((h, self.tx(name)))
@@ -251,7 +312,7 @@ class _Table:
         widths = [max(self.measure(c) for c in [h, *col]) for h, col in zip(headers, body_cols)]
         width = sum(widths) + len(widths) - 1 if compact else sum(w + 3 for w in widths) + 1
         plan = _Plan("rows", headers, body, right, width=width, compact=compact)
-        plan.caption = self.caption(digits, marks, legend, notes)
+        plan.caption = self.caption(digits, marks, legend, notes, moved)
         return plan
 
     def blocks_plan(self, digits: int, abbreviate: bool, kind: str = "blocks") -> _Plan:
@@ -303,12 +364,15 @@ class _Table:
                 return p
             return self.rows_plan(6, False, False)
         if not self.single:
-            variants = [(6, False, False, False)]
+            variants = [(6, False, False, False, False)]
             if self.prose_cols:
-                variants.append((6, False, True, False))
-            variants += [(6, True, True, False)] + [(d, True, True, True) for d in (6, 5, 4, 3)]
-            for digits, abbreviate, footnotes, compact in variants:
-                p = self.rows_plan(digits, abbreviate, footnotes, compact)
+                variants.append((6, False, True, False, False))
+            variants.append((6, True, True, False, False))
+            if self.per_method:
+                variants.append((6, True, True, False, True))
+            variants += [(d, True, True, True, bool(self.per_method)) for d in (6, 5, 4, 3)]
+            for digits, abbreviate, footnotes, compact, per_method in variants:
+                p = self.rows_plan(digits, abbreviate, footnotes, compact, per_method)
                 if p.width <= limit:
                     return p
         for digits, abbreviate in ((6, False), (6, True), (3, True)):
