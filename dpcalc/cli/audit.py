@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import click
 
 from dpcalc.cli.common import BudgetExceeded, common_options, run, single
@@ -69,6 +71,21 @@ to 1e-6.  A box above a claimed curve contradicts the claim.
 Formulas: docs/math.md §11."""
 
 
+def _without_budget(cmd: click.Command) -> click.Command:
+    """Drop ``--max-epsilon``/``--max-delta`` from audit: it reports lower bounds on ε (and δ is an
+    input), so there is no upper bound for a budget to judge; ``--claimed-epsilon`` is audit's check."""
+    cmd.params = [p for p in cmd.params if p.name not in ("max_epsilon", "max_delta")]
+    inner = cmd.callback
+
+    @functools.wraps(inner)
+    def callback(**kwargs):
+        return inner(max_epsilon=None, max_delta=None, **kwargs)
+
+    cmd.callback = callback
+    return cmd
+
+
+@_without_budget
 @click.command("audit")
 @click.option(
     "--tp", type=Grid(lo=0, lo_open=False, integer=True), help="True positives: members called members."
