@@ -28,11 +28,11 @@ _CONVERT = "the CSV of one curve (one configuration, one method) is a curve for 
 
 
 def orders(alphas: Sequence[float] | None):
-    """The orders of a curve: ``alphas`` (checked: finite, > 1, distinct; in the order given) or, for
+    """The orders of a curve: ``alphas`` (checked: finite, > 1, at most ``ORDER_MAX``, distinct; in the order given) or, for
     ``None``, :data:`~dpcalc.engine.orders.DEFAULT_ORDERS`."""
     import numpy as np
 
-    from dpcalc.engine.orders import DEFAULT_ORDERS
+    from dpcalc.engine.orders import DEFAULT_ORDERS, ORDER_MAX
 
     if alphas is None:
         return DEFAULT_ORDERS
@@ -41,6 +41,8 @@ def orders(alphas: Sequence[float] | None):
         raise InputError("Invalid value for '--alphas': give at least one order")
     if not np.all(np.isfinite(a) & (a > 1.0)):
         raise InputError("Invalid value for '--alphas': every order must be a finite number > 1")
+    if np.any(a > ORDER_MAX):
+        raise InputError(f"Invalid value for '--alphas': every order must be at most {ORDER_MAX:g}")
     if np.unique(a).size != a.size:
         raise InputError("Invalid value for '--alphas': the orders must be distinct")
     return a
