@@ -105,7 +105,8 @@ pld: privacy loss distributions of the Poisson-subsampled Gaussian (both directi
 add/remove pair, the worse reported), composed by FFT: [epsilon_lower, epsilon] is a certified
 bracket (pessimistic and optimistic discretisation, truncation and aliasing counted in), so epsilon
 is the certified upper end as in every other row; epsilon_estimate, a value inside the bracket, is
-not a bound.  Budget checks and -q read epsilon.  --eps-error sets the
+not a bound.  Where the rdp bound is already 0 at δ (Poisson sampling: the total variation is at most
+δ), the row is the exact [0, 0] without a PLD, and its note says so.  Budget checks and -q read epsilon.  --eps-error sets the
 bracket width (default 0.5% of ε).  With --target-epsilon it answers the inverse questions with its
 certified upper end: the smallest noise multiplier (about 5% less noise than RDP at typical
 settings), the largest number of steps (about 15% more) and the largest sample rate or batch size;
