@@ -158,7 +158,9 @@ the smallest noise multiplier (within a factor 1.0001), the largest number of st
 epochs within them), or the largest sample rate (within a factor 1.0001; with --dataset-size, the
 largest batch size, and with --epochs the steps follow from it); every answer is one at which ε was
 computed and found within the target, and the next value (one step, one batch, a factor 1.0001) was
-computed and found above it.  Every accountant answers these questions, pld included.
+computed and found above it.  Every accountant answers these questions, pld included.  Solving for
+the noise multiplier or the sample rate needs --target-epsilon >= 0.001 (smaller targets are refused:
+those searches evaluate ε ever closer to 0, where it is not certified within bounded work).
 
 --tuning-runs KIND:mean=M[,shape=η]: private hyperparameter tuning (Papernot and Steinke 2022): the
 whole run is repeated K times, K ~ geometric, poisson, logarithmic or negative-binomial (shape

@@ -34,6 +34,11 @@ MC_CONFIDENCE = 0.95
 CHUNK = 2048
 
 
+#: The smallest --target-epsilon when solving for the noise multiplier or the sample rate (bounded work:
+#: smaller targets made the searches evaluate ε ever closer to 0, minutes per configuration).
+TARGET_MIN = 1e-3
+
+
 @dataclass(frozen=True)
 class SgdEpsilonParams:
     """The inputs of ``dpcalc sgd-epsilon``: each numeric field a sequence of values (a sweep) or None.
@@ -182,6 +187,13 @@ def _checked(p: SgdEpsilonParams):
             "--delta",
             "0 with --target-epsilon: the subsampled Gaussian's privacy loss is unbounded, so no finite ε "
             "holds at δ = 0 and nothing meets the target; give δ > 0",
+        )
+    if solve in ("sigma", "q") and min(p.target_epsilon) < TARGET_MIN:
+        raise _invalid(
+            "--target-epsilon",
+            f"{min(p.target_epsilon):g} is below {TARGET_MIN:g} when solving for the "
+            f"{'noise multiplier' if solve == 'sigma' else 'sample rate'}: the search evaluates ε ever closer "
+            "to 0, where the accountants' certified ε is not computed within bounded work",
         )
     if p.batch_size is not None:
         bad = [(b, n) for b in p.batch_size for n in p.dataset_size if b > n]
