@@ -269,7 +269,7 @@ replaces --delta; --max-tpr T is its budget check (exit 3)."""
     default=None,
     metavar="N",
     help="--accountant mc: Monte Carlo samples per direction [default: 1000000]; more samples certify "
-    "smaller δ (about 10 s per million samples per epoch of 234 steps).",
+    "smaller δ (about 10 s per million samples per epoch of 234 steps; samples × steps above 2.5e8 are refused).",
 )
 @click.option(
     "--confidence",
