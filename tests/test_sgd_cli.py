@@ -364,3 +364,16 @@ def test_tiny_target_for_the_steps_is_answered(invoke):
         ]
     )
     assert res.exit_code == 0 and "even one step exceeds the target" in res.stderr
+
+
+@pytest.mark.parametrize("accountant", ["pld", "all"])
+def test_pld_sweep_above_the_limit_is_refused_up_front(invoke, accountant):
+    # issue 27: 86,450 configurations would take the pld accountant about a day
+    from dpcalc.commands.sgd_epsilon import PLD_MAX_CONFIGS
+
+    grid = ["--sigma", "0.5:5:0.05", "--sample-rate", "0.001:0.1:x1.05", "--steps", "100:1000:100"]
+    res = invoke(["sgd-epsilon", *grid, "--delta", "1e-5", "--accountant", accountant])
+    assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
+    assert "--accountant" in res.stderr and f"{PLD_MAX_CONFIGS:,}" in res.stderr
+    # the rdp accountant streams the same sweep
+    assert invoke(["sgd-epsilon", *grid[:4], "--steps", "100", "--delta", "1e-5", "-f", "csv"]).exit_code == 0

@@ -111,7 +111,8 @@ bracket width (default 0.5% of ε).  With --target-epsilon it answers the invers
 certified upper end: the smallest noise multiplier (about 5% less noise than RDP at typical
 settings), the largest number of steps (about 15% more) and the largest sample rate or batch size;
 each search starts from the RDP answer and needs a handful of PLD evaluations (interpolating in
-log-log, then confirming the neighbouring value), about a second per target.
+log-log, then confirming the neighbouring value), about a second per target.  A run asks the pld accountant for at most 1000 configurations (a larger sweep is
+refused: use rdp, which streams it).
 
 Sampling and neighbours: --sampling fixed-size uses the Wang, Balle and Kasiviswanathan 2019 bound
 for sampling without replacement, an upper bound, under replace-one neighbours.  The noise
