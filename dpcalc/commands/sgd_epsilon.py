@@ -8,7 +8,6 @@ answer into a :class:`~dpcalc.result.Result`.  numpy and scipy load only when it
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
