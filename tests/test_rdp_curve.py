@@ -586,3 +586,27 @@ def test_engine_refuses_orders_above_the_limit():
     with pytest.raises(InputError, match="alphas"):
         sgm_poisson.rdp_poisson(0.01, 1.0, [2.0, 1e20])
     assert np.all(np.isfinite(sgm_poisson.rdp_poisson(0.01, 1.0, [2.0, ORDER_MAX])))
+
+
+def test_curve_configurations_above_the_limit_are_refused_up_front(invoke):
+    # the configurations' inputs are held while the rows stream: 10^6 took about 500 MB (issue 27)
+    from dpcalc.commands.curve import MAX_CONFIGS
+
+    args = [
+        "--sigma",
+        "0.02",
+        "--sensitivity",
+        "4",
+        "--lr",
+        "0.02",
+        "--strong-convexity",
+        "1",
+        "--smoothness",
+        "1",
+    ]
+    res = invoke(
+        ["langevin", *args, "--dataset-size", "5000", "--steps", "1:300000:1", "--rdp-curve", "--alphas", "2"]
+    )
+    assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
+    assert "--steps" in res.stderr and f"{MAX_CONFIGS:,} configurations" not in res.stderr
+    assert f"more than {MAX_CONFIGS:,}" in res.stderr and "configurations" in res.stderr

@@ -49,10 +49,18 @@ def orders(alphas: Sequence[float] | None):
 
 
 def _check_rows(sizes: dict[str, int], orders: int, methods: int = 1) -> None:
-    """Refuse a curve of more rows than a sweep may make (before anything is computed)."""
+    """Refuse a curve of more rows than a sweep may make, or of more than :data:`MAX_CONFIGS`
+    configurations (before anything is computed)."""
     from dpcalc.commands import sweep
 
     sweep.check_rows({**sizes, "--alphas": orders, "--method": methods})
+    # the configurations' inputs are held whole (one Python value each), the rows are streamed
+    sweep.check_rows(sizes, limit=MAX_CONFIGS, unit="configurations")
+
+
+#: The most configurations (combinations of the swept inputs) of one curve command: their inputs are held
+#: in memory while the rows stream (a million took about 500 MB).
+MAX_CONFIGS = 200_000
 
 
 #: Rows per chunk of a curve: a large sweep is written as it is computed, in memory bounded by a chunk.

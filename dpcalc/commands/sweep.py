@@ -22,7 +22,11 @@ _STATE: dict = {}
 
 
 def check_rows(
-    sizes: dict[str, int], per_combination: int = 1, limit: int = MAX_ROWS, per: str = "accountants"
+    sizes: dict[str, int],
+    per_combination: int = 1,
+    limit: int = MAX_ROWS,
+    per: str = "accountants",
+    unit: str = "rows",
 ) -> int:
     """The number of rows ``sizes`` (option -> number of values) make, times ``per_combination`` (of ``per``);
     :class:`InputError` naming the options when it is above ``limit``."""
@@ -33,7 +37,7 @@ def check_rows(
         swept = " × ".join(f"{k} ({v:,})" for k, v in sizes.items() if v > 1)
         extra = f" × {per_combination} {per}" if per_combination > 1 else ""
         raise InputError(
-            f"{swept}{extra}: the sweep would make {rows:,} rows, more than {limit:,}; "
+            f"{swept}{extra}: the sweep would make {rows:,} {unit}, more than {limit:,}; "
             "narrow a range or split the sweep"
         )
     return rows
