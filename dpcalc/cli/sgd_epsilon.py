@@ -190,25 +190,32 @@ al. 2020 (an approximation, not a bound, never judged), and exact at q = 1 (μ =
 replaces --delta; --max-tpr T is its budget check (exit 3)."""
 
 
+#: The options that describe a DP-SGD run, declared once (flags and value types) for sgd-epsilon and for
+#: audit's claim from a run; each command words its own help.
+RUN_OPTIONS = {
+    "--noise-multiplier": (("--noise-multiplier", "--sigma", "sigma"), Grid(lo=0)),
+    "--sample-rate": (("--sample-rate",), Grid(lo=0, hi=1)),
+    "--batch-size": (("--batch-size",), Grid(lo=1, lo_open=False, integer=True)),
+    "--dataset-size": (("--dataset-size",), Grid(lo=1, lo_open=False, integer=True)),
+    "--steps": (("--steps",), Grid(lo=1, lo_open=False, integer=True)),
+    "--epochs": (("--epochs",), Grid(lo=0)),
+}
+
+
+def run_option(name: str, help: str, metavar: str | None = None):
+    """The click option ``name`` of :data:`RUN_OPTIONS` (no default: left out unless given)."""
+    decls, kind = RUN_OPTIONS[name]
+    return click.option(*decls, type=kind, default=None, metavar=metavar, help=help)
+
+
 @click.command("sgd-epsilon")
-@click.option(
+@run_option(
     "--noise-multiplier",
-    "--sigma",
-    "sigma",
-    type=Grid(lo=0),
-    default=None,
-    help="Noise standard deviation / clipping norm (> 0). Leave out with --target-epsilon to solve for it.",
+    "Noise standard deviation / clipping norm (> 0). Leave out with --target-epsilon to solve for it.",
 )
-@click.option("--sample-rate", type=Grid(lo=0, hi=1), default=None, help="Sampling probability q in (0, 1].")
-@click.option(
-    "--batch-size", type=Grid(lo=1, lo_open=False, integer=True), default=None, help="Batch size B (q = B/N)."
-)
-@click.option(
-    "--dataset-size",
-    type=Grid(lo=1, lo_open=False, integer=True),
-    default=None,
-    help="Dataset size N (with --batch-size; also checks δ < 1/N).",
-)
+@run_option("--sample-rate", "Sampling probability q in (0, 1].")
+@run_option("--batch-size", "Batch size B (q = B/N).")
+@run_option("--dataset-size", "Dataset size N (with --batch-size; also checks δ < 1/N).")
 @click.option(
     "--max-batch-size",
     type=Grid(lo=1, lo_open=False, integer=True),
@@ -216,10 +223,8 @@ replaces --delta; --max-tpr T is its budget check (exit 3)."""
     help="With --sampling truncated-poisson: the largest batch kept; a larger Poisson batch is cut to a "
     "random subset of this size (needs --dataset-size).",
 )
-@click.option(
-    "--steps", type=Grid(lo=1, lo_open=False, integer=True), default=None, help="Number of steps T."
-)
-@click.option("--epochs", type=Grid(lo=0), default=None, help="Epochs E: steps = ceil(E / sample rate).")
+@run_option("--steps", "Number of steps T.")
+@run_option("--epochs", "Epochs E: steps = ceil(E / sample rate).")
 @click.option(
     "--delta",
     type=Grid(lo=0, lo_open=False, hi=1, hi_open=True),
