@@ -235,3 +235,13 @@ def test_fpr_rows_for_the_new_samplers():
 def test_fpr_refusals(extra, word):
     r = CliRunner().invoke(main, [*RUN[:-2], "--epochs", "1", "--fpr", "0.01", *extra, "-f", "csv"])
     assert r.exit_code == 2 and word in r.stderr and r.stdout == ""
+
+
+@pytest.mark.parametrize("extra", [["--epochs", "1", "--mc-samples", "1000000000000"], ["--epochs", "60"]])
+def test_monte_carlo_work_is_bounded_up_front(invoke, extra):
+    # issue 27: --mc-samples 1e12 asked numpy for 7 TiB (internal error: MemoryError)
+    from dpcalc.commands.samplers import MC_WORK_MAX
+
+    res = invoke([*RUN, *extra, "--sampling", "balls-in-bins", "--accountant", "mc"])
+    assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
+    assert "--mc-samples" in res.stderr and f"{MC_WORK_MAX:.3g}" in res.stderr

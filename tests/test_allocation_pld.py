@@ -197,3 +197,30 @@ def test_refusals():
         sgd_epsilon_pld(256 / 60000, 1.1, 234 * 60, 1e-11, sampling="balls-in-bins", dataset_size=60000)
     with pytest.raises(InputError, match="too heavy.*--accountant rdp"):
         A.round_loss_models(0.3, 100)
+
+
+def test_long_rounds_are_refused_up_front(invoke):
+    # issue 27: rounds of 10^6 steps grew to 14 GB and ended in MemoryError; now refused before any work
+    from dpcalc.engine.dpsgd import allocation_pld
+    from dpcalc.errors import InputError
+
+    with pytest.raises(InputError, match="--accountant pld.*rounds of 1000000 steps"):
+        allocation_pld.round_loss_models(1.1, 10**6)
+    args = ["--sigma", "1.1", "--sample-rate", "1e-6", "--steps", "1e7", "--delta", "1e-5"]
+    res = invoke(["sgd-epsilon", *args, "--sampling", "random-allocation", "--accountant", "pld"])
+    assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
+    assert "--accountant" in res.stderr and f"{allocation_pld.MAX_SUM_POINTS:.2g}" in res.stderr
+    # the rdp accountant still answers it
+    res = invoke(
+        ["sgd-epsilon", *args, "--sampling", "random-allocation", "--accountant", "rdp", "-f", "csv"]
+    )
+    assert res.exit_code == 0
+
+
+def test_rounds_within_the_limit_are_answered():
+    from dpcalc.engine.dpsgd import allocation_pld
+
+    h, _ = allocation_pld._grid(1 / 1.1, 234, allocation_pld.TAIL)
+    assert 234 / h < allocation_pld.MAX_SUM_POINTS
+    remove, add, extra = allocation_pld.round_loss_models(1.1, 234)
+    assert remove.atoms_mass.size > 0 and add.atoms_mass.size > 0 and 0 <= extra < 1e-6

@@ -220,9 +220,25 @@ def test_scores_from_stdin_and_seed(invoke):
     assert sum(int(_rows(a)[0][k]) for k in ("tp", "fp", "fn", "tn")) == 300
 
 
-def test_max_epsilon_is_refused_for_lower_bounds(invoke):
-    r = invoke([*COUNTS, "--max-epsilon", "1"])
-    assert r.exit_code == 2 and "--max-epsilon" in r.stderr
+def test_budget_options_are_not_offered(invoke):
+    # audit reports lower bounds: --max-epsilon/--max-delta are neither offered nor accepted
+    help_text = invoke(["audit", "--help"]).stdout
+    assert "--max-epsilon" not in help_text and "--max-delta" not in help_text
+    for option in ("--max-epsilon", "--max-delta"):
+        r = invoke([*COUNTS, option, "1"])
+        assert r.exit_code == 2 and option in r.stderr and r.stdout == ""
+    assert "--claimed-epsilon" in invoke([*COUNTS, "--max-epsilon", "1"]).stderr
+
+
+def test_one_run_guesses_above_the_limit_are_refused(invoke):
+    r = invoke(["audit", "--canaries", "2e10", "--guesses", "1e10", "--correct", "6e9", "--delta", "1e-5"])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert "--guesses" in r.stderr and "1e+09" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_one_run_canaries_beyond_exact_integers_are_refused(invoke):
+    r = invoke(["audit", "--canaries", "1e19", "--guesses", "1000", "--correct", "900", "--delta", "1e-5"])
+    assert r.exit_code == 2 and "--canaries" in r.stderr and "2^53" in r.stderr and r.stdout == ""
 
 
 # -- the claim from an accounting (docs/math.md §11.6) ----------------------------------------------

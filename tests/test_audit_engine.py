@@ -191,6 +191,29 @@ def test_one_run_matches_paper_algorithm(m, r, v, delta):
     assert got <= ref + 1e-9 and got == pytest.approx(ref, abs=1e-6)
 
 
+@pytest.mark.parametrize("r,v", [(5000, 2600), (5000, 3500), (5000, 4999), (20000, 10500), (20000, 2000)])
+@pytest.mark.parametrize("eps", [0.0, 0.1, 0.5, 2.0])
+def test_one_run_windowed_tail_sum_bounds_the_exact_one(r, v, eps):
+    # the p-value sums the binomial terms on a window around the mean and adds the tails whole: never
+    # below the exact maximum over all v tail sums, and equal to it up to rounding
+    m, delta = 10 * r, 1e-6
+    q = 1 / (1 + math.exp(-eps))
+    i = np.arange(1, v + 1)
+    exact_alpha = np.max(np.cumsum(stats.binom.pmf(v - i, r, q)) / i)
+    exact = min(stats.binom.sf(v - 1, r, q) + 2 * m * delta * exact_alpha, 1.0)
+    got = float(one_run.p_value(m, r, v, eps, delta))
+    assert got >= exact * (1 - 1e-12) and got <= exact * (1 + 1e-9)
+
+
+def test_one_run_cheap_bounds_bracket_the_tail_term():
+    for r, v, eps in [(5000, 2600, 0.0), (5000, 4000, 0.3), (5000, 3000, 1.0), (100, 90, 0.2)]:
+        q = 1 / (1 + math.exp(-eps))
+        low, high = one_run._alpha_cheap(r, v, q)
+        i = np.arange(1, v + 1)
+        exact = np.max(np.cumsum(stats.binom.pmf(v - i, r, q)) / i)
+        assert low <= exact * (1 + 1e-12) and exact <= high * (1 + 1e-12)
+
+
 def test_one_run_perfect_guesses_closed_form():
     # δ = 0, v = r: p-value p_ε^r < β ⇔ ε < logit(β^(1/r))
     for r in (10, 100, 1000):

@@ -158,3 +158,26 @@ def test_extreme_inputs_give_numbers_not_nan(query):
     for r in rows:
         assert "nan" not in ",".join(r.values()).lower()
         assert r[answer] != "" or r.get("note")
+
+
+def test_sweep_above_the_row_limit_is_refused_up_front(invoke):
+    # issue 27: rows are held together (about 10 KB each); 10^5 steps grew past 1 GB
+    from dpcalc.commands.iterate import MAX_ROWS
+
+    res = invoke(
+        [
+            "iterate",
+            "--sigma",
+            "5",
+            "--lipschitz",
+            "1",
+            "--lr",
+            "0.05",
+            "--steps",
+            "1:100000:1",
+            "--delta",
+            "1e-5",
+        ]
+    )
+    assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
+    assert "--steps" in res.stderr and f"{MAX_ROWS:,}" in res.stderr

@@ -153,3 +153,24 @@ def test_extreme_inputs_give_numbers_not_nan(sigma):
         up = r["method"] != "lower"
         assert r["epsilon" if up else "epsilon_lower"] != ""
         assert r["rdp" if up else "rdp_lower"] != ""
+
+
+def test_sweep_above_the_row_limit_is_refused_up_front(invoke):
+    # issue 27: rows are held together (about 15 KB each); 2·10^5 steps grew past 1.6 GB
+    from dpcalc.commands.langevin import MAX_ROWS
+
+    args = [
+        "--sigma",
+        "0.02",
+        "--sensitivity",
+        "4",
+        "--lr",
+        "0.02",
+        "--strong-convexity",
+        "1",
+        "--smoothness",
+        "1",
+    ]
+    res = invoke(["langevin", *args, "--dataset-size", "5000", "--steps", "1:200000:1", "--delta", "1e-5"])
+    assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
+    assert "--steps" in res.stderr and f"{MAX_ROWS:,}" in res.stderr

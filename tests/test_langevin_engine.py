@@ -211,3 +211,22 @@ def test_delta_linear_curve_mironov_closed_form(c, eps):
     got, _ = lg.delta_linear_curve(eps, c, conversion="mironov")
     assert float(got) >= want * (1 - 1e-12)
     assert float(got) == pytest.approx(want, rel=1e-9, abs=1e-300)
+
+
+def test_dynamics_coefficient_never_zero_from_underflow():
+    # issue 27: an infinite base times (1 − e^{−ληK/2}) rounding to 0 gave NaN, printed as ε = 0
+    from dpcalc.engine.hidden_state import langevin as lv
+
+    c = lv.coef_dynamics(1e-300, 1e300, 1e-300, 1e-300, 1e15, 1e15)
+    assert c == np.inf
+    # λη underflows but ηK/2 does not: c = base·ηK/2 (the x → 0 limit), not 0
+    c = lv.coef_dynamics(1.0, 1.0, 1e-300, 1e-300, 1, 1e15)
+    assert c >= 1e-300 * 1e15 / 2 and c <= 1e-300 * 1e15 / 2 * (1 + 1e-12)
+    assert lv.coef_dynamics(1e-300, 1e300, 0.02, 1.0, 10, 0) < 1e-300  # no step, no loss (a few ulps up)
+    # ordinary inputs: the closed form (1 − e^{−ληK/2})/λ · S²/(σn)², rounded up
+    for lam, lr, k in [(1.0, 0.02, 100), (0.5, 0.1, 3), (1e-3, 0.5, 1e6)]:
+        ref = 16.0 / (0.02 * 5000) ** 2 / lam * -math.expm1(-lam * lr * k / 2)
+        got = lv.coef_dynamics(0.02, 4.0, lr, lam, 5000, k)
+        assert ref <= got <= ref * (1 + 1e-13)
+    assert lv.coef_composition(1e-300, 1e300, 0.02, 10, 0) < 1e-300
+    assert lv.coef_lower(1e-300, 1e300, 0.02, 10, 0) == 0.0

@@ -567,3 +567,50 @@ def test_a_large_sweep_is_written_chunk_by_chunk_with_the_same_rows(invoke, monk
     assert [float(r["rdp"]) for r in chunked] == pytest.approx(
         [float(r["rdp"]) for r in sgd_whole], rel=1e-12
     )
+
+
+@pytest.mark.parametrize("command", list(CURVE_SCHEMAS))
+def test_orders_above_the_limit_are_refused_up_front(invoke, command):
+    # beyond 2^53 the integer-order expansions never ended (issue 27): refused naming --alphas
+    from dpcalc.engine.orders import ORDER_MAX
+
+    for alphas in ("2,1e20", f"{ORDER_MAX * 1.5:g}"):
+        res = invoke([*VARIANTS[command][0], "--rdp-curve", "--alphas", alphas])
+        assert res.exit_code == 2 and res.stdout == ""
+        assert "--alphas" in res.stderr and f"{ORDER_MAX:g}" in res.stderr
+    res = _ok(invoke([*VARIANTS[command][0], "--rdp-curve", "--alphas", f"2,{ORDER_MAX:g}", "-f", "csv"]))
+    assert {float(r["alpha"]) for r in _rows(res)} == {2.0, ORDER_MAX}
+
+
+def test_engine_refuses_orders_above_the_limit():
+    from dpcalc.engine.dpsgd import sgm_poisson
+    from dpcalc.engine.orders import ORDER_MAX
+    from dpcalc.errors import InputError
+
+    with pytest.raises(InputError, match="alphas"):
+        sgm_poisson.rdp_poisson(0.01, 1.0, [2.0, 1e20])
+    assert np.all(np.isfinite(sgm_poisson.rdp_poisson(0.01, 1.0, [2.0, ORDER_MAX])))
+
+
+def test_curve_configurations_above_the_limit_are_refused_up_front(invoke):
+    # the configurations' inputs are held while the rows stream: 10^6 took about 500 MB (issue 27)
+    from dpcalc.commands.curve import MAX_CONFIGS
+
+    args = [
+        "--sigma",
+        "0.02",
+        "--sensitivity",
+        "4",
+        "--lr",
+        "0.02",
+        "--strong-convexity",
+        "1",
+        "--smoothness",
+        "1",
+    ]
+    res = invoke(
+        ["langevin", *args, "--dataset-size", "5000", "--steps", "1:300000:1", "--rdp-curve", "--alphas", "2"]
+    )
+    assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
+    assert "--steps" in res.stderr and f"{MAX_CONFIGS:,} configurations" not in res.stderr
+    assert f"more than {MAX_CONFIGS:,}" in res.stderr and "configurations" in res.stderr

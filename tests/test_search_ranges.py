@@ -181,7 +181,7 @@ def test_max_steps_rdp_above_the_old_limit():
     steps = float(steps)
     assert 1e12 < steps < 2.0**53
     assert _eps(sigma, steps, q, d) <= target and float(e) <= target
-    assert _eps(sigma, steps * (1 + 1e-9), q, d) > target  # a count 1e-9 larger no longer fits
+    assert _eps(sigma, math.ceil(steps * (1 + 1e-9)), q, d) > target  # a count 1e-9 larger no longer fits
 
 
 def test_max_steps_at_the_limit_warns_and_reports_two_to_the_53():

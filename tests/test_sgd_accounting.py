@@ -282,3 +282,27 @@ def test_calibration_meets_target_for_every_conversion(conversion):
     at = sgd.epsilon("rdp", q, sig, steps, delta, conversion=conversion, warn=False).epsilon
     below = sgd.epsilon("rdp", q, sig / (1 + 1e-4), steps, delta, conversion=conversion, warn=False).epsilon
     assert np.all(at <= target) and np.all(below > target)
+
+
+def test_whole_number_parameters_are_checked_in_the_engine():
+    # issue 27: steps=10.5 was accepted by the library
+    from dpcalc.engine.dpsgd import accounting, noise_calibration, rate_budget
+    from dpcalc.errors import InputError
+
+    with pytest.raises(InputError, match="steps: must be a whole number"):
+        accounting.epsilon("rdp", 0.01, 1.1, 10.5, 1e-5)
+    with pytest.raises(InputError, match="steps: must be a whole number"):
+        accounting.epsilon("rdp", 0.01, 1.1, -1, 1e-5)
+    with pytest.raises(InputError, match="dataset_size: must be a whole number"):
+        accounting.epsilon(
+            "rdp", 0.01, 1.1, 10, 1e-5, sampling="truncated-poisson", dataset_size=100.5, max_batch_size=3
+        )
+    with pytest.raises(InputError, match="steps: must be a whole number"):
+        noise_calibration.calibrate_noise(0.01, 10.5, 1e-5, 1.0)
+    with pytest.raises(InputError, match="steps: must be a whole number"):
+        rate_budget.max_sample_rate(1.1, 10.5, 1e-5, 1.0)
+    with pytest.raises(InputError, match="dataset_size: must be a whole number"):
+        rate_budget.max_sample_rate(1.1, 10, 1e-5, 1.0, dataset_size=1000.5)
+    # whole numbers given as floats are fine, and give what the integers give
+    a = accounting.epsilon("rdp", 0.01, 1.1, 10.0, 1e-5).epsilon
+    assert a == accounting.epsilon("rdp", 0.01, 1.1, 10, 1e-5).epsilon

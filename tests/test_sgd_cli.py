@@ -332,3 +332,48 @@ def test_sigma_tiny_gives_finite_or_inf_never_nan():
     rows = _rows(r)
     v = float(rows[0]["epsilon"])
     assert not np.isnan(v) and v > 1e6
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "pld", "all"])
+@pytest.mark.parametrize(
+    "left_out", [["--sample-rate", "0.01", "--steps", "1000"], ["--sigma", "1", "--steps", "1000"]]
+)
+def test_tiny_target_is_refused_up_front_when_solving_for_sigma_or_rate(invoke, accountant, left_out):
+    # issue 27: --target-epsilon 1e-300 --accountant pld ran for more than 300 s
+    from dpcalc.commands.sgd_epsilon import TARGET_MIN
+
+    args = ["sgd-epsilon", *left_out, "--delta", "1e-5", "--accountant", accountant]
+    res = invoke([*args, "--target-epsilon", "1e-300"])
+    assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
+    assert "--target-epsilon" in res.stderr and f"{TARGET_MIN:g}" in res.stderr
+
+
+def test_tiny_target_for_the_steps_is_answered(invoke):
+    # solving for the steps needs no ε near 0: even one step exceeds the target, answered at once
+    res = invoke(
+        [
+            "sgd-epsilon",
+            "--sigma",
+            "1",
+            "--sample-rate",
+            "0.01",
+            "--delta",
+            "1e-5",
+            "--target-epsilon",
+            "1e-300",
+        ]
+    )
+    assert res.exit_code == 0 and "even one step exceeds the target" in res.stderr
+
+
+@pytest.mark.parametrize("accountant", ["pld", "all"])
+def test_pld_sweep_above_the_limit_is_refused_up_front(invoke, accountant):
+    # issue 27: 86,450 configurations would take the pld accountant about a day
+    from dpcalc.commands.sgd_epsilon import PLD_MAX_CONFIGS
+
+    grid = ["--sigma", "0.5:5:0.05", "--sample-rate", "0.001:0.1:x1.05", "--steps", "100:1000:100"]
+    res = invoke(["sgd-epsilon", *grid, "--delta", "1e-5", "--accountant", accountant])
+    assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
+    assert "--accountant" in res.stderr and f"{PLD_MAX_CONFIGS:,}" in res.stderr
+    # the rdp accountant streams the same sweep
+    assert invoke(["sgd-epsilon", *grid[:4], "--steps", "100", "--delta", "1e-5", "-f", "csv"]).exit_code == 0

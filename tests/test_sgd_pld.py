@@ -127,3 +127,34 @@ def test_plot_with_bracket(invoke, tmp_path):
     )
     assert r.exit_code == 0, r.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("neighbors", ["add-remove", "replace-one"])
+@pytest.mark.parametrize(
+    "q,sigma,steps,delta", [(0.01, 2.0, 100, 0.05), (0.1, 1.0, 10, 0.5), (0.01, 1.0, 100, 0.2)]
+)
+def test_certified_zero_equals_the_pld(invoke, neighbors, q, sigma, steps, delta):
+    # where the Rényi bound certifies ε = 0 the pld row skips the PLD (issue 27: 11 s and 450 MB at
+    # δ = 0.236): its answer must be the one the PLD itself gives
+    from dpcalc.commands.sgd_rows import ZERO_NOTE
+    from dpcalc.engine.dpsgd import accounting
+    from dpcalc.engine.pld.accountant import sgd_epsilon_pld
+
+    args = ["--sigma", str(sigma), "--sample-rate", str(q), "--steps", str(steps), "--delta", str(delta)]
+    res = invoke(["sgd-epsilon", *args, "--neighbors", neighbors, "--accountant", "pld", "-f", "csv"])
+    assert res.exit_code == 0, res.stderr
+    (row,) = rows(res.stdout)
+    rdp = accounting.epsilon_rdp(q, sigma, steps, delta, neighbors=neighbors, warn=False).epsilon
+    slow = [float(x) for x in sgd_epsilon_pld(q, sigma, steps, delta, neighbors=neighbors)]
+    got = [float(row[k]) for k in ("epsilon_lower", "epsilon_estimate", "epsilon")]
+    if float(rdp) == 0.0:
+        assert ZERO_NOTE in row["note"] and got == [0.0, 0.0, 0.0] == slow
+    else:  # the Rényi bound does not reach 0: the PLD is computed as before
+        assert ZERO_NOTE not in row["note"] and got == slow
+
+
+def test_certified_zero_only_where_the_renyi_bound_is_zero(invoke):
+    args = ["--sigma", "1.1", "--sample-rate", "0.004267", "--steps", "100", "--delta", "1e-3"]
+    res = invoke(["sgd-epsilon", *args, "--accountant", "pld", "-f", "csv"])
+    (row,) = rows(res.stdout)
+    assert res.exit_code == 0 and float(row["epsilon"]) > 0 and row["note"] == ""

@@ -237,3 +237,21 @@ def test_a_budget_on_a_quantity_not_reported_is_refused_before_any_row(invoke, a
     """--fpr rows have no epsilon or delta: the budget is bad usage (exit 2), decided before stdout is written."""
     r = invoke([*args, "-f", "csv"])
     assert r.exit_code == 2 and r.stdout == "" and "reports no" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sgd-epsilon", "--sigma", "1.1", "--sample-rate", "0.01", "--steps", "1000", "--accountant", "pld"],
+        ["compose", "gaussian:sigma=3"],
+        ["convert", "--alpha", "2", "--rdp", "0.5"],
+    ],
+)
+def test_fpr_below_the_floor_is_refused_up_front(invoke, args):
+    # issue 27: the pld profile at --fpr 1e-300 did not end; rates below 1e-12 are refused everywhere
+    from dpcalc.cli.tradeoff import FPR_MIN
+
+    res = invoke([*args, "--fpr", "1e-300"])
+    assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
+    assert "--fpr" in res.stderr and f"{FPR_MIN:g}" in res.stderr
+    assert invoke([*args, "--fpr", f"{FPR_MIN:g}", "-f", "csv"]).exit_code == 0

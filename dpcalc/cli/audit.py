@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import functools
+
 import click
 
 from dpcalc.cli.common import BudgetExceeded, common_options, run, single
+from dpcalc.cli.sgd_epsilon import run_option
 from dpcalc.cli.spec_complete import complete_mechanism
 from dpcalc.cli.types import Grid
 
@@ -69,6 +72,21 @@ to 1e-6.  A box above a claimed curve contradicts the claim.
 Formulas: docs/math.md §11."""
 
 
+def _without_budget(cmd: click.Command) -> click.Command:
+    """Drop ``--max-epsilon``/``--max-delta`` from audit: it reports lower bounds on ε (and δ is an
+    input), so there is no upper bound for a budget to judge; ``--claimed-epsilon`` is audit's check."""
+    cmd.params = [p for p in cmd.params if p.name not in ("max_epsilon", "max_delta")]
+    inner = cmd.callback
+
+    @functools.wraps(inner)
+    def callback(**kwargs):
+        return inner(max_epsilon=None, max_delta=None, **kwargs)
+
+    cmd.callback = callback
+    return cmd
+
+
+@_without_budget
 @click.command("audit")
 @click.option(
     "--tp", type=Grid(lo=0, lo_open=False, integer=True), help="True positives: members called members."
@@ -139,50 +157,16 @@ Formulas: docs/math.md §11."""
     help="The claim as a composition (repeatable; specs as for compose, e.g. laplace:scale=1,count=100): "
     "its ε at each row's δ by compose's best method.",
 )
-@click.option(
+@run_option(
     "--noise-multiplier",
-    "--sigma",
-    "sigma",
-    type=Grid(lo=0),
-    default=None,
-    metavar="S",
-    help="Claim from DP-SGD (as for sgd-epsilon): its noise multiplier; with the sample rate and the length.",
+    "Claim from DP-SGD (as for sgd-epsilon): its noise multiplier; with the sample rate and the length.",
+    "S",
 )
-@click.option(
-    "--sample-rate",
-    type=Grid(lo=0, hi=1),
-    default=None,
-    metavar="Q",
-    help="Claim from DP-SGD: Poisson rate q in (0, 1].",
-)
-@click.option(
-    "--batch-size",
-    type=Grid(lo=1, lo_open=False, integer=True),
-    default=None,
-    metavar="B",
-    help="Claim from DP-SGD: batch size B (q = B/N, with --dataset-size).",
-)
-@click.option(
-    "--dataset-size",
-    type=Grid(lo=1, lo_open=False, integer=True),
-    default=None,
-    metavar="N",
-    help="Claim from DP-SGD: dataset size N.",
-)
-@click.option(
-    "--steps",
-    type=Grid(lo=1, lo_open=False, integer=True),
-    default=None,
-    metavar="T",
-    help="Claim from DP-SGD: steps T.",
-)
-@click.option(
-    "--epochs",
-    type=Grid(lo=0),
-    default=None,
-    metavar="E",
-    help="Claim from DP-SGD: epochs E (steps = ceil(E / q)).",
-)
+@run_option("--sample-rate", "Claim from DP-SGD: Poisson rate q in (0, 1].", "Q")
+@run_option("--batch-size", "Claim from DP-SGD: batch size B (q = B/N, with --dataset-size).", "B")
+@run_option("--dataset-size", "Claim from DP-SGD: dataset size N.", "N")
+@run_option("--steps", "Claim from DP-SGD: steps T.", "T")
+@run_option("--epochs", "Claim from DP-SGD: epochs E (steps = ceil(E / q)).", "E")
 @common_options
 def command(
     tp,

@@ -15,7 +15,7 @@ CURVE_HELP = (
     "is read as it is by 'dpcalc convert --curve -'."
 )
 ALPHAS_HELP = (
-    "With --rdp-curve: the orders α > 1 (a list or ranges, e.g. 2,4,8 or 1.5:64:x2; 'paper' or 'code': "
+    "With --rdp-curve: the orders α > 1, at most 1e15 (a list or ranges, e.g. 2,4,8 or 1.5:64:x2; 'paper' or 'code': "
     "the orders of 'dpcalc odometer') [default: the 225 orders from 1.01 to 10^4 that ε is minimised over]."
 )
 

@@ -105,12 +105,14 @@ pld: privacy loss distributions of the Poisson-subsampled Gaussian (both directi
 add/remove pair, the worse reported), composed by FFT: [epsilon_lower, epsilon] is a certified
 bracket (pessimistic and optimistic discretisation, truncation and aliasing counted in), so epsilon
 is the certified upper end as in every other row; epsilon_estimate, a value inside the bracket, is
-not a bound.  Budget checks and -q read epsilon.  --eps-error sets the
+not a bound.  Where the rdp bound is already 0 at δ (Poisson sampling: the total variation is at most
+δ), the row is the exact [0, 0] without a PLD, and its note says so.  Budget checks and -q read epsilon.  --eps-error sets the
 bracket width (default 0.5% of ε).  With --target-epsilon it answers the inverse questions with its
 certified upper end: the smallest noise multiplier (about 5% less noise than RDP at typical
 settings), the largest number of steps (about 15% more) and the largest sample rate or batch size;
 each search starts from the RDP answer and needs a handful of PLD evaluations (interpolating in
-log-log, then confirming the neighbouring value), about a second per target.
+log-log, then confirming the neighbouring value), about a second per target.  A run asks the pld accountant for at most 1000 configurations (a larger sweep is
+refused: use rdp, which streams it).
 
 Sampling and neighbours: --sampling fixed-size uses the Wang, Balle and Kasiviswanathan 2019 bound
 for sampling without replacement, an upper bound, under replace-one neighbours.  The noise
@@ -157,7 +159,9 @@ the smallest noise multiplier (within a factor 1.0001), the largest number of st
 epochs within them), or the largest sample rate (within a factor 1.0001; with --dataset-size, the
 largest batch size, and with --epochs the steps follow from it); every answer is one at which ε was
 computed and found within the target, and the next value (one step, one batch, a factor 1.0001) was
-computed and found above it.  Every accountant answers these questions, pld included.
+computed and found above it.  Every accountant answers these questions, pld included.  Solving for
+the noise multiplier or the sample rate needs --target-epsilon >= 0.001 (smaller targets are refused:
+those searches evaluate ε ever closer to 0, where it is not certified within bounded work).
 
 --tuning-runs KIND:mean=M[,shape=η]: private hyperparameter tuning (Papernot and Steinke 2022): the
 whole run is repeated K times, K ~ geometric, poisson, logarithmic or negative-binomial (shape
@@ -186,25 +190,32 @@ al. 2020 (an approximation, not a bound, never judged), and exact at q = 1 (μ =
 replaces --delta; --max-tpr T is its budget check (exit 3)."""
 
 
+#: The options that describe a DP-SGD run, declared once (flags and value types) for sgd-epsilon and for
+#: audit's claim from a run; each command words its own help.
+RUN_OPTIONS = {
+    "--noise-multiplier": (("--noise-multiplier", "--sigma", "sigma"), Grid(lo=0)),
+    "--sample-rate": (("--sample-rate",), Grid(lo=0, hi=1)),
+    "--batch-size": (("--batch-size",), Grid(lo=1, lo_open=False, integer=True)),
+    "--dataset-size": (("--dataset-size",), Grid(lo=1, lo_open=False, integer=True)),
+    "--steps": (("--steps",), Grid(lo=1, lo_open=False, integer=True)),
+    "--epochs": (("--epochs",), Grid(lo=0)),
+}
+
+
+def run_option(name: str, help: str, metavar: str | None = None):
+    """The click option ``name`` of :data:`RUN_OPTIONS` (no default: left out unless given)."""
+    decls, kind = RUN_OPTIONS[name]
+    return click.option(*decls, type=kind, default=None, metavar=metavar, help=help)
+
+
 @click.command("sgd-epsilon")
-@click.option(
+@run_option(
     "--noise-multiplier",
-    "--sigma",
-    "sigma",
-    type=Grid(lo=0),
-    default=None,
-    help="Noise standard deviation / clipping norm (> 0). Leave out with --target-epsilon to solve for it.",
+    "Noise standard deviation / clipping norm (> 0). Leave out with --target-epsilon to solve for it.",
 )
-@click.option("--sample-rate", type=Grid(lo=0, hi=1), default=None, help="Sampling probability q in (0, 1].")
-@click.option(
-    "--batch-size", type=Grid(lo=1, lo_open=False, integer=True), default=None, help="Batch size B (q = B/N)."
-)
-@click.option(
-    "--dataset-size",
-    type=Grid(lo=1, lo_open=False, integer=True),
-    default=None,
-    help="Dataset size N (with --batch-size; also checks δ < 1/N).",
-)
+@run_option("--sample-rate", "Sampling probability q in (0, 1].")
+@run_option("--batch-size", "Batch size B (q = B/N).")
+@run_option("--dataset-size", "Dataset size N (with --batch-size; also checks δ < 1/N).")
 @click.option(
     "--max-batch-size",
     type=Grid(lo=1, lo_open=False, integer=True),
@@ -212,10 +223,8 @@ replaces --delta; --max-tpr T is its budget check (exit 3)."""
     help="With --sampling truncated-poisson: the largest batch kept; a larger Poisson batch is cut to a "
     "random subset of this size (needs --dataset-size).",
 )
-@click.option(
-    "--steps", type=Grid(lo=1, lo_open=False, integer=True), default=None, help="Number of steps T."
-)
-@click.option("--epochs", type=Grid(lo=0), default=None, help="Epochs E: steps = ceil(E / sample rate).")
+@run_option("--steps", "Number of steps T.")
+@run_option("--epochs", "Epochs E: steps = ceil(E / sample rate).")
 @click.option(
     "--delta",
     type=Grid(lo=0, lo_open=False, hi=1, hi_open=True),
@@ -266,7 +275,7 @@ replaces --delta; --max-tpr T is its budget check (exit 3)."""
     default=None,
     metavar="N",
     help="--accountant mc: Monte Carlo samples per direction [default: 1000000]; more samples certify "
-    "smaller δ (about 10 s per million samples per epoch of 234 steps).",
+    "smaller δ (about 10 s per million samples per epoch of 234 steps; samples × steps above 2.5e8 are refused).",
 )
 @click.option(
     "--confidence",

@@ -10,8 +10,12 @@ import click
 
 from dpcalc.cli.types import Grid
 
+#: The smallest --fpr: the PLD's profile at ε about log(1/α) took seconds per decade below it (1e-300 did not
+#: end), and no attack is evaluated at smaller rates.
+FPR_MIN = 1e-12
+
 FPR_HELP = (
-    "False-positive rate(s) α in (0, 1) of a membership test: report tpr_upper, the largest true-positive "
+    "False-positive rate(s) α in [1e-12, 1) of a membership test: report tpr_upper, the largest true-positive "
     "rate any test can reach at α (a certified bound), instead of ε or δ; with mu where the composition is "
     "μ-GDP.  Replaces --delta/--epsilon as the question."
 )
@@ -27,7 +31,8 @@ def tradeoff_options(func):
         help="Budget check (with --fpr): exit 3 if the tightest certified tpr_upper of some configuration "
         "exceeds T (clt-asymptotic rows are not judged).",
     )(func)
-    return click.option("--fpr", type=Grid(lo=0, hi=1, hi_open=True), default=None, help=FPR_HELP)(func)
+    fpr = Grid(lo=FPR_MIN, lo_open=False, hi=1, hi_open=True)
+    return click.option("--fpr", type=fpr, default=None, help=FPR_HELP)(func)
 
 
 def with_max_tpr(out, fpr, max_tpr):

@@ -35,6 +35,8 @@ SCORES_NOTE = (
     "scores: the threshold (member if score >= threshold) was chosen on a random half of the {n} rows "
     "(--seed {seed}: {n_sel} rows) and the counts are those of the other {n_ev} rows only"
 )
+#: the largest count of canaries, guesses or right guesses (every whole number up to it is a float)
+COUNT_MAX = 2**53
 NO_BOUND = "no bound: the attack's success is within what sampling error allows at this confidence"
 
 
@@ -174,6 +176,10 @@ def _one_run(p: AuditParams) -> Result:
     for name in ("canaries", "guesses", "correct"):
         if getattr(p, name) is None:
             raise InputError(f"missing option --{name} (give --canaries, --guesses and --correct)")
+    for name in ("canaries", "guesses", "correct"):
+        for x in getattr(p, name):
+            if x != int(x) or not 0 <= x <= COUNT_MAX:
+                raise InputError(f"--{name}: must be a whole number in [0, 2^53], got {x!r}")
     g = product(
         m=np.asarray(p.canaries, np.int64),
         r=np.asarray(p.guesses, np.int64),
@@ -192,6 +198,11 @@ def _one_run(p: AuditParams) -> Result:
     if np.any(bad):
         raise InputError(
             f"--correct: {int(g['v'][bad][0])} right guesses exceed the {int(g['r'][bad][0])} guesses"
+        )
+    if np.any(g["r"] > one_run.GUESSES_MAX):
+        raise InputError(
+            f"--guesses: at most {one_run.GUESSES_MAX:.0e} guesses, got {int(np.max(g['r']))} "
+            "(the binomial tail sums about 11·√r terms per ε)"
         )
     eps = one_run.epsilon_lower(g["m"], g["r"], g["v"], g["delta"], g["confidence"])
     note = []

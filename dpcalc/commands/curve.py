@@ -28,11 +28,11 @@ _CONVERT = "the CSV of one curve (one configuration, one method) is a curve for 
 
 
 def orders(alphas: Sequence[float] | None):
-    """The orders of a curve: ``alphas`` (checked: finite, > 1, distinct; in the order given) or, for
+    """The orders of a curve: ``alphas`` (checked: finite, > 1, at most ``ORDER_MAX``, distinct; in the order given) or, for
     ``None``, :data:`~dpcalc.engine.orders.DEFAULT_ORDERS`."""
     import numpy as np
 
-    from dpcalc.engine.orders import DEFAULT_ORDERS
+    from dpcalc.engine.orders import DEFAULT_ORDERS, ORDER_MAX
 
     if alphas is None:
         return DEFAULT_ORDERS
@@ -41,16 +41,26 @@ def orders(alphas: Sequence[float] | None):
         raise InputError("Invalid value for '--alphas': give at least one order")
     if not np.all(np.isfinite(a) & (a > 1.0)):
         raise InputError("Invalid value for '--alphas': every order must be a finite number > 1")
+    if np.any(a > ORDER_MAX):
+        raise InputError(f"Invalid value for '--alphas': every order must be at most {ORDER_MAX:g}")
     if np.unique(a).size != a.size:
         raise InputError("Invalid value for '--alphas': the orders must be distinct")
     return a
 
 
 def _check_rows(sizes: dict[str, int], orders: int, methods: int = 1) -> None:
-    """Refuse a curve of more rows than a sweep may make (before anything is computed)."""
+    """Refuse a curve of more rows than a sweep may make, or of more than :data:`MAX_CONFIGS`
+    configurations (before anything is computed)."""
     from dpcalc.commands import sweep
 
     sweep.check_rows({**sizes, "--alphas": orders, "--method": methods})
+    # the configurations' inputs are held whole (one Python value each), the rows are streamed
+    sweep.check_rows(sizes, limit=MAX_CONFIGS, unit="configurations")
+
+
+#: The most configurations (combinations of the swept inputs) of one curve command: their inputs are held
+#: in memory while the rows stream (a million took about 500 MB).
+MAX_CONFIGS = 200_000
 
 
 #: Rows per chunk of a curve: a large sweep is written as it is computed, in memory bounded by a chunk.

@@ -63,7 +63,22 @@ def langevin(params: LangevinParams) -> Result:
     if p.alpha is None and p.delta is None:
         raise InputError("give --alpha (Rényi bounds) and/or --delta (ε)")
     methods = METHODS if p.method == "all" else (p.method,)
-    return _compute(setting_grid(p), p.alpha, p.delta, methods, p.conversion, p.lipschitz is not None)
+    grid = setting_grid(p)
+    _check_rows({**grid, "alpha": p.alpha, "delta": p.delta}, len(methods))
+    return _compute(grid, p.alpha, p.delta, methods, p.conversion, p.lipschitz is not None)
+
+
+#: The most rows (combinations × methods) one run computes: the rows are held in memory together
+#: (about 15 KB each: 20,000 rows take about 300 MB).
+MAX_ROWS = 20_000
+
+
+def _check_rows(grid: dict, methods: int) -> None:
+    """Refuse, before any work, a sweep of more than :data:`MAX_ROWS` rows (naming the swept options)."""
+    from dpcalc.commands import sweep
+
+    sizes = {f"--{k.replace('_', '-')}": len(v) for k, v in grid.items() if v is not None}
+    sweep.check_rows(sizes, methods, limit=MAX_ROWS, per="methods")
 
 
 def setting_grid(p) -> dict:

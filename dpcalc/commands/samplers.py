@@ -169,6 +169,11 @@ def check_mc(p, solve) -> None:
         raise InputError("--tuning-runs applies to --accountant rdp, not mc")
 
 
+#: The most normal draws per direction of the Monte Carlo accountant (samples × steps of the run): the
+#: default one million samples of one 234-step epoch, about 10 s; more is refused up front.
+MC_WORK_MAX = 2.5e8
+
+
 def mc_rows(p, g) -> dict:
     """The Monte Carlo rows of balls-in-bins (:mod:`dpcalc.engine.dpsgd.balls_in_bins_mc`): ε holding with
     probability ``p.confidence`` over the sampling, and the estimate."""
@@ -176,9 +181,17 @@ def mc_rows(p, g) -> dict:
 
     from dpcalc.engine.dpsgd import accounting as sgd
     from dpcalc.engine.dpsgd.allocation import rounds
-    from dpcalc.engine.dpsgd.balls_in_bins_mc import epsilon_balls_in_bins_mc
+    from dpcalc.engine.dpsgd.balls_in_bins_mc import DEFAULT_SAMPLES, epsilon_balls_in_bins_mc
 
     m, _, epochs = rounds(g["q"], g["steps"], "balls-in-bins", g.get("n"))
+    samples = DEFAULT_SAMPLES if p.mc_samples is None else p.mc_samples
+    work = float(samples) * float(np.max(np.asarray(m, float) * np.asarray(epochs, float)))
+    if work > MC_WORK_MAX:  # bounded work, before any draw: one normal per sample and step
+        raise InputError(
+            f"--mc-samples: {samples} samples × {work / samples:.0f} steps = {work:.3g} normal draws per "
+            f"direction, more than {MC_WORK_MAX:.3g} (about 10 s); lower --mc-samples or the epochs, or use "
+            "--accountant rdp or pld"
+        )
     upper, est = epsilon_balls_in_bins_mc(
         g["sigma"], m, epochs, g["delta"], samples=p.mc_samples, confidence=p.confidence, seed=p.seed
     )

@@ -7,6 +7,7 @@ answer into a :class:`~dpcalc.result.Result`.  numpy and scipy load only when it
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -32,6 +33,15 @@ MC_SAMPLES = 1_000_000
 MC_CONFIDENCE = 0.95
 #: Combinations per chunk of a sweep (memory is bounded by the chunk, not by the sweep).
 CHUNK = 2048
+
+
+#: The most configurations the pld accountant is asked for in one run (each takes about a second: a PLD, or
+#: a search of several); a larger sweep is refused up front (the other accountants stream it).
+PLD_MAX_CONFIGS = 1000
+
+#: The smallest --target-epsilon when solving for the noise multiplier or the sample rate (bounded work:
+#: smaller targets made the searches evaluate ε ever closer to 0, minutes per configuration).
+TARGET_MIN = 1e-3
 
 
 @dataclass(frozen=True)
@@ -83,7 +93,17 @@ def sgd_epsilon_stream(
     the sweep can use, see :func:`dpcalc.commands.sweep.auto_jobs`).  Memory is bounded by the
     chunk, not by the sweep; the checks run before the first chunk."""
     p, names, solve = _checked(params)
-    sweep.check_rows({opt: len(v) for opt, v in _swept(p).items()}, len(names))
+    sizes = {opt: len(v) for opt, v in _swept(p).items()}
+    sweep.check_rows(sizes, len(names))
+    if "pld" in names and p.tuning is None:  # one PLD (or PLD search) per configuration
+        configs = math.prod(sizes.values())
+        if configs > PLD_MAX_CONFIGS:
+            swept = " × ".join(f"{k} ({v:,})" for k, v in sizes.items() if v > 1)
+            raise InputError(
+                f"--accountant {p.accountant}: {swept} make {configs:,} configurations for the pld accountant, "
+                f"more than {PLD_MAX_CONFIGS:,} (about a second each); narrow a range, split the sweep, or use "
+                "--accountant rdp"
+            )
     g, kw = _prepare(p, names)
     n = g["q"].size
     columns = _column_names(p, names, solve, g)
@@ -196,6 +216,13 @@ def _checked(p: SgdEpsilonParams):
             "--delta",
             "0 with --target-epsilon: the subsampled Gaussian's privacy loss is unbounded, so no finite ε "
             "holds at δ = 0 and nothing meets the target; give δ > 0",
+        )
+    if solve in ("sigma", "q") and min(p.target_epsilon) < TARGET_MIN:
+        raise _invalid(
+            "--target-epsilon",
+            f"{min(p.target_epsilon):g} is below {TARGET_MIN:g} when solving for the "
+            f"{'noise multiplier' if solve == 'sigma' else 'sample rate'}: the search evaluates ε ever closer "
+            "to 0, where the accountants' certified ε is not computed within bounded work",
         )
     if p.batch_size is not None:
         bad = [(b, n) for b in p.batch_size for n in p.dataset_size if b > n]

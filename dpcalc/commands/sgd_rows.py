@@ -15,6 +15,10 @@ from dpcalc.errors import InputError
 SIGMA_RTOL = 1e-4
 
 
+#: The note of a pld row whose ε = 0 was certified before any PLD (:func:`_certified_zero`).
+ZERO_NOTE = "exact: the Rényi bound certifies δ at ε = 0 (total variation at most δ), so ε = 0 exactly"
+
+
 def _pld_rows(p, g, solve, strict: bool) -> dict:
     """The pld accountant, one distinct configuration at a time: its certified bracket of ε, or (``solve``)
     the smallest noise multiplier, the largest number of steps or the largest sample rate (batch size)
@@ -43,11 +47,15 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
     if p.sampling in ALLOCATION:  # balls-in-bins: an epoch is floor(N/B) steps
         given = tuple(dict.fromkeys((*given, "n")))
 
+    zero = _certified_zero(p, g) if solve is None else np.zeros(n, bool)
+
     def one(i):
         v = {
             k: float(g[k][i]) if k in g else None
             for k in ("q", "sigma", "steps", "epochs", "n", "bmax", "delta", "target")
         }
+        if zero[i]:  # ε = 0 is certified: the exact ε is 0, the bracket [0, 0]
+            return (v["sigma"], v["steps"], v["q"], 0.0, 0.0, 0.0)
         setting = pld_setting(p.sampling, p.neighbors, v["n"], v["bmax"])
         if solve == "sigma":
             s, b = calibration.calibrate_noise_pld(
@@ -89,7 +97,7 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
         key = tuple(float(g[k][i]) if k in g else None for k in given)
         if key not in answers:
             try:
-                answers[key] = (one(i), "")
+                answers[key] = (one(i), ZERO_NOTE if zero[i] else "")
             except InputError as exc:
                 message = str(exc).replace(RDP_HINT, "--accountant rdp")
                 if strict:
@@ -107,6 +115,27 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
     if solve == "q":
         cols["q"] = q
     return cols
+
+
+def _certified_zero(p, g):
+    """Where ε at δ is 0, certified without a PLD: the rdp accountant's bound (the exact Rényi DP of the
+    Poisson-subsampled Gaussian, Mironov, Talwar & Zhang 2019, converted by Asoodeh et al.'s optimal
+    conversion; docs/math.md §3.2, §1.4) is 0, i.e. the hockey-stick divergence at ε = 0 (the total
+    variation between the run's two output laws) is at most δ.  The exact ε is then 0, so the PLD
+    bracket is [0, 0]: answered in milliseconds where discretising the PLD of an ε = 0 run (δ near
+    1, or a run that barely touches each example) took seconds and hundreds of MB.  Poisson sampling
+    only (either relation); elsewhere nothing is skipped."""
+    import numpy as np
+
+    from dpcalc.engine.dpsgd import accounting as sgd
+
+    if p.sampling != "poisson":
+        return np.zeros(g["q"].size, bool)
+    with np.errstate(all="ignore"):  # a σ at the ends of the double range: its bound is inf, not 0
+        e = sgd.epsilon_rdp(
+            g["q"], g["sigma"], g["steps"], g["delta"], sampling="poisson", neighbors=p.neighbors, warn=False
+        )
+    return np.asarray(e.epsilon, float).reshape(-1) == 0.0
 
 
 def _steps_at(q: float, v: dict, length: str) -> float:

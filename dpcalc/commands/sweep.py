@@ -21,17 +21,23 @@ POOL_MIN_ROWS = 8192
 _STATE: dict = {}
 
 
-def check_rows(sizes: dict[str, int], per_combination: int = 1, limit: int = MAX_ROWS) -> int:
-    """The number of rows ``sizes`` (option -> number of values) make, times ``per_combination``;
+def check_rows(
+    sizes: dict[str, int],
+    per_combination: int = 1,
+    limit: int = MAX_ROWS,
+    per: str = "accountants",
+    unit: str = "rows",
+) -> int:
+    """The number of rows ``sizes`` (option -> number of values) make, times ``per_combination`` (of ``per``);
     :class:`InputError` naming the options when it is above ``limit``."""
     from dpcalc.errors import InputError
 
     rows = math.prod(sizes.values()) * per_combination
     if rows > limit:
         swept = " × ".join(f"{k} ({v:,})" for k, v in sizes.items() if v > 1)
-        extra = f" × {per_combination} accountants" if per_combination > 1 else ""
+        extra = f" × {per_combination} {per}" if per_combination > 1 else ""
         raise InputError(
-            f"{swept}{extra}: the sweep would make {rows:,} rows, more than {limit:,}; "
+            f"{swept}{extra}: the sweep would make {rows:,} {unit}, more than {limit:,}; "
             "narrow a range or split the sweep"
         )
     return rows

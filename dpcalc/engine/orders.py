@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+#: the largest finite Rényi order any curve is computed at: below 2^53, where α and α + 1 are still
+#: distinct floats (the integer-order expansions and the chord between ⌊α⌋ and ⌊α⌋ + 1 need them)
+ORDER_MAX = 1e15
+
 #: dp_accounting 0.6.0's ``DEFAULT_RDP_ORDERS``: 1.1..10.9 by 0.1, 11..63, 128, 256, 512, 1024.
 DP_ACCOUNTING_ORDERS = np.array(
     [1.0 + x / 10.0 for x in range(1, 100)] + list(range(11, 64)) + [128, 256, 512, 1024], dtype=float

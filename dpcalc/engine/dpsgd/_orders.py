@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpcalc.engine.orders import ORDER_MAX
+from dpcalc.errors import InputError
+
 
 def _prepare(q, sigma, alphas):
     q = np.asarray(q, dtype=float)
@@ -16,6 +19,8 @@ def _prepare(q, sigma, alphas):
     alphas = np.asarray(alphas, dtype=float).reshape(-1)
     if np.any(~(alphas > 1.0)):
         raise ValueError("orders must be > 1")
+    if np.any(np.isfinite(alphas) & (alphas > ORDER_MAX)):
+        raise InputError(f"alphas: every finite order must be at most {ORDER_MAX:g}")
     if np.any(~((q >= 0) & (q <= 1))):
         raise ValueError("q must lie in [0, 1]")
     if np.any(~(sigma >= 0)):

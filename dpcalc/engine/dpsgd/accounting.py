@@ -49,6 +49,15 @@ class Epsilon(NamedTuple):
     valid: np.ndarray
 
 
+def check_whole(x, name: str, lo: float = 0.0) -> None:
+    """:class:`InputError` naming ``name`` unless every value of ``x`` is a whole number >= ``lo`` (nan and
+    +inf pass: they propagate as "no value" and an infinite ε)."""
+    x = np.asarray(x, dtype=float)
+    bad = (x < lo) | (np.isfinite(x) & (x != np.floor(x)))
+    if np.any(bad):
+        raise InputError(f"{name}: must be a whole number >= {lo:g}, got {float(x[bad].flat[0])!r}")
+
+
 # ------------------------------------------------------------------------------------------------------
 # settings
 
@@ -280,6 +289,10 @@ def epsilon(accountant, q, sigma, steps, delta, **kw) -> Epsilon:
     """Dispatch to :data:`ACCOUNTANTS`."""
     if accountant not in ACCOUNTANTS:
         raise InputError(f"--accountant: must be one of {', '.join(ACCOUNTANTS)}, got {accountant!r}")
+    check_whole(steps, "steps")
+    for name in ("dataset_size", "max_batch_size"):
+        if kw.get(name) is not None:
+            check_whole(kw[name], name, 1.0)
     return ACCOUNTANTS[accountant](q, sigma, steps, delta, **kw)
 
 
@@ -288,6 +301,7 @@ __all__ = [
     "Epsilon",
     "applies",
     "check_setting",
+    "check_whole",
     "epsilon",
     "epsilon_abadi",
     "epsilon_bassily",

@@ -59,6 +59,9 @@ _UL = float(np.finfo(np.longdouble).eps) / 2.0
 SPREAD = 0.02
 #: Largest number of grid points of X accepted; beyond it the round is refused.
 MAX_POINTS = 1 << 21
+#: Largest number of grid points of the law of S = X_1 + .. + X_t (about t/h; its FFTs take time and memory
+#: in proportion: 1.5e6 points take about 7 s and 350 MB); longer rounds are refused up front.
+MAX_SUM_POINTS = 1.5e6
 #: The grid of X is refined below the spread's step (for the mass at S = 0) up to this many points.
 SOFT_POINTS = 1 << 19
 #: The loss grid the atoms are gathered onto (far finer than the accountant's).
@@ -114,6 +117,12 @@ def _grid(mu: float, t: int, tail: float):
     h_zero = math.exp(mu * float(special.ndtri((0.5 * tail) ** (1.0 / t))) - 0.5 * mu * mu)
     h = min(h, max(h_zero, x_max / SOFT_POINTS))
     k = int(math.ceil(x_max / h))
+    if t / h > MAX_SUM_POINTS:  # the law of S (mean t) lives on about t/h points: bounded work up front
+        raise InputError(
+            f"--accountant pld: random allocation in rounds of {t} steps at noise multiplier {1.0 / mu:g} needs "
+            f"the law of a sum on about {t / h:.2g} points (at most {MAX_SUM_POINTS:.2g}: rounds of at most about "
+            f"{math.floor(MAX_SUM_POINTS * h):d} steps at this noise); use --accountant rdp"
+        )
     if k > MAX_POINTS:
         raise InputError(
             f"--accountant pld: random allocation at noise multiplier {1.0 / mu:g} needs a grid of {k:.2g} "

@@ -20,6 +20,7 @@ from dpcalc.engine.dpsgd.accounting import (
     Epsilon,
     _bcast,
     check_setting,
+    check_whole,
     epsilon,
 )
 from dpcalc.engine.orders import DEFAULT_ORDERS
@@ -90,6 +91,7 @@ def calibrate_noise(
     upper end).
     """
     q, steps, delta, target = _bcast(q, steps, delta, target)
+    check_whole(steps, "steps")
     shape = q.shape
     qf, tf, df, ef = (x.reshape(-1) for x in (q, steps, delta, target))
     n = qf.size

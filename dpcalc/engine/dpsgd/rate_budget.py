@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from dpcalc.engine.dpsgd._multisect import multisect
-from dpcalc.engine.dpsgd.accounting import epsilon
+from dpcalc.engine.dpsgd.accounting import check_whole, epsilon
 from dpcalc.errors import DpcalcWarning
 
 #: The smallest sample rate searched (below it a run of any practical length sees no example twice).
@@ -37,6 +37,10 @@ def max_sample_rate(
     Give ``steps`` T, or ``epochs`` E (then T = ceil(E/q)).  Returns ``(q, ε at q)``; q = 0 (ε nan)
     where even the smallest rate misses the target."""
     whole = dataset_size is not None
+    if epochs is None:
+        check_whole(steps, "steps")
+    if whole:
+        check_whole(dataset_size, "dataset_size", 1.0)
     length = epochs if epochs is not None else steps
     arrays = [sigma, length, delta, target] + ([dataset_size] if whole else [])
     arrays = np.broadcast_arrays(*(np.asarray(a, float) for a in arrays))

@@ -97,8 +97,13 @@ def coef_dynamics(sigma, sensitivity, lr, strong_convexity, dataset_size, steps)
     lam = _positive(strong_convexity, "--strong-convexity")
     lr = _positive(lr, "--lr")
     k = _steps(steps)
-    with np.errstate(over="ignore", under="ignore"):
-        c = _base(sigma, sensitivity, dataset_size) / lam * -np.expm1(-lam * lr * k / 2.0)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        # where x = ληK/2 underflows, (1 − e^{−x})/λ <= ηK/2 (its x → 0 limit) takes its place; 0·∞ (an
+        # infinite base) is ∞: neither may round to 0 (a NaN there was printed as ε = 0)
+        x = lam * lr * k / 2.0
+        base = _base(sigma, sensitivity, dataset_size)
+        c = np.where(x > 1e-250, base / lam * -np.expm1(-x), base * (lr * k / 2.0))
+        c = np.where(k == 0, 0.0, np.where(np.isnan(c), np.inf, c))
     return _out(next_up(c, 4))
 
 
@@ -111,8 +116,9 @@ def coef_lower(sigma, sensitivity, lr, dataset_size, steps):
     """
     lr = _positive(lr, "--lr")
     k = _steps(steps)
-    with np.errstate(over="ignore", under="ignore"):
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         c = _base(sigma, sensitivity, dataset_size) / 4.0 * -np.expm1(-lr * k)
+        c = np.where(np.isnan(c), 0.0, c)  # 0·∞ (K = 0 with an infinite base): 0 is always a lower bound
     return _out(np.nextafter(c * (1.0 - 8 * np.finfo(float).eps), 0.0))
 
 
@@ -137,8 +143,9 @@ def coef_composition(sigma, sensitivity, lr, dataset_size, steps):
     """
     lr = _positive(lr, "--lr")
     k = _steps(steps)
-    with np.errstate(over="ignore", under="ignore"):
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         c = k * lr * _base(sigma, sensitivity, dataset_size) / 4.0
+        c = np.where(k == 0, 0.0, np.where(np.isnan(c), np.inf, c))
     return _out(next_up(c, 4))
 
 
