@@ -23,6 +23,12 @@ from dpcalc.errors import InputError
 
 #: The largest ``steps`` accepted (the remove direction's multinomial series grows with T).
 MAX_STEPS = 10**7
+#: The largest ``steps`` of a round whose privacy loss distribution is built (its models grow with T: some
+#: seconds at 10^4); above it the pld method says so and rdp answers.
+MAX_PLD_STEPS = 10**4
+#: The noise multipliers accepted: the Rényi bounds work with σ² and 1/σ², which leave double range
+#: beyond (at σ = 1e-100 a step's ε is about 1e200; at 1e100 about 1e-200).
+SIGMA_RANGE = (1e-100, 1e100)
 
 
 class AllocationRound(Mechanism):
@@ -37,6 +43,11 @@ class AllocationRound(Mechanism):
     order = 45
 
     def complete(self, params, given, fail):
+        lo, hi = SIGMA_RANGE
+        if params.get("sigma") is not None and not lo <= params["sigma"] <= hi:
+            fail(
+                f"bad value sigma={given.get('sigma')!r} (must lie in [{lo:g}, {hi:g}] for random-allocation)"
+            )
         for name in ("steps", "k"):
             params[name] = whole(params, given, fail, name, MAX_STEPS, "10^7")
         if params["k"] > params["steps"]:
@@ -59,6 +70,11 @@ class AllocationRound(Mechanism):
             raise InputError(
                 "the privacy loss distribution of a random allocation with k > 1 is not offered as a spec; "
                 "use sgd-epsilon --sampling random-allocation --accountant pld, or the RDP accountant"
+            )
+        if params["steps"] > MAX_PLD_STEPS:
+            raise InputError(
+                f"the privacy loss distribution of a random allocation is built for steps up to {MAX_PLD_STEPS} "
+                f"(its models grow with the steps), not {int(params['steps'])}; use the RDP accountant"
             )
         remove, add, extra = round_loss_models(float(params["sigma"]), int(params["steps"]))
         return remove, add, extra
