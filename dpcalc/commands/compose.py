@@ -260,6 +260,12 @@ def _pld(specs, want_eps, targets, opts):
     from dpcalc.engine.pld.grid import RDP_HINT
 
     try:
+        _check_targets(
+            "--delta" if want_eps else "--epsilon",
+            targets.size,
+            MAX_PLD_TARGETS,
+            " for --method pld (a bracket each)",
+        )
         b = compose_pld(
             specs,
             **({"delta": targets} if want_eps else {"epsilon": targets}),
@@ -294,6 +300,20 @@ def _pld(specs, want_eps, targets, opts):
     return upper, notes, {"lower": lower, "estimate": est}
 
 
+#: Most targets (values of --delta or --epsilon) of one ``compose``; the pld method answers at most
+#: :data:`MAX_PLD_TARGETS` (each δ is its own bracket, each ε a point of a refined profile), and so does
+#: ``--fpr`` (:data:`MAX_FPR` rates).
+MAX_TARGETS = 500
+MAX_PLD_TARGETS = 100
+MAX_FPR = 1000
+
+
+def _check_targets(name: str, n: int, limit: int, what: str = "") -> None:
+    """One-line refusal of a sweep with more than ``limit`` values."""
+    if n > limit:
+        raise InputError(f"{name}: {n} values, above the limit of {limit}{what}")
+
+
 #: Name -> method, in the order ``--method all`` shows them; ``best`` picks among them.  Adding a method
 #: is one entry here: a function ``(specs, want_eps, targets, opts) -> (values, notes, extra)``; ``extra`` may
 #: hold ``alpha`` (the best order) and ``lower``/``estimate`` (where ``values`` is the upper end of a bracket).
@@ -324,6 +344,7 @@ def compose(texts, delta, epsilon, method, eps_error=None, tuning=None) -> Resul
     opts = {"eps_error": eps_error, "strict": method == "pld", "tuning": tuning}
     want_eps = delta is not None
     targets = np.asarray(delta if want_eps else epsilon, float)
+    _check_targets("--delta" if want_eps else "--epsilon", targets.size, MAX_TARGETS)
     names = METHOD_ORDER if method in ("all", "best") else (method,)
     if method == "best" and tuning is None and _exact_applies(specs):
         names = ("exact",)  # the exact profile: no other method can certify less, so none is run
