@@ -140,3 +140,88 @@ def test_rdp_work_refusal_counts_distinct_subsampled_specs():
 
 def test_merge_module_cites_the_composition_theorem():
     assert "Dong, Roth" in merge.__doc__ and "Balle & Wang" in merge.__doc__
+
+
+# ------------------------------------------------------------------------------- the command's limits
+
+
+def _compose(texts, **kw):
+    from dpcalc.commands.compose import compose
+
+    kw.setdefault("delta", None)
+    kw.setdefault("epsilon", None)
+    kw.setdefault("method", "best")
+    return compose(texts, **kw)
+
+
+def test_best_runs_only_exact_where_it_answers(monkeypatch):
+    from dpcalc.commands import compose as cmd
+
+    for name in ("pld", "rdp"):
+        monkeypatch.setitem(cmd.METHODS, name, lambda *a: pytest.fail("a slow method ran"))
+    res = _compose(GAUSSIANS, delta=[1e-5, 1e-7])
+    assert res.columns["method"] == ["exact", "exact"]
+
+
+def test_a_sweep_past_the_limit_is_refused_up_front():
+    from dpcalc.commands.compose import MAX_TARGETS
+
+    targets = [1e-6 * (1 + i) for i in range(MAX_TARGETS + 1)]
+    with pytest.raises(
+        InputError, match=rf"^--delta: {MAX_TARGETS + 1} values, above the limit of {MAX_TARGETS}$"
+    ):
+        _compose(["laplace:scale=1"], delta=targets)
+
+
+@pytest.mark.filterwarnings("ignore::dpcalc.errors.DpcalcWarning")
+def test_pld_past_its_target_limit_is_a_note_or_alone_an_error():
+    from dpcalc.commands.compose import MAX_PLD_TARGETS
+
+    targets = [1e-6 * (1 + i) for i in range(MAX_PLD_TARGETS + 1)]
+    with pytest.raises(InputError, match=rf"above the limit of {MAX_PLD_TARGETS} for --method pld"):
+        _compose(["laplace:scale=1"], delta=targets, method="pld")
+    res = _compose(["laplace:scale=1"], delta=targets, method="all")
+    notes = [n for m, n in zip(res.columns["method"], res.columns["note"]) if m == "pld"]
+    assert all(n.startswith("does not apply: --delta:") for n in notes)
+    rdp = [v for m, v in zip(res.columns["method"], res.columns["epsilon"]) if m == "rdp"]
+    assert all(v is not None and v > 0 for v in rdp)
+
+
+def test_fpr_rates_past_the_pld_limit_are_refused():
+    from dpcalc.commands.tradeoff import MAX_PLD_FPR, compose_tradeoff
+
+    rates = [1e-6 * (1 + i) for i in range(MAX_PLD_FPR + 1)]
+    with pytest.raises(
+        InputError, match=rf"--fpr: {MAX_PLD_FPR + 1} rates, above the limit of {MAX_PLD_FPR}"
+    ):
+        compose_tradeoff(["sgm:q=0.01,sigma=1,count=10"], rates, "pld")
+
+
+def test_calibration_by_search_takes_a_bounded_number_of_pairs():
+    from dpcalc.commands.compose_calibration import MAX_SEARCHED_TARGETS, calibrate
+
+    eps = [1 + i / 100 for i in range(MAX_SEARCHED_TARGETS + 1)]
+    with pytest.raises(
+        InputError, match=rf"above the limit of {MAX_SEARCHED_TARGETS} for a calibration by search"
+    ):
+        calibrate(["laplace:count=10"], eps, [1e-5], "best")
+
+
+def test_exact_calibration_scales_the_combined_sensitivity():
+    from dpcalc.commands.compose_calibration import calibrate
+
+    res = calibrate(["gaussian:count=1e12,sensitivity=1e300"], [1.0], [1e-5], "exact")
+    one = calibrate(["gaussian:sensitivity=1"], [1.0], [1e-5], "exact")
+    assert res.columns["sigma"][0] == pytest.approx(one.columns["sigma"][0] * 1e306, rel=1e-12)
+    with pytest.raises(InputError, match="combined sensitivity"):
+        calibrate(["gaussian:count=1e12,sensitivity=1e305"], [1.0], [1e-5], "exact")
+
+
+def test_random_allocation_sigma_range_and_pld_steps_limit():
+    from dpcalc.engine.mechanisms.allocation_round import MAX_PLD_STEPS
+
+    with pytest.raises(InputError, match=r"sigma='1e-300' \(must lie in \[1e-100, 1e\+100\]"):
+        parse_mechanisms(["random-allocation:sigma=1e-300,steps=10"])
+    spec = parse_mechanisms([f"random-allocation:sigma=1,steps={MAX_PLD_STEPS + 1}"])
+    with pytest.raises(InputError, match=rf"steps up to {MAX_PLD_STEPS}"):
+        compose_pld(spec, delta=1e-5)
