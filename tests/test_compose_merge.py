@@ -225,3 +225,14 @@ def test_random_allocation_sigma_range_and_pld_steps_limit():
     spec = parse_mechanisms([f"random-allocation:sigma=1,steps={MAX_PLD_STEPS + 1}"])
     with pytest.raises(InputError, match=rf"steps up to {MAX_PLD_STEPS}"):
         compose_pld(spec, delta=1e-5)
+
+
+def test_random_allocation_below_the_gaussian_threshold_is_the_k_gaussian_steps():
+    from dpcalc.engine.mechanisms.allocation_round import SIGMA_GAUSSIAN_BELOW
+
+    alphas = [1.5, 2.0, 10.0, 1e4]
+    sigma = SIGMA_GAUSSIAN_BELOW / 2
+    spec = parse_mechanisms([f"random-allocation:sigma={sigma!r},steps=1000,k=3"])[0]
+    got = catalogue.rdp_curve(spec, alphas)
+    want = [3 * a / (2 * sigma**2) for a in alphas]
+    assert all(g >= w and g <= w * (1 + 1e-14) for g, w in zip(got, want))  # rounded up, by ulps
