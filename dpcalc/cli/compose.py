@@ -93,6 +93,14 @@ the --eps-error that fits.  Applies to gaussian, discrete-gaussian, laplace, dis
 randomized-response, exponential, dp and Poisson subsampled-gaussian, and to the Poisson-subsampled
 (q=) specs of those with a symmetric pair.
 
+Merging and limits: identical specs are merged (counts summed) and, for pld, all plain gaussian specs
+become one Gaussian of r = sqrt(Σ count·(Δ/σ)²) (exact: Dong, Roth and Su 2019), rounded to the safe side;
+where exact applies, best runs exact alone.  Checked up front: pld takes at most 16 distinct mechanisms
+after merging, 100 --delta/--epsilon values and 10 --fpr rates, within its memory cap and work caps
+(grid points, quadrature panels, transforms); rdp at most 256 distinct subsampled specs; compose at most
+500 --delta/--epsilon values and 1000 --fpr rates, a calibration by search at most 16 (ε, δ) pairs.  A
+method past a limit says so in note (--method pld alone: an error, exit 2).
+
 rdp — Rényi-DP curves (Mironov 2017) summed over 225 orders from 1.01 to 1e4 and converted by the
 optimal conversion of Asoodeh et al.; applies to every kind except dp specs with δ > 0.
 
@@ -246,6 +254,7 @@ def command(
     eps_error = single(eps_error, "--eps-error")
     out = with_max_tpr(out, fpr, max_tpr)
     if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
+        cmd._check_targets("--fpr", len(fpr), cmd.MAX_FPR)
         refuse_with(fpr, **{"--delta": delta, "--epsilon": epsilon, "--tuning-runs": tuning})
         refuse_with(fpr, **{"--rdp-curve": wanted(rdp_curve, alphas, out)})
         from dpcalc.commands.tradeoff import compose_tradeoff

@@ -86,12 +86,14 @@ def _rdp(specs, want_eps, targets, opts):
     import numpy as np
 
     from dpcalc.engine.conversion import methods as conversions
-    from dpcalc.engine.mechanisms.catalogue import rdp_refusal, total_rdp
+    from dpcalc.engine.mechanisms.catalogue import rdp_refusal, rdp_work_refusal, total_rdp
     from dpcalc.engine.orders import DEFAULT_ORDERS
 
     for s in specs:
         if (refusal := rdp_refusal(s)) is not None:
             return None, refusal, {}
+    if (refusal := rdp_work_refusal(specs)) is not None:
+        return None, refusal, {}
     curve = total_rdp(specs, DEFAULT_ORDERS)
     tuning = opts.get("tuning")
     if tuning is not None:  # best of K runs of the whole composition (docs/math.md §2.10)
@@ -258,6 +260,12 @@ def _pld(specs, want_eps, targets, opts):
     from dpcalc.engine.pld.grid import RDP_HINT
 
     try:
+        _check_targets(
+            "--delta" if want_eps else "--epsilon",
+            targets.size,
+            MAX_PLD_TARGETS,
+            " for --method pld (a bracket each)",
+        )
         b = compose_pld(
             specs,
             **({"delta": targets} if want_eps else {"epsilon": targets}),
@@ -292,6 +300,20 @@ def _pld(specs, want_eps, targets, opts):
     return upper, notes, {"lower": lower, "estimate": est}
 
 
+#: Most targets (values of --delta or --epsilon) of one ``compose``; the pld method answers at most
+#: :data:`MAX_PLD_TARGETS` (each δ is its own bracket, each ε a point of a refined profile), and so does
+#: ``--fpr`` (:data:`MAX_FPR` rates).
+MAX_TARGETS = 500
+MAX_PLD_TARGETS = 100
+MAX_FPR = 1000
+
+
+def _check_targets(name: str, n: int, limit: int, what: str = "") -> None:
+    """One-line refusal of a sweep with more than ``limit`` values."""
+    if n > limit:
+        raise InputError(f"{name}: {n} values, above the limit of {limit}{what}")
+
+
 #: Name -> method, in the order ``--method all`` shows them; ``best`` picks among them.  Adding a method
 #: is one entry here: a function ``(specs, want_eps, targets, opts) -> (values, notes, extra)``; ``extra`` may
 #: hold ``alpha`` (the best order) and ``lower``/``estimate`` (where ``values`` is the upper end of a bracket).
@@ -322,7 +344,10 @@ def compose(texts, delta, epsilon, method, eps_error=None, tuning=None) -> Resul
     opts = {"eps_error": eps_error, "strict": method == "pld", "tuning": tuning}
     want_eps = delta is not None
     targets = np.asarray(delta if want_eps else epsilon, float)
+    _check_targets("--delta" if want_eps else "--epsilon", targets.size, MAX_TARGETS)
     names = METHOD_ORDER if method in ("all", "best") else (method,)
+    if method == "best" and tuning is None and _exact_applies(specs):
+        names = ("exact",)  # the exact profile: no other method can certify less, so none is run
     headline, given = ("epsilon", "delta") if want_eps else ("delta", "epsilon")
     cols: dict[str, list] = {"method": [], given: [], headline: [], "alpha": [], "note": []}
     lower_name, estimate_name = f"{headline}_lower", f"{headline}_estimate"
@@ -354,7 +379,12 @@ def compose(texts, delta, epsilon, method, eps_error=None, tuning=None) -> Resul
                 (per_method[m][0][i], k, m) for k, m in enumerate(names) if per_method[m][0][i] is not None
             ]
             if not cands:
-                raise InputError("MECHANISM: no method applies to these mechanisms at this target")
+                why = "; ".join(
+                    f"{m}: "
+                    + per_method[m][1][i].removeprefix("does not apply: ").removeprefix("MECHANISM: ")
+                    for m in names
+                )
+                raise InputError(f"MECHANISM: no method applies to these mechanisms at this target ({why})")
             picks.append((i, min(cands)[2]))  # the tightest *guarantee*
     else:
         picks = [(i, m) for m in names for i in range(targets.size)]
@@ -396,6 +426,13 @@ def compose(texts, delta, epsilon, method, eps_error=None, tuning=None) -> Resul
             + (f"; {'δ' if want_eps else 'ε'} = {float(targets[0]):g}" if targets.size == 1 else ""),
         )
     return result
+
+
+def _exact_applies(specs) -> bool:
+    """Whether the exact method answers the composition (plain Gaussians only: docs/math.md §2.6)."""
+    from dpcalc.engine.mechanisms.catalogue import gaussian_r2
+
+    return gaussian_r2(specs) is not None
 
 
 def _warn_edge(cols, headline) -> None:

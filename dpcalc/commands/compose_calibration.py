@@ -20,6 +20,7 @@ numpy loads only when it runs.
 
 from __future__ import annotations
 
+from dpcalc.commands.compose import MAX_TARGETS
 from dpcalc.commands.schema import conform
 from dpcalc.errors import InputError
 from dpcalc.render.cells import rounded
@@ -33,6 +34,8 @@ RANGES = {1: (1e-6, 1e12), -1: (1e-9, 30.0)}
 METHODS = ("pld", "rdp", "optimal", "advanced", "basic")
 #: The relative step of the search for the non-PLD methods.
 RTOL = 1e-6
+#: Most (ε, δ) pairs of a calibration by search (the exact Gaussian one is a closed form: compose's limit).
+MAX_SEARCHED_TARGETS = 16
 
 
 def _parse(texts):
@@ -173,6 +176,11 @@ def _calibrate_methods(specs, key, direction, epsilon, delta, method, eps_error)
     names = METHODS if method in ("best", "all") else (method,)
     free_count = sum(s.count for s in specs if s.params.get(key, 0) is None)
     g = product(epsilon=np.asarray(epsilon, float), delta=np.asarray(delta, float))
+    if g["epsilon"].size > MAX_SEARCHED_TARGETS:  # each pair is a search per method (up to 80 evaluations)
+        raise InputError(
+            f"--epsilon/--delta: {g['epsilon'].size} (ε, δ) pairs, above the limit of {MAX_SEARCHED_TARGETS} "
+            "for a calibration by search"
+        )
     cols: dict[str, list] = {k: [] for k in ("method", "epsilon", "delta", column, "epsilon_lower")}
     cols.update(epsilon_estimate=[], note=[])
     solved = " and ".join(repr(s.text) for s in specs if s.params.get(key, 0) is None)
@@ -317,8 +325,18 @@ def _calibrate_exact(specs, epsilon, delta, method) -> Result:
             "Invalid value for '--delta': 0: no σ makes a Gaussian (ε, 0)-DP (its privacy loss is unbounded); "
             "give δ > 0 to calibrate σ"
         )
-    sens = math.sqrt(math.fsum(s.count * s.params["sensitivity"] ** 2 for s in specs))
+    top = max(s.params["sensitivity"] for s in specs)  # scaled, so that the squares stay in range
+    sens = top * math.sqrt(math.fsum(s.count * (s.params["sensitivity"] / top) ** 2 for s in specs))
+    if not math.isfinite(sens):
+        raise InputError(
+            f"MECHANISM: the combined sensitivity sqrt(sum count*sensitivity^2) is beyond double range ({top:g} "
+            "and more); scale the sensitivities down"
+        )
     g = product(epsilon=np.asarray(epsilon, float), delta=np.asarray(delta, float))
+    if g["epsilon"].size > MAX_TARGETS:
+        raise InputError(
+            f"--epsilon/--delta: {g['epsilon'].size} (ε, δ) pairs, above the limit of {MAX_TARGETS}"
+        )
     sigma = np.atleast_1d(gaussian.sigma_gaussian(g["epsilon"], g["delta"], sensitivity=sens))
     n = sigma.size
     cols = {

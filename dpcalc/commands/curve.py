@@ -329,7 +329,7 @@ def compose_curve(
     import numpy as np
 
     from dpcalc.commands.compose import _check_relations
-    from dpcalc.engine.mechanisms.catalogue import total_rdp
+    from dpcalc.engine.mechanisms.catalogue import rdp_work_refusal, total_rdp
     from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
 
     if method not in ("best", "all", "rdp"):
@@ -341,6 +341,8 @@ def compose_curve(
     _check_relations(specs)
     a = orders(alphas)
     _check_rows({}, a.size)
+    if (refusal := rdp_work_refusal(specs)) is not None:
+        raise InputError(refusal)
     curve = np.asarray(total_rdp(specs, a), dtype=float)
     labels = " + ".join(s.label() for s in specs)
     return _curves(

@@ -77,6 +77,10 @@ def _compose_clt_mu(specs):
     return math.sqrt(total)
 
 
+#: Most false-positive rates of one ``compose --fpr`` with the pld method (each adds PLD brackets of δ(ε)).
+MAX_PLD_FPR = 10
+
+
 def compose_tradeoff(texts, fpr, method, eps_error=None) -> Result:
     """``dpcalc compose --fpr``: one row per false-positive rate (and per method with ``all``)."""
     import numpy as np
@@ -105,6 +109,11 @@ def compose_tradeoff(texts, fpr, method, eps_error=None) -> Result:
                 per[name] = _exact_rows(fpr, math.sqrt(r2))
         elif name == "pld":
             try:
+                if len(fpr) > MAX_PLD_FPR:  # each rate refines the profile around its own ε
+                    raise InputError(
+                        f"--fpr: {len(fpr)} rates, above the limit of {MAX_PLD_FPR} for --method pld "
+                        "(each refines the composed profile around its own ε)"
+                    )
                 lo, est, hi = tradeoff.pld_tpr(
                     fpr,
                     lambda e: compose_pld(specs, epsilon=e, eps_error=eps_error),

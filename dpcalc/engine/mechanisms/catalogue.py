@@ -115,6 +115,23 @@ def total_rdp(specs, alphas) -> np.ndarray:
     return up(total, total) if len(specs) > 1 else total
 
 
+#: Most distinct subsampled specs (``q`` given, or a subsampled kind) in one Rényi curve: each computes its
+#: own amplified curve over the orders (series and quadrature, some 10–30 ms), where a plain kind is a closed form.
+MAX_RDP_SUBSAMPLED = 256
+_SUBSAMPLED_KINDS = ("subsampled-gaussian", "random-allocation")
+
+
+def rdp_work_refusal(specs) -> str | None:
+    """Why the Rényi curve of ``specs`` is refused as too much work (``"MECHANISM: ..."``), or ``None``."""
+    n = sum(1 for s in specs if s.params.get("q") is not None or s.kind in _SUBSAMPLED_KINDS)
+    if n <= MAX_RDP_SUBSAMPLED:
+        return None
+    return (
+        f"MECHANISM: {n} distinct subsampled specs (after merging identical ones), above the limit of "
+        f"{MAX_RDP_SUBSAMPLED} for one Rényi curve (each computes its own amplified curve)"
+    )
+
+
 def per_release_dp(spec):
     """``((ε, δ), None)`` for one release of a mechanism with a natural (ε, δ), else ``(None, reason)``."""
     return mechanism(spec.kind, spec.params).per_release(spec.params)

@@ -70,8 +70,10 @@ def subsampled_model(base: LossModel, q: float, direction: str) -> LossModel:
     inf_mass = float(base.inf_mass)
     if direction == "remove":
         loc = g(base.atoms_loc)
-        with np.errstate(divide="ignore", over="ignore"):
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             mass = base.atoms_mass * np.exp(np.logaddexp(lq, l1q - base.atoms_loc))
+        if not np.all(np.isfinite(mass)):  # an atom's P-mass underflowed where e^{-L} overflows: lost
+            raise OverflowError("an atom's mass under subsampling is beyond double range")
         if inf_mass > 0:
             loc, mass = np.append(loc, l1q), np.append(mass, (1.0 - q) * inf_mass)
         piece = None

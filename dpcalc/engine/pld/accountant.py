@@ -34,6 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dpcalc.engine._numerics import require
+from dpcalc.engine.composition.merge import Merged, merge_exact
 from dpcalc.engine.mechanisms import gaussian, subsampled_gaussian
 from dpcalc.engine.mechanisms.loss_models import approx_dp
 from dpcalc.engine.pld.delta import delta_bracket
@@ -53,6 +54,9 @@ __all__ = [
 
 #: Largest number of compositions accepted per mechanism.
 MAX_COUNT = 10**8
+#: Most distinct mechanisms in one composition (after :func:`~dpcalc.engine.composition.merge.merge_exact`):
+#: each costs its own grid, cumulant evaluations and transform in every attempt (about 0.1–0.5 s each).
+MAX_MECHANISMS = 16
 
 
 class Bracket(NamedTuple):
@@ -371,6 +375,8 @@ def _allocation_answer(bracket, what: str) -> tuple:
 
 
 def _spec_fields(spec):
+    if isinstance(spec, Merged):
+        return spec.kind, dict(spec.params), spec.count, spec.text
     if isinstance(spec, dict):
         return spec["kind"], dict(spec.get("params", {})), spec.get("count", 1), spec.get("text", "")
     if isinstance(spec, tuple):
@@ -419,6 +425,27 @@ def _floor_refusal(what: str, rounds: str, hint: str) -> InputError:
     )
 
 
+def _merged(specs) -> list:
+    """``specs`` as :class:`~dpcalc.engine.composition.merge.Merged` records, identical releases and plain
+    Gaussians merged exactly; refused above :data:`MAX_MECHANISMS` distinct ones."""
+    from types import SimpleNamespace
+
+    fields = []
+    for kind, params, count, text in map(_spec_fields, specs):
+        label = f"mechanism {text!r}: " if text else f"{kind}: "
+        fields.append(
+            SimpleNamespace(kind=kind, params=params, count=_check_count(count, label + "count"), text=text)
+        )
+    out = merge_exact(fields)
+    if len(out) > MAX_MECHANISMS:
+        raise InputError(
+            f"MECHANISM: {len(out)} distinct mechanisms (after merging identical specs and plain Gaussians), "
+            f"above the limit of {MAX_MECHANISMS} for privacy loss distributions (each needs its own grid); "
+            f"use {RDP_HINT}"
+        )
+    return out
+
+
 def compose_pld(specs, delta=None, epsilon=None, eps_error=None, *, memory_cap=DEFAULT_MEMORY_CAP) -> Bracket:
     """Bracket of ε(δ) (give ``delta``) or of δ(ε) (give ``epsilon``) for a heterogeneous composition.
 
@@ -435,6 +462,7 @@ def compose_pld(specs, delta=None, epsilon=None, eps_error=None, *, memory_cap=D
     from dpcalc.engine.mechanisms.catalogue import float_down, float_up
 
     eps_error = _check_eps_error(eps_error)
+    specs = _merged(specs)
     items = _in_range("these mechanisms", lambda: [_models(s) for s in specs])
     dirs = _directions(specs, items)
     # random allocation's models only dominate its pair: the bracket's lower end bounds the models, not the

@@ -77,7 +77,7 @@ def delta_bracket(components, epsilon: float, eps_error: float | None = None, me
                 if coarsened:
                     basis = f"max(ε, {FALLBACK_SCALE:g}, the privacy loss's spread)"
                 _refuse(err, memory_cap, width, eps_error is not None, basis)
-            width = min(coarsest, width * max(4.0, 24.0 * err.need / memory_cap))  # aim at 1/8 of the cap
+            width = min(coarsest, width * max(4.0, 24.0 * err.ratio(memory_cap)))  # aim at 1/8 of the cap
             coarsened = True
     if coarsened:
         warnings.warn(

@@ -71,6 +71,8 @@ class DiscretePLD:
     bad_mass: float
     mean_shift: float
     loss_slack: float
+    #: quadrature panels the discretisation used (its cost; for the work cap)
+    panels: int = 0
 
     @property
     def n(self) -> int:
@@ -156,10 +158,19 @@ def _tail_point(log_tail, mid: float, far: float, log_target: float, sign: int) 
     return hi
 
 
-def discretise(model: LossModel, h: float, ia: int, ib: int) -> DiscretePLD:
-    """The pessimistic discrete PLD of ``model`` on grid points ``ia·h .. ib·h`` (see module doc)."""
+class TooManyPanels(Exception):
+    """Raised before the quadrature when a discretisation would need more than ``max_panels`` panels."""
+
+    def __init__(self, need: int):
+        super().__init__(f"{need} quadrature panels")
+        self.need = need
+
+
+def discretise(model: LossModel, h: float, ia: int, ib: int, max_panels: float = math.inf) -> DiscretePLD:
+    """The pessimistic discrete PLD of ``model`` on grid points ``ia·h .. ib·h`` (see module doc);
+    :class:`TooManyPanels` before any quadrature where it needs more than ``max_panels`` panels."""
     if isinstance(model, MixtureLossModel):
-        return _discretise_mixture(model, h, ia, ib)
+        return _discretise_mixture(model, h, ia, ib, max_panels)
     n = ib - ia + 1
     p = np.zeros(n)
     inf_mass = float(model.inf_mass)
@@ -182,6 +193,7 @@ def discretise(model: LossModel, h: float, ia: int, ib: int) -> DiscretePLD:
         np.add.at(p, np.minimum(j + 1, n - 1), mass[inr] * (1.0 - wl))
         bias += float(np.sum(mass[inr] * np.where(j < n - 1, h * (1.0 - wl) - t, 0.0)))
     slack = 0.0
+    panels = 0
     if model.piece is not None:
         pc = model.piece
         lb = model.log_cdf_below(a_val) if a_val > model.loss_min else -math.inf
@@ -190,7 +202,7 @@ def discretise(model: LossModel, h: float, ia: int, ib: int) -> DiscretePLD:
         p[0] += m_below
         inf_mass += m_above
         bad += m_below + m_above
-        lo_m, up_m, bias_p = _piece_bins(pc, h, ia, n)
+        lo_m, up_m, bias_p, panels = _piece_bins(pc, h, ia, n, max_panels)
         p[:-1] += lo_m
         p[1:] += up_m
         bias += bias_p
@@ -201,14 +213,17 @@ def discretise(model: LossModel, h: float, ia: int, ib: int) -> DiscretePLD:
             f"PLD discretisation of {model.name} lost mass (total {total:.3e}); the grid (h={h:.3g}) "
             "cannot represent this mechanism"
         )
-    return DiscretePLD(h, ia, p, min(inf_mass, 1.0), min(bad, 1.0), bias, slack)
+    return DiscretePLD(h, ia, p, min(inf_mass, 1.0), min(bad, 1.0), bias, slack, panels)
 
 
-def _discretise_mixture(model, h: float, ia: int, ib: int) -> DiscretePLD:
+def _discretise_mixture(model, h: float, ia: int, ib: int, max_panels: float = math.inf) -> DiscretePLD:
     """A revealed mixture (:mod:`~dpcalc.engine.mechanisms.mixture_loss`): every component on the same grid,
     masses, bad mass and bias added with the weights (each component's discrete pair dominates it, so the
     weighted sum dominates the mixture); the loss-map slack is the largest of the components'."""
-    parts = [(w, discretise(m, h, ia, ib)) for w, m in zip(model.weights, model.models)]
+    parts = []
+    for w, m in zip(model.weights, model.models):
+        parts.append((w, discretise(m, h, ia, ib, max_panels)))
+        max_panels -= parts[-1][1].panels
     p = np.zeros(ib - ia + 1)
     for w, d in parts:
         p += w * d.p
@@ -220,6 +235,7 @@ def _discretise_mixture(model, h: float, ia: int, ib: int) -> DiscretePLD:
         min(sum(w * d.bad_mass for w, d in parts), 1.0),
         sum(w * d.mean_shift for w, d in parts),
         max(d.loss_slack for _, d in parts),
+        sum(d.panels for _, d in parts),
     )
 
 
@@ -236,7 +252,7 @@ def _loss_slack(model: LossModel, a_val: float, b_val: float, h: float) -> float
     return 8.0 * _U * big * (1.0 + max(0.0, abs(math.log(small)) - 12.0))
 
 
-def _piece_bins(pc, h: float, ia: int, n: int):
+def _piece_bins(pc, h: float, ia: int, n: int, max_panels: float = math.inf):
     """Masses sent to the lower and upper grid point of each of the ``n−1`` bins, and ``E[D]``."""
     eps = (ia + np.arange(n)) * h
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -248,7 +264,12 @@ def _piece_bins(pc, h: float, ia: int, n: int):
     with np.errstate(invalid="ignore", over="ignore"):
         off = np.asarray(pc.loss(anchor), dtype=float) - eps[:-1]
     off = np.where(np.isfinite(off), off, 0.0)
-    nsub = np.where(width > 0, np.ceil(width / (_PANEL * pc.scale)), 0).astype(np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        panels = np.where(width > 0, np.ceil(width / (_PANEL * pc.scale)), 0)
+    total = float(np.sum(panels))
+    if not total <= max_panels:
+        raise TooManyPanels(int(min(total, 2.0**62)))
+    nsub = panels.astype(np.int64)
     lo_m = np.zeros(n - 1)
     up_m = np.zeros(n - 1)
     bias = 0.0
@@ -275,4 +296,4 @@ def _piece_bins(pc, h: float, ia: int, n: int):
         lo_m += np.bincount(bid, weights=(f * wl).sum(axis=1), minlength=n - 1)
         up_m += np.bincount(bid, weights=(f * wu).sum(axis=1), minlength=n - 1)
         bias += float(np.sum(f * (h * wu - t)))
-    return lo_m, up_m, bias
+    return lo_m, up_m, bias, int(total)

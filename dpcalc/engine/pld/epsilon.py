@@ -133,14 +133,14 @@ def epsilon_bracket(
             if best is not None:
                 # a large step can overshoot what fits: try once the finest grid that does (if it is
                 # still finer than the last one), else keep the certified bracket found (warned below)
-                fit = width * max(2.0, 2.0 * err.need / memory_cap)  # about half the cap
+                fit = width * max(2.0, 2.0 * err.ratio(memory_cap))  # about half the cap
                 if not squeezed and fit < 0.5 * ok_width:
                     width, squeezed = fit, True
                     continue
                 break
             coarsest = DEFAULT_REL_ERROR * max(0.85 * eps_scale, FALLBACK_SCALE, tiny / TINY_SPREAD)
             if eps_error is None and width < coarsest:  # see FALLBACK_SCALE (warned below if short)
-                width = min(coarsest, width * max(4.0, 24.0 * err.need / memory_cap))  # 1/8 of the cap
+                width = min(coarsest, width * max(4.0, 24.0 * err.ratio(memory_cap)))  # 1/8 of the cap
                 coarsened = True
                 continue
             if eps_error is not None:

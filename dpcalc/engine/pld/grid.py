@@ -16,13 +16,22 @@ from dpcalc.engine._numerics import unimodal_argmin
 from dpcalc.engine.mechanisms.loss_models import LossModel
 from dpcalc.engine.mechanisms.mixture_loss import support_nodes
 from dpcalc.engine.pld import convolution as C
-from dpcalc.engine.pld.discretise import choose_range, discretise
+from dpcalc.engine.pld.discretise import TooManyPanels, choose_range, discretise
 from dpcalc.errors import InputError
 
 _U = float(np.finfo(float).eps)
 
 #: Default memory cap for one PLD computation (bytes).
 DEFAULT_MEMORY_CAP = 2 * 1024**3
+#: Work cap of one attempt: most points of the per-mechanism grids together (each costs quadrature, its
+#: share of the cumulant bounds and of the transforms: a few µs; 2·10^6 points take some 5 s), checked
+#: before discretising, like the memory cap.  An attempt past it is coarsened or refused as one past the
+#: memory cap is.
+MAX_GRID_POINTS = 2_000_000
+#: Work cap of one attempt's transforms: distinct mechanisms times the FFT window's length.
+MAX_FFT_WORK = 64_000_000
+#: Work cap of one attempt's quadrature: most panels (4 nodes each) of all the per-mechanism grids.
+MAX_PANELS = 4_000_000
 #: Default bracket width, relative to ε (no absolute floor: a tiny ε is bracketed as tightly as a large one).
 DEFAULT_REL_ERROR = 0.005
 #: Where ε lies below this fraction of the spread (standard deviation) of the composed privacy loss, the
@@ -118,20 +127,37 @@ def _grid_step(width: float, k_total: float, log_eta: float) -> float:
     return min(h, math.sqrt(0.8 * width / max(k_total, 1.0)), 1.0)
 
 
+def _width_for(h: float, k_total: float, log_eta: float) -> float:
+    """The smallest ``width`` whose :func:`_grid_step` is at least ``h`` (its inverse, where h < 1)."""
+    return max(h * (math.sqrt(k_total * max(-log_eta, 1.0) / 2.0) + 2.0), h * h * max(k_total, 1.0) / 0.8)
+
+
 def _human(nbytes: float) -> str:
     return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.1f} MiB"
 
 
 class _TooBig(Exception):
-    """Raised before allocation when a grid would pass the memory cap (turned into InputError)."""
+    """Raised before allocation when a grid would pass the memory cap, or before the work when it would pass
+    a work cap (turned into InputError).  ``need`` and ``cap`` in ``unit`` (bytes, or grid points for a
+    work cap); ``over`` = need/cap, by which the grid is too fine."""
 
-    def __init__(self, need: float, what: str):
+    def __init__(self, need: float, what: str, cap: float | None = None, unit: str = "bytes", fit=None):
         super().__init__(what)
-        self.need, self.what = need, what
+        self.need, self.what, self.cap, self.unit = need, what, cap, unit
+        self.over = need / cap if cap else math.nan
+        self.fit = fit  # a bracket width whose grid would fit (None: estimated from ``over``)
+
+    def ratio(self, memory_cap: float) -> float:
+        """By how much the grid is too fine: need/cap (for the memory cap, against ``memory_cap``)."""
+        return self.over if self.unit != "bytes" else self.need / memory_cap
 
 
 def _mem_refusal(need: float, cap: float, width: float, what: str):
     raise _TooBig(need, what)
+
+
+def _work_refusal(need: float, cap: float, what: str, fit=None):
+    raise _TooBig(need, what, cap, "points", fit)
 
 
 def _refuse(err: _TooBig, cap: float, goal: float, given: bool, basis: str = "ε"):
@@ -140,10 +166,20 @@ def _refuse(err: _TooBig, cap: float, goal: float, given: bool, basis: str = "ε
     asked = (
         f"--eps-error {goal:.3g}" if given else f"the default accuracy (0.5 % of {basis}, about {goal:.3g})"
     )
-    relax = goal * err.need / cap * 3.0
+    if err.unit != "bytes" and err.fit == math.inf:
+        raise InputError(
+            f"MECHANISM: its privacy loss distribution needs about {err.need:.3g} {err.what}, above the work "
+            f"cap of {err.cap:.3g} (at any --eps-error); use {RDP_HINT}"
+        ) from None
+    relax = max(err.fit, goal * 1.5) if err.fit else goal * err.ratio(cap) * 3.0
     if not (math.isfinite(err.need) and err.need < 2.0**70 and math.isfinite(relax)):
         raise InputError(
             f"--eps-error: the privacy loss spans too wide a range for a grid (ε about {goal:.3g}); use {RDP_HINT}"
+        ) from None
+    if err.unit != "bytes":
+        raise InputError(
+            f"--eps-error: {asked} needs about {err.need:.3g} {err.what}, above the work cap of {err.cap:.3g}; "
+            f"relax --eps-error to at least {relax:.3g}, or use {RDP_HINT}"
         ) from None
     raise InputError(
         f"--eps-error: {asked} needs about {_human(err.need)} for {err.what}, above the memory cap of "
@@ -154,7 +190,8 @@ def _refuse(err: _TooBig, cap: float, goal: float, given: bool, basis: str = "ε
 def _prepare(components, width, log_delta_fin, lam, eps_center, memory_cap):
     """Discretise all components on a grid meeting ``width``; return what composition needs."""
     k_total = float(sum(c.count for c in components))
-    h = _grid_step(width, k_total, log_delta_fin + math.log(1e-3))
+    log_eta = log_delta_fin + math.log(1e-3)
+    h = _grid_step(width, k_total, log_eta)
     # bounded losses push the saddle point to infinity: cap the tilt so neighbouring grid points
     # differ by at most a factor e in the tilted frame (both stay far above the FFT noise floor)
     lam = min(lam, 1.0 / h)
@@ -175,7 +212,17 @@ def _prepare(components, width, log_delta_fin, lam, eps_center, memory_cap):
         span = sum(c.count * (ib - ia) for c, (ia, ib) in zip(components, ranges))
         window = min(2.0 * z * sd / h, span) * C.BYTES_PER_POINT
         _mem_refusal(max(need, window), memory_cap, width, "the per-mechanism grids and the FFT window")
-    plds = [discretise(c.model, h, ia, ib) for c, (ia, ib) in zip(components, ranges)]
+    if step_points > MAX_GRID_POINTS:  # the grid points scale as 1/h: this h would fit
+        fit = _width_for(h * 1.25 * step_points / MAX_GRID_POINTS, k_total, log_eta)
+        _work_refusal(step_points, MAX_GRID_POINTS, "grid points (of the per-mechanism grids)", fit)
+    plds, left = [], MAX_PANELS
+    for c, (ia, ib) in zip(components, ranges):
+        try:
+            plds.append(discretise(c.model, h, ia, ib, left))
+        except TooManyPanels as exc:
+            # (the panels follow the noise's scale, not the grid's: a coarser grid needs about as many)
+            _work_refusal(MAX_PANELS - left + exc.need, MAX_PANELS, "quadrature panels", math.inf)
+        left -= plds[-1].panels
     return h, plds, lam
 
 
@@ -196,6 +243,8 @@ def _window(plds, counts, kc, lam, h, log_delta_fin, eps_lo, memory_cap, width, 
     n_fft = C.fast_len(n)
     if n_fft * C.BYTES_PER_POINT > memory_cap:
         _mem_refusal(n_fft * C.BYTES_PER_POINT, memory_cap, width, "the FFT window")
+    if len(plds) > 1 and len(plds) * n_fft > MAX_FFT_WORK:
+        _work_refusal(len(plds) * n_fft, MAX_FFT_WORK, "transformed points (mechanisms × FFT window)")
     return lo_idx, n_fft
 
 
