@@ -27,7 +27,7 @@ DEFAULT_MEMORY_CAP = 2 * 1024**3
 #: share of the cumulant bounds and of the transforms: a few µs; 2·10^6 points take some 5 s), checked
 #: before discretising, like the memory cap.  An attempt past it is coarsened or refused as one past the
 #: memory cap is.
-MAX_GRID_POINTS = 2_000_000
+MAX_GRID_POINTS = 4_000_000
 #: Work cap of one attempt's transforms: distinct mechanisms times the FFT window's length.
 MAX_FFT_WORK = 64_000_000
 #: Work cap of one attempt's quadrature: most panels (4 nodes each) of all the per-mechanism grids.
