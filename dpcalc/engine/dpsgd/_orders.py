@@ -13,6 +13,10 @@ from dpcalc.engine.orders import ORDER_MAX
 from dpcalc.errors import InputError
 
 
+#: above this noise multiplier a level is taken from the unsubsampled Gaussian (see :func:`_per_order`)
+SIGMA_HUGE = 1e150
+
+
 def _prepare(q, sigma, alphas):
     q = np.asarray(q, dtype=float)
     sigma = np.asarray(sigma, dtype=float)
@@ -46,7 +50,15 @@ def _per_order(shape, qu, su, inverse, alphas, generic, q_one):
         out = np.where((Qm == 1) & (Sm > 0), q_one(Am, Sm), out)
     out = np.where(np.isposinf(Am) & (Qm > 0), np.inf, out)
     out = np.where(Qm == 0, 0.0, out)
-    main = (qu > 0) & (qu < 1) & (su > 0)
+    # σ = inf: no loss, the zeros stand.  σ above SIGMA_HUGE: every level lies below 1e-285 (α <= 1e15),
+    # where the expansions' intermediate σ² leaves double range; the unsubsampled Gaussian's level bounds
+    # it (subsampling only helps) and is used as it is.
+    huge = (qu > 0) & (su > SIGMA_HUGE) & np.isfinite(su)
+    if np.any(huge):
+        hs = huge[:, None] & (Am > 0)
+        with np.errstate(under="ignore"):
+            out = np.where(hs, q_one(Am, np.where(hs, Sm, 1.0)), out)
+    main = (qu > 0) & (qu < 1) & (su > 0) & (su <= SIGMA_HUGE)
     fin = np.isfinite(alphas)
     if np.any(main) and np.any(fin):
         af = alphas[fin]
@@ -55,6 +67,15 @@ def _per_order(shape, qu, su, inverse, alphas, generic, q_one):
         rows = out[main]
         rows[:, fin] = sub
         out[main] = rows
+    # A level computed as exactly 0 where q > 0 and σ is finite has underflowed (the true level is
+    # positive): 0 would read as "identical distributions" (ε = 0 even at δ = 0).  Replace it by the
+    # unsubsampled Gaussian's level q_one(α, σ), which bounds it (subsampling only helps), or by the
+    # smallest positive double where that underflows too (then the true level lies below it).
+    lost = (out == 0) & (Qm > 0) & np.isfinite(Sm)
+    if np.any(lost):
+        with np.errstate(under="ignore"):
+            full = np.nextafter(q_one(Am, np.where(lost, Sm, 1.0)), np.inf)
+        out = np.where(lost, np.maximum(full, np.nextafter(0.0, 1.0)), out)
     return out[inverse].reshape(shape + (m,))
 
 

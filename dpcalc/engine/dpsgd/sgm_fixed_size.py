@@ -117,5 +117,5 @@ def rdp_without_replacement(q, sigma, alphas):
     """
     shape, qu, su, inv, alphas = _prepare(q, sigma, alphas)
     with np.errstate(over="ignore"):
-        res = _per_order(shape, qu, su, inv, alphas, _rdp_wor_generic, lambda A, S: A / (2.0 * S**2))
+        res = _per_order(shape, qu, su, inv, alphas, _rdp_wor_generic, lambda A, S: A / (2.0 * S) / S)
     return _monotone(_round_up(res), alphas)
