@@ -12,7 +12,6 @@ import numpy as np
 from dpcalc.engine.orders import ORDER_MAX
 from dpcalc.errors import InputError
 
-
 #: above this noise multiplier a level is taken from the unsubsampled Gaussian (see :func:`_per_order`)
 SIGMA_HUGE = 1e150
 
