@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 
 import pytest
@@ -109,7 +110,8 @@ def test_a_grid_past_the_work_cap_is_refused_before_discretising(monkeypatch):
     monkeypatch.setattr(grid, "discretise", lambda *a, **k: pytest.fail("discretised past the work cap"))
     spec = parse_mechanisms(["sgm:q=0.001,sigma=1,count=32"])
     with pytest.raises(
-        InputError, match=r"grid points .* above the work cap of 2e\+06; relax --eps-error to at least"
+        InputError,
+        match=rf"grid points .* above the work cap of {re.escape(f'{grid.MAX_GRID_POINTS:.3g}')}; relax --eps-error to at least",
     ):
         compose_pld(spec, delta=1e-5, eps_error=1e-6)
 

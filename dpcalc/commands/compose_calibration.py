@@ -352,9 +352,9 @@ def _calibrate_exact(specs, epsilon, delta, method) -> Result:
             cols["method"].append("classical")
             cols["epsilon"].append(float(e))
             cols["delta"].append(float(d))
-            cols["sigma"].append(
-                float(np.nextafter(math.sqrt(2 * math.log(1.25 / d)) * sens / e, np.inf)) if ok else None
-            )
+            with np.errstate(over="ignore"):  # σ past double range: inf (no finite noise)
+                s = float(np.nextafter(math.sqrt(2 * math.log(1.25 / d)) * sens / e, np.inf)) if ok else None
+            cols["sigma"].append(s)
             cols["note"].append("Dwork-Roth Thm A.1" if ok else "does not apply: needs 0 < epsilon < 1")
     plot = None
     if len(cols["method"]) > 1:

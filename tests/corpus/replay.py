@@ -7,6 +7,7 @@ import os
 import shlex
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -49,7 +50,9 @@ def run_case(line: str) -> dict:
             shutil.copy(f, tmp)
         os.chdir(tmp)
         try:
-            steps = [_one(runner, main, part) for part in line.split(" && ")]
+            with warnings.catch_warnings():  # as the test suite runs (pyproject: RuntimeWarning is an error)
+                warnings.simplefilter("error", RuntimeWarning)
+                steps = [_one(runner, main, part) for part in line.split(" && ")]
         finally:
             os.chdir(cwd)
     return {"case": line, "steps": steps}

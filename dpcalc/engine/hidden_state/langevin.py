@@ -159,7 +159,7 @@ def crossing_steps(lr, strong_convexity):
     """
     lam = _positive(strong_convexity, "--strong-convexity")
     lr = _positive(lr, "--lr")
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", divide="ignore"):  # λη below double range: K* = inf
         return _out(2.0 * CROSSING_U / (lam * lr))
 
 
