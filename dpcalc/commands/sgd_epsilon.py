@@ -424,7 +424,8 @@ _UNSOLVED = {
 
 def _unsolved_notes(solve: str, by_batch: bool, values: dict) -> list:
     """The notes of an inverse question's rows, each row without an answer (no ε: σ = inf, 0 steps, a
-    sample rate of 0) saying why first, unless its note already does or the accountant does not apply."""
+    sample rate of 0) saying why first, unless its note already does (δ = 0, a tuned row's miss) or the
+    accountant does not apply."""
     import math
 
     solved = {"sigma": "noise_multiplier", "steps": "steps", "q": "sample_rate"}[solve]
@@ -435,7 +436,7 @@ def _unsolved_notes(solve: str, by_batch: bool, values: dict) -> list:
         if (
             missing
             and not (eps is not None and math.isfinite(eps))
-            and not note.startswith("does not apply")
+            and not note.startswith(("does not apply", _ZERO_NOTE))
             and "the target" not in note
         ):
             note = why + ("; " + note if note else "")
