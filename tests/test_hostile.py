@@ -31,7 +31,8 @@ def results():
     start = time.monotonic()
     out = harness.run_all(CASES)
     seconds = time.monotonic() - start
-    print(f"\nhostile corpus: {len(CASES)} cases in {seconds:.0f} s")
+    cpu = sum(r.seconds for r in out)
+    print(f"\nhostile corpus: {len(CASES)} cases in {seconds:.0f} s ({cpu:.0f} s of CPU in dpcalc runs)")
     return out
 
 

@@ -443,7 +443,8 @@ def main(argv: list[str]) -> int:
     print(report(results))
     slow = sorted(results, key=lambda r: -r.seconds)[:10]
     print("slowest:", ", ".join(f"{r.seconds:.1f}s {r.case[:60]}" for r in slow))
-    print(f"{len(results)} cases in {time.monotonic() - start:.0f} s")
+    cpu = sum(r.seconds for r in results)
+    print(f"{len(results)} cases in {time.monotonic() - start:.0f} s ({cpu:.0f} s of CPU in dpcalc runs)")
     return 1 if any(r.problems for r in results) else 0
 
 
