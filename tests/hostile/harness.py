@@ -50,7 +50,7 @@ CASES = HERE / "cases.txt"
 DATA = HERE.parent / "corpus" / "data"
 
 TIME_LIMIT = 10.0  # seconds of CPU time (user + system) per dpcalc run
-WALL_LIMIT = 30.0  # seconds of wall time: a run waiting on nothing (a lock, a pipe) is a hang
+WALL_LIMIT = 60.0  # seconds of wall time: a run waiting on nothing (a lock, a pipe) is a hang
 RSS_LIMIT_KIB = 500 * 1024  # 500 MB (MiB: a little more generous than 500e6 bytes)
 RSS_KILL_KIB = 1500 * 1024  # a run above this is killed at once (the machine is shared)
 OUTPUT_LIMIT = 200 << 20  # bytes of standard output: a flood is a failure too
