@@ -229,7 +229,7 @@ def _usage(pid: int) -> tuple[int, float]:
             rss = int(fh.read().split()[1]) * _PAGE_KIB
         with open(f"/proc/{pid}/stat") as fh:
             fields = fh.read().rsplit(")", 1)[1].split()
-        return rss, (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+        return rss, sum(int(f) for f in fields[11:15]) / _TICKS  # utime, stime, and its reaped workers
     except (OSError, ValueError, IndexError):
         return 0, 0.0
 
