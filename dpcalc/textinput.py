@@ -26,6 +26,7 @@ import io
 import os
 import re
 import stat
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from typing import IO
@@ -142,6 +143,17 @@ def open_binary(path: str, name: str) -> Iterator[IO[bytes]]:
     fd = open_fd(path, name)
     with open(fd, "rb", buffering=0) as fh:
         yield fh
+
+
+def stdin_stream(name: str, stdin=None) -> IO[bytes]:
+    """The bytes of standard input (``stdin``: a text or byte stream standing for it; default
+    ``sys.stdin``).  A closed standard input (``dpcalc ... - <&-``: Python then has no ``sys.stdin``)
+    is a one-line :class:`InputError` naming the input."""
+    if stdin is None:
+        stdin = sys.stdin
+    if stdin is None or getattr(stdin, "closed", False):
+        raise InputError(f"{name}: cannot read standard input: it is closed")
+    return binary_stream(stdin)
 
 
 def binary_stream(stream) -> IO[bytes]:
@@ -285,6 +297,17 @@ def utf8_message(name: str, raw: bytes, exc: UnicodeDecodeError, offset: int = 0
     return f"{name}: byte {offset + exc.start} is not UTF-8 (0x{raw[exc.start]:02x}){where}"
 
 
+def read_error(exc: OSError, name: str) -> InputError:
+    """The one-line :class:`InputError` for an ``OSError`` raised reading an open input."""
+    if exc.errno == errno.EBADF:  # e.g. standard input open for writing only (`0>file`)
+        why = "it is not open for reading"
+    elif exc.errno == errno.EISDIR:  # `< directory`
+        why = "it is a directory"
+    else:
+        why = (exc.strerror or str(exc)).lower()
+    return InputError(f"{name}: cannot read: {why}")
+
+
 def iter_lines(stream: IO[bytes], name: str, *, max_line: int = MAX_LINE_BYTES) -> Iterator[str]:
     """The lines of a byte stream as they arrive (see :class:`LineSplitter`); read errors are
     one-line :class:`InputError`."""
@@ -294,7 +317,9 @@ def iter_lines(stream: IO[bytes], name: str, *, max_line: int = MAX_LINE_BYTES) 
         try:
             data = read(CHUNK)
         except OSError as exc:
-            raise InputError(f"{name}: cannot read: {(exc.strerror or str(exc)).lower()}") from None
+            raise read_error(exc, name) from None
+        except ValueError:  # a closed stream (io raises ValueError on a closed file)
+            raise InputError(f"{name}: cannot read: the input is closed") from None
         if not data:
             break
         yield from splitter.feed(data)
@@ -308,11 +333,7 @@ def iter_lines(stream: IO[bytes], name: str, *, max_line: int = MAX_LINE_BYTES) 
 def open_lines(path: str, name: str, stdin=None) -> Iterator[Iterator[str]]:
     """The lines of ``path`` (``"-"``: ``stdin``, a text or byte stream), as :func:`iter_lines`."""
     if path == "-":
-        if stdin is None:
-            import sys
-
-            stdin = sys.stdin
-        yield iter_lines(binary_stream(stdin), name)
+        yield iter_lines(stdin_stream(name, stdin), name)
         return
     with open_binary(path, name) as fh:
         yield iter_lines(fh, name)
@@ -335,7 +356,7 @@ def follow_lines(path: str, name: str | None = None, *, poll: float = 0.2, stop=
             try:
                 data = fh.read(CHUNK)
             except OSError as exc:
-                raise InputError(f"{name}: cannot read: {(exc.strerror or str(exc)).lower()}") from None
+                raise read_error(exc, name) from None
             if data:
                 yield from splitter.feed(data)
                 splitter.check()

@@ -230,3 +230,38 @@ def test_follow_reads_a_growing_file_with_a_bom_and_crlf(tmp_path):
     assert next(it) == "1,2\n"
     done.append(True)
     assert list(it) == ["3,4"]
+
+
+# -- a closed standard input --------------------------------------------------------------------------
+def test_closed_stdin_is_one_line_naming_the_input(monkeypatch):
+    monkeypatch.setattr("sys.stdin", None)  # what Python sets when fd 0 is closed (`<&-`)
+    with pytest.raises(InputError, match=r"^--curve -: cannot read standard input: it is closed$"):
+        T.read_lines("-", "--curve -")
+    closed = io.StringIO("alpha,rdp\n")
+    closed.close()
+    with pytest.raises(InputError, match="MECHANISM -: cannot read standard input: it is closed"):
+        T.read_lines("-", "MECHANISM -", closed)
+
+
+def test_a_stream_closed_while_read_is_one_line():
+    class ClosedAfterOpen(io.RawIOBase):
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            raise ValueError("I/O operation on closed file")
+
+    with pytest.raises(InputError, match="^IN: cannot read: the input is closed$"):
+        list(T.iter_lines(ClosedAfterOpen(), "IN"))
+
+
+def test_stdin_open_for_writing_only_is_one_line(tmp_path):
+    fd = os.open(tmp_path / "w", os.O_WRONLY | os.O_CREAT)
+    try:
+        with (
+            open(fd, "rb", buffering=0, closefd=False) as fh,
+            pytest.raises(InputError, match="^IN: cannot read: it is not open for reading$"),
+        ):
+            list(T.iter_lines(fh, "IN"))
+    finally:
+        os.close(fd)

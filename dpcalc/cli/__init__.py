@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from dpcalc import __version__
+from dpcalc import __version__, interrupt
 from dpcalc.errors import InputError, UncertifiedError
 from dpcalc.exitcodes import ExitCode
 
@@ -68,11 +68,13 @@ class DpcalcGroup(click.Group):
             formatter.write_dl(rows)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        """Run the command; turn every error into one stderr line and an exit status."""
+        """Run the command; turn every error into one stderr line and an exit status (Ctrl-C: 130,
+        quietly; the ``dpcalc`` program, :func:`dpcalc.__main__.run`, sets that up before this module loads)."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
-            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            with interrupt.raising():  # Ctrl-C: KeyboardInterrupt inside the command, so cleanup runs
+                rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
         except NoArgsIsHelp as exc:  # bare `dpcalc`: the help, not an error

@@ -318,7 +318,7 @@ def _event_source(events, inline, follow, curves):
     if events is None:
         return iter(given), False
     if events == "-":
-        stdin = click.get_binary_stream("stdin")
+        stdin = textinput.stdin_stream("EVENTS")
         return itertools.chain(given, iter_events(stream_lines(stdin, "EVENTS"), "EVENTS")), True
     fd = textinput.open_fd(events, f"EVENTS {events}")
     if follow and textinput.is_regular(fd):

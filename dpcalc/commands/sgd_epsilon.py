@@ -440,6 +440,8 @@ def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns) -> dict:
             else note
             for z, note in zip(zero, values["note"])
         ]
+        if solve is not None:  # an inverse question nothing answers: say why in the row
+            values["note"] = _unsolved_notes(solve, "n" in g, values)
         # a row the accountant could not compute is no statement at all: neither valid nor invalid
         values["valid"] = [
             None if note.startswith("does not apply") else v
@@ -451,6 +453,36 @@ def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns) -> dict:
 
 
 _ZERO_NOTE = "δ = 0: the subsampled Gaussian's privacy loss is unbounded, no finite ε"
+
+#: Why an inverse row has no answer, by the quantity solved for (with a dataset size for "q").
+_UNSOLVED = {
+    "sigma": "no solution: no noise multiplier in the range searched meets the target ε",
+    "steps": "no solution: even one step exceeds the target ε",
+    "q": "no solution: even the smallest sample rate searched exceeds the target ε",
+    "b": "no solution: even a batch of one exceeds the target ε",
+}
+
+
+def _unsolved_notes(solve: str, by_batch: bool, values: dict) -> list:
+    """The notes of an inverse question's rows, each row without an answer (no ε: σ = inf, 0 steps, a
+    sample rate of 0) saying why first, unless its note already does (δ = 0, a tuned row's miss) or the
+    accountant does not apply."""
+    import math
+
+    solved = {"sigma": "noise_multiplier", "steps": "steps", "q": "sample_rate"}[solve]
+    why = _UNSOLVED["b" if solve == "q" and by_batch else solve]
+    out = []
+    for x, eps, note in zip(values[solved], values["epsilon"], values["note"]):
+        missing = x is None or not math.isfinite(x) or (solve != "sigma" and x == 0)
+        if (
+            missing
+            and not (eps is not None and math.isfinite(eps))
+            and not note.startswith(("does not apply", _ZERO_NOTE))
+            and "the target" not in note
+        ):
+            note = why + ("; " + note if note else "")
+        out.append(note)
+    return out
 
 
 def _numbers(x) -> list:

@@ -9,6 +9,7 @@ output would be absurd before anything is computed.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import warnings
@@ -82,9 +83,17 @@ def run(compute, tasks: list, jobs: int | None = 1, rows: int | None = None):
         return
     import multiprocessing
 
+    from dpcalc import interrupt
+
     _STATE.update(compute=compute, tasks=tasks)
     try:
-        with multiprocessing.get_context("fork").Pool(min(jobs, len(tasks))) as pool:
+        with contextlib.ExitStack() as stack:
+            with interrupt.blocked():  # workers ignore Ctrl-C from their fork on; the parent ends the pool
+                pool = stack.enter_context(
+                    multiprocessing.get_context("fork").Pool(
+                        min(jobs, len(tasks)), initializer=interrupt.ignore_in_worker
+                    )
+                )
             for result, caught in pool.imap(_work, range(len(tasks))):
                 for message, category in caught:
                     warnings.warn(message, category, stacklevel=2)

@@ -1,0 +1,64 @@
+"""The hostile-input corpus (issue 27): every line of tests/hostile/cases.txt, replayed as real
+subprocesses (tests/hostile/harness.py), ends with status 0, 1, 2 or 3 within 10 s and 500 MB, with
+one-line messages on stderr (exactly one ``Error: ...`` line for status 1 and 2), and no traceback or
+"internal error".  The cases run once, a few at a time; one test per command reports its failures."""
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "hostile"))
+
+import harness  # noqa: E402
+
+CASES = harness.cases()
+COMMANDS = ("convert", "compose", "sgd-epsilon", "iterate", "langevin", "odometer", "audit")
+
+
+def _command(line: str) -> str:
+    """The dpcalc command a case exercises (its first dpcalc step's first word; "top level" else)."""
+    for step in line.split(" && "):
+        word = step.split(maxsplit=1)[0] if step.strip() else ""
+        if not word.startswith(":"):
+            return word if word in COMMANDS else "top level"
+    return "top level"
+
+
+@pytest.fixture(scope="module")
+def results():
+    start = time.monotonic()
+    out = harness.run_all(CASES)
+    seconds = time.monotonic() - start
+    cpu = sum(r.seconds for r in out)
+    print(f"\nhostile corpus: {len(CASES)} cases in {seconds:.0f} s ({cpu:.0f} s of CPU in dpcalc runs)")
+    return out
+
+
+def test_corpus_is_large_and_covers_every_command():
+    assert len(CASES) >= 400
+    assert len(set(CASES)) == len(CASES), "duplicate hostile cases"
+    assert {_command(c) for c in CASES} >= set(COMMANDS)
+    text = "\n".join(CASES)
+    for needle in (
+        "<CLOSED",
+        ":gen",
+        ":lock",
+        "--plot",
+        "--columns",
+        "-q",
+        "@",
+        "--ledger",
+        "--fpr",
+        "--rdp-curve",
+    ):
+        assert needle in text, needle
+
+
+@pytest.mark.parametrize("command", [*COMMANDS, "top level"])
+def test_hostile_inputs_end_cleanly(results, command):
+    mine = [r for r in results if _command(r.case) == command]
+    assert mine
+    failed = [r for r in mine if r.problems]
+    assert not failed, harness.report(mine)
