@@ -367,3 +367,25 @@ def test_every_swept_input_is_a_configuration_of_its_own(invoke, swept):
     values = [float(line.split("\t")[1]) for line in lines]
     assert values[0] < values[1] and {v for _, v in _bounds(rows)} >= set(values)
     assert invoke([*args, "--max-epsilon", repr(values[0])]).exit_code == 3
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        # a budget no row can judge (langevin's Rényi rows carry no ε), an unknown column: exit 2 with the
+        # one line, before any row, note or warning is written
+        [
+            *"langevin --sigma 0.1 --sensitivity 0.01 --lr 0.1 --strong-convexity 0.5 --smoothness 1".split(),
+            *"--dataset-size 1000 --steps 100 --alpha 2 --max-epsilon 1".split(),
+        ],
+        [
+            *"langevin --sigma 0.1 --sensitivity 0.01 --lr 0.1 --strong-convexity 0.5 --smoothness 1".split(),
+            *"--dataset-size 1000 --steps 100 --delta 1e-5 --columns bogus".split(),
+        ],
+        "audit --tp 900 --fp 10 --fn 100 --tn 990 --delta 1e-5 --columns bogus".split(),
+    ],
+)
+def test_a_refusal_is_the_only_output(invoke, args):
+    res = invoke([*args, "-f", "csv"])
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith("Error: ")

@@ -204,9 +204,7 @@ def run(out: Output, compute) -> None:
             else:
                 _stream(result, out, caught)
                 return
-    _warn(caught)
-    _notes(result.notes, out)
-    emit(result, out)
+    emit(result, out, before=lambda: (_warn(caught), _notes(result.notes, out)))
 
 
 def _notes(notes, out: Output) -> None:
@@ -281,24 +279,36 @@ def _discard_stdout() -> None:
     _quiet_broken_pipe()
 
 
-def emit(result, out: Output) -> None:
-    """Render ``result`` to stdout, draw ``--plot``, then apply the budget checks."""
+def emit(result, out: Output, before=None) -> None:
+    """Render ``result`` to stdout, draw ``--plot``, then apply the budget checks.  ``before`` (the
+    warnings and notes) runs once every check that can refuse the command has passed, so that a
+    refusal (exit 2) is the one line on stderr."""
     from dpcalc.render import pick_columns, render
 
     fmt = out.resolved_format()
     if out.columns and not out.quiet:
         pick_columns(result.names, out.columns)  # an unknown name: exit 2 before anything is written
-    BudgetJudge(out).refuse_unjudgeable(result.names)  # likewise a budget on a quantity not reported
+    judge = BudgetJudge(out)
+    judge.refuse_unjudgeable(result.names)  # likewise a budget on a quantity not reported
+    verdict = None
+    judge.feed(result)
+    try:
+        judge.check()  # a budget no row can judge: exit 2 before anything is written
+    except BudgetExceeded as exc:
+        verdict = exc  # exit 3 after the rows are printed
     if out.plot:
         from dpcalc.plot import draw  # raises a one-line error when matplotlib is missing
 
         draw(result, out.plot)
+    if before is not None:
+        before()
     with warnings.catch_warnings(record=True) as caught:  # -q's warning about configurations left out
         warnings.simplefilter("always", DpcalcWarning)
         with writing():
             render(result, fmt, sys.stdout, quiet=out.quiet, columns=out.columns)
     _warn(caught)
-    check_budget(result, out)
+    if verdict is not None:
+        raise verdict
 
 
 def check_budget(result, out: Output) -> None:
