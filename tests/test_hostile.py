@@ -3,6 +3,7 @@ subprocesses (tests/hostile/harness.py), ends with status 0, 1, 2 or 3 within 10
 one-line messages on stderr (exactly one ``Error: ...`` line for status 1 and 2), and no traceback or
 "internal error".  The cases run once, a few at a time; one test per command reports its failures."""
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -13,7 +14,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "hostile"))
 
 import harness  # noqa: E402
 
-CASES = harness.cases()
+#: every case of the corpus, and those replayed here: by default the cases of the sections that name
+#: issue 27 and every other case of the rest (about 600 runs, a few minutes of CPU, which keeps CI
+#: within its time); DPCALC_HOSTILE=all replays all of them, as ``python tests/hostile/harness.py`` does
+ALL_CASES = harness.cases()
+CASES = ALL_CASES if os.environ.get("DPCALC_HOSTILE") == "all" else harness.cases(share=2)
 COMMANDS = ("convert", "compose", "sgd-epsilon", "iterate", "langevin", "odometer", "audit")
 
 
@@ -37,8 +42,8 @@ def results():
 
 
 def test_corpus_is_large_and_covers_every_command():
-    assert len(CASES) >= 400
-    assert len(set(CASES)) == len(CASES), "duplicate hostile cases"
+    assert len(CASES) >= 400 and len(ALL_CASES) >= len(CASES)
+    assert len(set(ALL_CASES)) == len(ALL_CASES), "duplicate hostile cases"
     assert {_command(c) for c in CASES} >= set(COMMANDS)
     text = "\n".join(CASES)
     for needle in (
