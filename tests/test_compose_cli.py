@@ -223,3 +223,17 @@ def test_basic_composition_holds_at_its_exact_boundary(invoke, specs, target):
         )
     )
     assert below[0]["delta"] == "" and "needs --epsilon" in below[0]["note"]
+
+
+@pytest.mark.parametrize(
+    "spec", ["laplace:count=10", "randomized-response:count=10", "subsampled-gaussian:q=0.01"]
+)
+def test_a_calibration_by_search_refuses_a_target_below_its_floor(invoke, spec):
+    res = invoke(["compose", spec, "--epsilon", "1e-300", "--delta", "1e-5"])
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr.startswith("Error: --epsilon: 1e-300 is below 0.001") and res.stderr.count("\n") == 1
+
+
+def test_the_exact_gaussian_calibration_takes_any_epsilon(invoke):
+    res = invoke(["compose", "gaussian:count=10", "--epsilon", "1e-300", "--delta", "1e-5", "-q"])
+    assert res.exit_code == 0 and 0 < float(res.stdout) < math.inf  # a closed form: no search to bound

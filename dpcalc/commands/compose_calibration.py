@@ -36,6 +36,8 @@ METHODS = ("pld", "rdp", "optimal", "advanced", "basic")
 RTOL = 1e-6
 #: Most (ε, δ) pairs of a calibration by search (the exact Gaussian one is a closed form: compose's limit).
 MAX_SEARCHED_TARGETS = 16
+#: Smallest target ε of a calibration by search (as sgd-epsilon's --target-epsilon when it solves for σ).
+SEARCHED_EPSILON_MIN = 1e-3
 
 
 def _parse(texts):
@@ -180,6 +182,12 @@ def _calibrate_methods(specs, key, direction, epsilon, delta, method, eps_error)
         raise InputError(
             f"--epsilon/--delta: {g['epsilon'].size} (ε, δ) pairs, above the limit of {MAX_SEARCHED_TARGETS} "
             "for a calibration by search"
+        )
+    if float(np.min(g["epsilon"])) < SEARCHED_EPSILON_MIN:
+        raise InputError(
+            f"--epsilon: {float(np.min(g['epsilon'])):g} is below {SEARCHED_EPSILON_MIN:g} for a calibration by "
+            "search (the rdp and pld searches evaluate ε ever closer to 0, where the certified ε is not "
+            "computed within bounded work); plain Gaussian specs are calibrated exactly at any ε"
         )
     cols: dict[str, list] = {k: [] for k in ("method", "epsilon", "delta", column, "epsilon_lower")}
     cols.update(epsilon_estimate=[], note=[])
