@@ -38,14 +38,14 @@ UPPER_COLUMNS = frozenset(
     }
 )
 #: Lower bounds: the lower ends of brackets and an audit's lower bounds.  What a budget and ``-q``
-#: treat as a certified lower bound (:mod:`dpcalc.configs`) is this set, never an input.
+#: treat as a certified lower bound (:mod:`dpcalc.render.configs`) is this set, never an input.
 LOWER_BOUND_COLUMNS = frozenset(
     {"epsilon_lower", "delta_lower", "rdp_lower", "rdp_certifying", "tpr_lower", "mu_lower", "epsilon_gdp"}
 )
 #: Rounded down: the lower bounds, an audit's ``ratio`` to the claim, and the answers that are largest
 #: values within a target (the sample rate found by ``--target-epsilon``, the whole ``epochs`` within
 #: the steps found, a calibrated per-release ε).  The last three are inputs in other rows, so a
-#: configuration's key (:mod:`dpcalc.configs`) must not read this set as "not an input".
+#: configuration's key (:mod:`dpcalc.render.configs`) must not read this set as "not an input".
 LOWER_COLUMNS = LOWER_BOUND_COLUMNS | frozenset({"ratio", "sample_rate", "epochs", "release_epsilon"})
 #: Estimates (not bounds), rounded to nearest.
 ESTIMATE_COLUMNS = frozenset(
@@ -159,7 +159,7 @@ class Result:
     plot: PlotSpec | None = None
     notes: list[str] = field(default_factory=list)  # extra stderr lines (warnings)
     #: columns each row's method computes for itself besides the headline (a solved parameter, the best
-    #: order of a curve): not inputs, so not part of a configuration (:mod:`dpcalc.configs`)
+    #: order of a curve): not inputs, so not part of a configuration (:mod:`dpcalc.render.configs`)
     derived: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

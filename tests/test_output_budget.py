@@ -9,10 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcalc import configs
 from dpcalc.cli.common import BudgetJudge, Output, check_budget, sound_row
 from dpcalc.errors import InputError
-from dpcalc.render import to_string
+from dpcalc.render import configs, to_string
 from dpcalc.result import Result, Stream
 
 ALL = ["sgd-epsilon", "--sigma", "4", "--sample-rate", "0.04", "--steps", "1000", "--delta", "1e-5"]

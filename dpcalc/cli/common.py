@@ -12,7 +12,7 @@ place that
    are described in :mod:`dpcalc.render`) to stdout;
 4. draws ``--plot``;
 5. judges ``--max-epsilon``/``--max-delta``/``--max-tpr`` per configuration, on its tightest
-   certified row (exit 3, the rows already printed; see :class:`BudgetJudge` and :mod:`dpcalc.configs`).
+   certified row (exit 3, the rows already printed; see :class:`BudgetJudge` and :mod:`dpcalc.render.configs`).
 
 Writing to stdout fails in one way only: a reader that went away (``dpcalc ... | head -1``) ends the
 command quietly with status 0, in every format; any other failure (a full disk, a closed stdout) is
@@ -30,9 +30,9 @@ from dataclasses import dataclass
 import click
 
 from dpcalc.cli.types import Grid
-from dpcalc.configs import sound_row  # noqa: F401  (re-exported: the rows a budget judges)
 from dpcalc.errors import DpcalcWarning
 from dpcalc.exitcodes import ExitCode
+from dpcalc.render.configs import sound_row  # noqa: F401  (re-exported: the rows a budget judges)
 
 
 @dataclass(frozen=True)
@@ -320,7 +320,7 @@ def check_budget(result, out: Output) -> None:
 
 class BudgetJudge:
     """``--max-epsilon``/``--max-delta``/``--max-tpr`` over the rows of a result, fed whole or chunk by
-    chunk, per configuration (:mod:`dpcalc.configs`): each configuration is judged by its tightest
+    chunk, per configuration (:mod:`dpcalc.render.configs`): each configuration is judged by its tightest
     certified row (the smallest certified upper bound: a run that one method certifies within the
     budget is within it, whatever a looser method says).  The first configuration past a budget is
     reported as ``budget exceeded: epsilon = X > L (tightest certified row I, method M)``, with ``at
@@ -354,7 +354,7 @@ class BudgetJudge:
             return
         self.refuse_unjudgeable(result.names)
         if self.tight is None:
-            from dpcalc.configs import Tightest
+            from dpcalc.render.configs import Tightest
             from dpcalc.result import budget_column
 
             self.names = [budget_column(q, result.names) for q, _ in self.limits]

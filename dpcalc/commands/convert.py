@@ -226,7 +226,7 @@ def _from_curve(alphas, zetas, delta, epsilon, methods) -> Result:
         headline="epsilon" if want_eps else "delta",
         title="RDP curve → (ε, δ)",
         caption=f"{len(a)} orders from {a.min():g} to {a.max():g}; alpha = best order",
-        derived=("alpha", "rdp"),  # each method's best order: not an input (dpcalc.configs)
+        derived=("alpha", "rdp"),  # each method's best order: not an input (dpcalc.render.configs)
     )
     if edge:
         orders = sorted({b for _, b in edge})

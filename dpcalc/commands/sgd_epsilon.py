@@ -149,7 +149,7 @@ def sgd_epsilon_stream(
 
 def _derived(p: SgdEpsilonParams, solve) -> tuple[str, ...]:
     """The columns each accountant finds for itself with --target-epsilon, besides the headline (see
-    :mod:`dpcalc.configs`): the epochs within the steps found; the sample rate, batch size and the
+    :mod:`dpcalc.render.configs`): the epochs within the steps found; the sample rate, batch size and the
     length not given (steps from --epochs, or the epochs within --steps)."""
     if solve == "steps":
         return ("epochs",)

@@ -15,7 +15,7 @@ The machine formats are a contract scripts can build on:
 * ``--columns a,b,c`` chooses and orders the columns of every format (:func:`pick_columns`: an
   unknown name is an :class:`~dpcalc.errors.InputError` that lists the available ones).
 * quiet (``-q``): the headline column, per configuration (the rows that share every input and differ
-  only by method, accountant or conversion: :mod:`dpcalc.configs`), the tightest certified value
+  only by method, accountant or conversion: :mod:`dpcalc.render.configs`), the tightest certified value
   (:mod:`dpcalc.render.quiet`).  One configuration prints its value alone (an empty line where no row
   has one).  Several print ``LABEL<TAB>VALUE`` per line, LABEL being ``key=value`` for every input
   that varies across the configurations, joined by commas.  A row that is not a certified bound is

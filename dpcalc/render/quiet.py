@@ -1,10 +1,10 @@
-"""``-q``: per configuration, the tightest certified value of the headline (:mod:`dpcalc.configs`)."""
+"""``-q``: per configuration, the tightest certified value of the headline (:mod:`dpcalc.render.configs`)."""
 
 import warnings
 from typing import IO
 
-from dpcalc.configs import Tightest
 from dpcalc.render.cells import csv_cell, one_line
+from dpcalc.render.configs import Tightest
 from dpcalc.result import Result
 
 
@@ -15,7 +15,7 @@ class _Quiet:
     bound beside upper ones, a Monte Carlo bound) is never printed; a configuration without a certified
     value prints no line (a warning says how many), and a result where no row is one is an
     :class:`~dpcalc.errors.InputError` (nothing printed).  The configurations are held in bounded
-    memory until the stream ends (:class:`~dpcalc.configs.Tightest`); a running series (a ``step``
+    memory until the stream ends (:class:`~dpcalc.render.configs.Tightest`); a running series (a ``step``
     column: the odometer) prints one value per step as it comes."""
 
     def __init__(self, names: list[str], headline: str, stream: IO[str]) -> None:

@@ -32,6 +32,7 @@ import math
 from ast import literal_eval
 from collections.abc import Iterator
 
+from dpcalc.render.cells import csv_cell
 from dpcalc.result import LOWER_BOUND_COLUMNS
 
 #: the columns that name how a row was computed, never what was asked
@@ -134,8 +135,6 @@ class Tightest:
 
     # -- feeding ---------------------------------------------------------------------------------
     def feed(self, result) -> None:
-        from dpcalc.render.cells import csv_cell
-
         names = set(result.names)
         need = set(self.keys) | set(self.columns) | ({"method", "valid", "bound", "confidence"} & names)
         cols = {n: result.column(n) for n in need if n in names}
