@@ -204,9 +204,19 @@ def run(out: Output, compute) -> None:
             else:
                 _stream(result, out, caught)
                 return
+    _refuse_early(result, out)  # an unknown --columns name: one Error line, no notes before it
     _warn(caught)
     _notes(result.notes, out)
     emit(result, out)
+
+
+def _refuse_early(result, out: Output) -> None:
+    """The refusals :func:`emit` makes before writing anything, made before any note or warning too."""
+    from dpcalc.render import pick_columns
+
+    if out.columns and not out.quiet:
+        pick_columns(result.names, out.columns)
+    BudgetJudge(out).refuse_unjudgeable(result.names)
 
 
 def _notes(notes, out: Output) -> None:
@@ -283,12 +293,10 @@ def _discard_stdout() -> None:
 
 def emit(result, out: Output) -> None:
     """Render ``result`` to stdout, draw ``--plot``, then apply the budget checks."""
-    from dpcalc.render import pick_columns, render
+    from dpcalc.render import render
 
     fmt = out.resolved_format()
-    if out.columns and not out.quiet:
-        pick_columns(result.names, out.columns)  # an unknown name: exit 2 before anything is written
-    BudgetJudge(out).refuse_unjudgeable(result.names)  # likewise a budget on a quantity not reported
+    _refuse_early(result, out)  # an unknown name, a budget on a quantity not reported: exit 2 first
     if out.plot:
         from dpcalc.plot import draw  # raises a one-line error when matplotlib is missing
 
