@@ -136,7 +136,6 @@ def sgd_epsilon_stream(
     p, names, solve = _checked(params)
     sizes = {opt: len(v) for opt, v in _swept(p).items()}
     sweep.check_rows(sizes, len(names))
-    check_work(p, names, solve, sizes)
     if "pld" in names and p.tuning is None:  # one PLD (or PLD search) per configuration
         configs = math.prod(sizes.values())
         if configs > PLD_MAX_CONFIGS:
@@ -146,6 +145,7 @@ def sgd_epsilon_stream(
                 f"more than {PLD_MAX_CONFIGS:,} (about a second each); narrow a range, split the sweep, or use "
                 "--accountant rdp"
             )
+    check_work(p, names, solve, sizes)
     g, kw = _prepare(p, names)
     n = g["q"].size
     columns = _column_names(p, names, solve, g)
