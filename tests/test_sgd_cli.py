@@ -375,5 +375,7 @@ def test_pld_sweep_above_the_limit_is_refused_up_front(invoke, accountant):
     res = invoke(["sgd-epsilon", *grid, "--delta", "1e-5", "--accountant", accountant])
     assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
     assert "--accountant" in res.stderr and f"{PLD_MAX_CONFIGS:,}" in res.stderr
-    # the rdp accountant streams the same sweep
-    assert invoke(["sgd-epsilon", *grid[:4], "--steps", "100", "--delta", "1e-5", "-f", "csv"]).exit_code == 0
+    # the rdp accountant streams a sweep of 910 configurations (within its own limit of 2,000)
+    rdp = ["sgd-epsilon", *grid[:2], "--sample-rate", "0.01", *grid[4:], "--delta", "1e-5", "-f", "csv"]
+    res = invoke(rdp)
+    assert res.exit_code == 0 and res.stdout.count("\n") == 1 + 910

@@ -10,7 +10,11 @@ import click
 from dpcalc.cli.common import BudgetExceeded, common_options, run, single
 from dpcalc.cli.sgd_epsilon import run_option
 from dpcalc.cli.spec_complete import complete_mechanism
-from dpcalc.cli.types import Grid
+from dpcalc.cli.types import SEED_MAX, Grid
+
+#: The confidence's distance from 0 and 1: closer to 1, the level 1 − (1 − c)/2 of each one-sided
+#: Clopper–Pearson interval rounds to 1 (an interval with no end).
+CONFIDENCE_MIN = 1e-12
 
 MAN_EXAMPLES = [
     (
@@ -127,7 +131,11 @@ def _without_budget(cmd: click.Command) -> click.Command:
     help="A CSV file with columns member (0/1),score (higher: more likely a member); '-' reads stdin.",
 )
 @click.option(
-    "--seed", type=int, default=0, show_default=True, help="--scores: the seed of the random half split."
+    "--seed",
+    type=click.IntRange(0, SEED_MAX),
+    default=0,
+    show_default=True,
+    help="--scores: the seed of the random half split.",
 )
 @click.option(
     "--delta",
@@ -136,10 +144,11 @@ def _without_budget(cmd: click.Command) -> click.Command:
 )
 @click.option(
     "--confidence",
-    type=Grid(lo=0, hi=1, hi_open=True),
+    type=Grid(lo=CONFIDENCE_MIN, hi=1 - CONFIDENCE_MIN, lo_open=False),
     default="0.95",
     show_default=True,
-    help="The probability with which the lower bounds hold, in (0, 1).",
+    help="The probability with which the lower bounds hold, in [1e-12, 1 - 1e-12] (closer to 1, the "
+    "two-sided level 1 - (1 - c)/2 rounds to 1).",
 )
 @click.option(
     "--claimed-epsilon",

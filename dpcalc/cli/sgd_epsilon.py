@@ -9,7 +9,7 @@ from dpcalc.cli.common import common_options, eps_error_option, run
 from dpcalc.cli.rdp_curve import curve_options, wanted
 from dpcalc.cli.tradeoff import refuse_with, tradeoff_options, with_max_tpr
 from dpcalc.cli.tuning import tuning_option
-from dpcalc.cli.types import Grid
+from dpcalc.cli.types import SEED_MAX, Grid
 from dpcalc.commands.sgd_epsilon import ACCOUNTANTS, CONVERSIONS, SgdEpsilonParams, sgd_epsilon_stream
 
 MAN_EXAMPLES = [
@@ -111,8 +111,13 @@ bracket width (default 0.5% of ε).  With --target-epsilon it answers the invers
 certified upper end: the smallest noise multiplier (about 5% less noise than RDP at typical
 settings), the largest number of steps (about 15% more) and the largest sample rate or batch size;
 each search starts from the RDP answer and needs a handful of PLD evaluations (interpolating in
-log-log, then confirming the neighbouring value), about a second per target.  A run asks the pld accountant for at most 1000 configurations (a larger sweep is
-refused: use rdp, which streams it).
+log-log, then confirming the neighbouring value), about a second per target.
+
+Bounded work: a sweep is refused up front (exit 2, one line naming the swept options, the count and
+the limit) past about 10 s of CPU: 2000 configurations with the rdp accountant under Poisson or
+shuffle sampling, 200 under fixed-size, 250 under truncated-Poisson, 10 under balls-in-bins or random
+allocation, 50 with pld, 50000 with abadi or bassily (costs add up with --accountant all); a
+--target-epsilon search costs 10 to 100 times more per configuration, the mc accountant its samples.
 
 Sampling and neighbours: --sampling fixed-size uses the Wang, Balle and Kasiviswanathan 2019 bound
 for sampling without replacement, an upper bound, under replace-one neighbours.  The noise
@@ -286,7 +291,7 @@ def run_option(name: str, help: str, metavar: str | None = None):
 )
 @click.option(
     "--seed",
-    type=int,
+    type=click.IntRange(0, SEED_MAX),
     default=None,
     help="--accountant mc: the seed of the sampling [default: 0; fixed, so reproducible].",
 )

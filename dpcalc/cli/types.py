@@ -12,6 +12,9 @@ import math
 
 import click
 
+#: The largest --seed: numpy's generators take seeds >= 0; 2^63 − 1 keeps every seed a signed 64-bit integer.
+SEED_MAX = 2**63 - 1
+
 #: The most values one option may expand to (guards memory against a typo like 1:1e9:1).
 MAX_VALUES = 1_000_000
 

@@ -162,7 +162,7 @@ def _counts(p: AuditParams, tp, fp, fn, tn, *, paired: bool, method: str = "coun
         conform(out, "audit"), headline="epsilon_lower", title="Audit: empirical lower bound on ε"
     )
     cs = sorted(set(out["confidence"]))
-    result.notes.append(COUNTS_NOTE.format(c=", ".join(f"{c:g}" for c in cs)))
+    result.notes.append(COUNTS_NOTE.format(c=", ".join(_at_most(c) for c in cs)))
     result.notes.append(GDP_NOTE)
     return result
 
@@ -296,7 +296,21 @@ def _int(text: str, what: str, where: str) -> int:
         raise InputError(f"{where}: {what} must be a whole number >= 0, got {text!r}") from None
     if not (math.isfinite(v) and v >= 0 and v == int(v)):
         raise InputError(f"{where}: {what} must be a whole number >= 0, got {text!r}")
+    if v > COUNT_MAX:  # as the --tp..--tn options: larger whole numbers are not held exactly
+        raise InputError(
+            f"{where}: {what} = {text} is above 2^53 = {COUNT_MAX} (whole numbers are exact up to it)"
+        )
     return int(v)
+
+
+def _at_most(c: float) -> str:
+    """``c`` in the fewest significant digits (6 or more) that do not round it up: the note's "probability
+    >= c" stays true (0.999999999999 is not printed as 1)."""
+    for digits in range(6, 18):
+        text = f"{c:.{digits}g}"
+        if float(text) <= c:
+            return text
+    return repr(c)
 
 
 def _read_counts(path: str):

@@ -126,6 +126,14 @@ def convert_stream(params: ConvertParams, *, chunk: int | None = 0):
     return _zero_note(stream, p.delta)
 
 
+#: CPU seconds per point (α, ζ, target) of each conversion, measured (benchmarks/) with a margin: the
+#: optimal conversion solves for its best shape per point; the others are closed forms.
+POINT_SECONDS_EACH = {"optimal": 5e-5, "asoodeh": 5e-6, "balle": 5e-6, "mironov": 5e-6}
+#: --from dp: the most rows (combinations × methods) one run computes; they are held in memory together
+#: (about 1 KB a row, 4 KB with the optimal conversion's grid: 1e6 rows took 0.9 GB).
+FROM_DP_MAX_ROWS = {"optimal": 20_000, "asoodeh": 200_000, "balle": 200_000, "mironov": 200_000}
+
+
 def _points(alpha, rdp, delta, epsilon, methods, chunk=None):
     """One row per (method, α, ζ, δ or ε) combination: a Result (``chunk`` None) or a Stream of chunks."""
     import numpy as np
@@ -136,10 +144,10 @@ def _points(alpha, rdp, delta, epsilon, methods, chunk=None):
 
     want_eps = delta is not None
     target = delta if want_eps else epsilon
-    sweep.check_rows(
-        {"--alpha": len(alpha), "--rdp": len(rdp), "--delta" if want_eps else "--epsilon": len(target)},
-        len(methods),
-    )
+    sizes = {"--alpha": len(alpha), "--rdp": len(rdp), "--delta" if want_eps else "--epsilon": len(target)}
+    sweep.check_rows(sizes, len(methods))
+    each = sum(POINT_SECONDS_EACH[m] for m in methods)
+    sweep.check_work(sizes, each, f"--method {'all' if len(methods) > 1 else methods[0]}", unit="points")
     g = product(alpha=np.asarray(alpha, float), rdp=np.asarray(rdp, float), target=np.asarray(target, float))
     headline = "epsilon" if want_eps else "delta"
     tasks = [(m, lo, hi) for m in methods for lo, hi in sweep.slices(g["alpha"].size, chunk)]
@@ -257,9 +265,17 @@ def _from_dp(alpha, epsilon, delta, methods) -> Result:
     (docs/math.md §1.3, §1.4)."""
     import numpy as np
 
+    from dpcalc.commands import sweep
     from dpcalc.engine.conversion import methods as conversions
     from dpcalc.engine.grid import product
 
+    sweep.check_rows(
+        {"--alpha": len(alpha), "--epsilon": len(epsilon), "--delta": len(delta)},
+        len(methods),
+        limit=min(FROM_DP_MAX_ROWS[m] for m in methods),
+        per="methods",
+        why=f" for --from dp --method {'all' if len(methods) > 1 else methods[0]} (held in memory)",
+    )
     g = product(
         alpha=np.asarray(alpha, float), epsilon=np.asarray(epsilon, float), delta=np.asarray(delta, float)
     )

@@ -167,6 +167,8 @@ def check_mc(p, solve) -> None:
         )
     if p.tuning is not None:
         raise InputError("--tuning-runs applies to --accountant rdp, not mc")
+    if p.seed is not None and not 0 <= p.seed < 2**63:  # the command line's option checks it too
+        raise InputError(f"--seed: {p.seed} is out of range: must be a whole number in [0, 2^63 − 1]")
 
 
 #: The most normal draws per direction of the Monte Carlo accountant (samples × steps of the run): the

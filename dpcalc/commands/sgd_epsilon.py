@@ -44,6 +44,47 @@ PLD_MAX_CONFIGS = 1000
 TARGET_MIN = 1e-3
 
 
+#: CPU seconds per configuration of each accountant at its default flags, measured (benchmarks/) with a
+#: margin: the rdp accountant's by sampling (a Rényi curve per configuration; balls-in-bins and random
+#: allocation sum over the batch's allocations), the Monte Carlo accountant's per sample.
+SECONDS_EACH = {"abadi": 1e-4, "bassily": 1e-4, "pld": 0.1, "shuffle": 2.5e-3}
+RDP_SECONDS_EACH = {
+    "poisson": 2.5e-3,
+    "fixed-size": 0.025,
+    "truncated-poisson": 0.02,
+    "shuffle": 2.5e-3,
+    "balls-in-bins": 0.5,
+    "random-allocation": 0.5,
+}
+MC_SECONDS_PER_SAMPLE = 3e-6
+MC_SECONDS_PER_DRAW = 4e-8  # per sample and step (dpcalc.commands.samplers.MC_WORK_MAX)
+#: --target-epsilon: a search costs about this many evaluations of ε per configuration (the sample rate's
+#: more: each evaluation a new curve); the pld accountant's calibration reuses its distributions.
+SEARCH_FACTOR = {"sigma": 10, "steps": 15, "q": 100}
+PLD_SEARCH_FACTOR = {"sigma": 3, "steps": 3, "q": 10}
+
+
+def check_work(p: SgdEpsilonParams, names, solve, sizes: dict[str, int]) -> None:
+    """Refuse, before any work, a sweep whose configurations would take the accountants asked for
+    more than :data:`dpcalc.commands.sweep.WORK_SECONDS` (naming the swept options, the count and the limit)."""
+    if p.tuning is not None:
+        return  # bounded by --tuning-runs' own limits
+    each = 0.0
+    for name in names:
+        if name == "rdp":
+            cost = RDP_SECONDS_EACH.get(p.sampling, 0.5)
+        elif name == "mc":
+            steps = max(p.steps) if p.steps is not None else 0  # with --epochs: bounded by MC_WORK_MAX
+            cost = (MC_SECONDS_PER_SAMPLE + MC_SECONDS_PER_DRAW * steps) * (p.mc_samples or MC_SAMPLES)
+        else:
+            cost = SECONDS_EACH.get(name, 0.1)
+        each += cost * (PLD_SEARCH_FACTOR if name == "pld" else SEARCH_FACTOR).get(solve, 1)
+    what = f"--accountant {p.accountant}" + (f" --sampling {p.sampling}" if p.sampling != "poisson" else "")
+    if solve is not None:
+        what += " with --target-epsilon"
+    sweep.check_work(sizes, each, what, unit="configurations")
+
+
 @dataclass(frozen=True)
 class SgdEpsilonParams:
     """The inputs of ``dpcalc sgd-epsilon``: each numeric field a sequence of values (a sweep) or None.
@@ -104,6 +145,7 @@ def sgd_epsilon_stream(
                 f"more than {PLD_MAX_CONFIGS:,} (about a second each); narrow a range, split the sweep, or use "
                 "--accountant rdp"
             )
+    check_work(p, names, solve, sizes)
     g, kw = _prepare(p, names)
     n = g["q"].size
     columns = _column_names(p, names, solve, g)

@@ -28,9 +28,11 @@ def check_rows(
     limit: int = MAX_ROWS,
     per: str = "accountants",
     unit: str = "rows",
+    why: str = "",
 ) -> int:
     """The number of rows ``sizes`` (option -> number of values) make, times ``per_combination`` (of ``per``);
-    :class:`InputError` naming the options when it is above ``limit``."""
+    :class:`InputError` naming the options, the count and ``limit`` (and ``why``, what the limit is for)
+    when it is above ``limit``."""
     from dpcalc.errors import InputError
 
     rows = math.prod(sizes.values()) * per_combination
@@ -38,10 +40,35 @@ def check_rows(
         swept = " × ".join(f"{k} ({v:,})" for k, v in sizes.items() if v > 1)
         extra = f" × {per_combination} {per}" if per_combination > 1 else ""
         raise InputError(
-            f"{swept}{extra}: the sweep would make {rows:,} {unit}, more than {limit:,}; "
+            f"{swept}{extra}: the sweep would make {rows:,} {unit}, more than {limit:,}{why}; "
             "narrow a range or split the sweep"
         )
     return rows
+
+
+#: The CPU seconds a sweep may be estimated to take: each command's limits are this budget divided by
+#: its measured cost per row (benchmarks/; a margin of about two below the 10 s a run should take).
+WORK_SECONDS = 5.0
+
+
+def work_limit(seconds_each: float) -> int:
+    """The most rows of ``seconds_each`` CPU seconds each that fit :data:`WORK_SECONDS` (at least 1)."""
+    return max(1, math.floor(WORK_SECONDS / seconds_each * (1 + 1e-9)))
+
+
+def check_work(
+    sizes: dict[str, int],
+    seconds_each: float,
+    what: str,
+    per_combination: int = 1,
+    per: str = "accountants",
+    unit: str = "rows",
+) -> int:
+    """:func:`check_rows` with the limit :func:`work_limit` gives for rows of ``seconds_each`` CPU
+    seconds (``what`` names the kind of row in the refusal, e.g. ``--method optimal``): every sweep a
+    command accepts finishes in about :data:`WORK_SECONDS`."""
+    limit = work_limit(seconds_each)
+    return check_rows(sizes, per_combination, limit, per, unit, why=f" for {what} (bounded work)")
 
 
 def slices(n: int, chunk: int | None):
