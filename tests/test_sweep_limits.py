@@ -79,7 +79,26 @@ def test_sgd_epsilon_steps_sweep_is_refused(invoke):
     line = _refused(
         invoke([*args, "-f", "csv"]), "--steps (1,000,000)", "1,000,000 configurations", "--accountant rdp"
     )
-    assert "more than 2,000" in line
+    assert (
+        "more than 33,332" in line
+    )  # one Rényi curve: the rows share it (5 s / (2.5 ms + 0.15 ms·1e6 rows))
+
+
+def test_sgd_epsilon_grid_of_the_benchmark_is_admitted_and_its_curves_are_counted(invoke):
+    # benchmarks/bench_sgd.py's 10,000 configurations (1,000 curves × 10 step counts) are admitted; as
+    # many distinct curves are refused
+    from types import SimpleNamespace
+
+    from dpcalc.commands.sgd_epsilon import check_work
+
+    p = SimpleNamespace(tuning=None, sampling="poisson", accountant="rdp", steps=None, mc_samples=None)
+    check_work(p, ["rdp"], None, {"--sample-rate": 20, "--noise-multiplier": 50, "--steps": 10, "--delta": 1})
+    with pytest.raises(InputError, match="10,000 configurations, more than"):
+        check_work(
+            p, ["rdp"], None, {"--sample-rate": 200, "--noise-multiplier": 50, "--steps": 1, "--delta": 1}
+        )
+    wide = ["--sample-rate", "0.001:0.2:x1.0032", "--noise-multiplier", "0.5:2.95:0.05", "--delta", "1e-5"]
+    _refused(invoke(["sgd-epsilon", *wide, "--steps", "1000"]), "configurations", "--accountant rdp")
 
 
 def test_sgd_epsilon_limit_follows_the_sampling_and_the_search(invoke):
@@ -99,7 +118,7 @@ def test_sgd_epsilon_limit_follows_the_sampling_and_the_search(invoke):
 
 def test_sgd_epsilon_library_is_bounded_too():
     p = SgdEpsilonParams(delta=[1e-5], sigma=[1.0], sample_rate=[0.01], steps=list(range(1, 100_001)))
-    with pytest.raises(InputError, match=r"--steps \(100,000\).*more than 2,000"):
+    with pytest.raises(InputError, match=r"--steps \(100,000\).*more than 33,327 "):
         sgd_epsilon(p)
 
 
