@@ -78,7 +78,8 @@ the exact DP → RDP conversion set the budgets; --filter-rule paper is the pape
 ε − log(1/δ)/(α − 1), whose proof applies a fixed-order theorem at a data-dependent order.
 
 The ledger is append-only: a header fixing δ, Λ and γ, then one line per event (UTC time,
-mechanism, chained SHA-256 checksum).  Appends hold an exclusive flock and are fsync'd; a torn
+mechanism, chained SHA-256 checksum).  Appends hold an exclusive flock and are fsync'd (a lock
+held by another process is waited for at most 30 seconds, then exit 1); a torn
 last line is reported and ignored (repair: --repair).  An edited, inserted, duplicated, reordered
 or spliced entry, and a deleted entry that another follows, are refused with exit 1.  The file
 alone cannot show that its last entries were removed (a truncated ledger, an older copy restored),
@@ -156,7 +157,11 @@ ORDERS_HELP = (
     "--follow", is_flag=True, help="Keep reading EVENTS (a file) as it grows, like tail -f (Ctrl-C ends)."
 )
 @click.option(
-    "--ledger", default=None, metavar="FILE", help="A ledger file of spent budget shared across runs."
+    "--ledger",
+    default=None,
+    metavar="FILE",
+    help="A ledger file of spent budget shared across runs (a lock held by another process is waited "
+    "for at most 30 s, then exit 1).",
 )
 @click.option(
     "--add",
@@ -472,10 +477,10 @@ def _ledger(
         if repair:
             torn = L.repair(path)
             if torn is None:
-                click.echo(f"{path}: nothing to repair (no incomplete last line)", err=True)
+                click.echo(f"Note: {path}: nothing to repair (no incomplete last line)", err=True)
             else:
                 click.echo(
-                    f"{path}: removed the incomplete line {torn.line_no} ({torn.length} bytes: "
+                    f"Note: {path}: removed the incomplete line {torn.line_no} ({torn.length} bytes: "
                     f"{torn.preview!r})",
                     err=True,
                 )
@@ -517,6 +522,8 @@ def _ledger(
         raise click.ClickException(str(exc)) from None
     except L.LedgerTorn as exc:
         raise click.ClickException(f"ledger {exc}") from None
+    except L.LedgerLocked as exc:
+        raise click.ClickException(str(exc)) from None
     except OSError as exc:  # not the input's fault (a failing disk, a full file system): exit 1
         raise click.ClickException(f"ledger {path}: {(exc.strerror or str(exc)).lower()}") from None
     row = verdict["row"]
