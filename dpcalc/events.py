@@ -191,8 +191,11 @@ def stream_lines(stream: IO, source: str = "EVENTS") -> Iterator[str]:
     return iter_lines(binary_stream(stream), source)
 
 
-def follow_lines(path: str, *, poll: float = 0.2, stop=None, source: str | None = None) -> Iterator[str]:
+def follow_lines(
+    path: str, *, poll: float = 0.2, stop=None, source: str | None = None, idle=None
+) -> Iterator[str]:
     """Like ``tail -f``: the lines of a growing file, waiting at its end for more (never returns
     unless ``stop()`` becomes true at the end of the file; Ctrl-C ends it).  A partial last line is
-    held back until its newline arrives.  A file that shrinks is an error (it was truncated)."""
-    return textinput.follow_lines(path, source or path, poll=poll, stop=stop)
+    held back until its newline arrives.  A file that shrinks is an error (it was truncated).
+    ``idle()`` is called before each wait (the odometer writes the rows it holds)."""
+    return textinput.follow_lines(path, source or path, poll=poll, stop=stop, idle=idle)
