@@ -75,19 +75,31 @@ def _number(text: str, name: str, where: str) -> float:
     return v
 
 
-def parse_row(fields: dict[str, str], mode: str, line_no: int, source: str = "EVENTS") -> Event:
-    """Check one data row (``fields``: column -> text) and build its :class:`Event`."""
+#: Parsed specs kept by :func:`iter_events` (a long stream repeats a few mechanisms).
+SPEC_CACHE = 1024
+
+
+def parse_row(
+    fields: dict[str, str], mode: str, line_no: int, source: str = "EVENTS", cache: dict | None = None
+) -> Event:
+    """Check one data row (``fields``: column -> text) and build its :class:`Event`.
+
+    ``cache``: specs already parsed, by text (immutable; up to :data:`SPEC_CACHE` are added)."""
     where = _where(source, line_no)
     if mode == "mechanism":
         text = fields["mechanism"].strip()
         if not text:
             raise InputError(f"{where}: the mechanism is empty")
-        from dpcalc.spec import parse_mechanism
+        spec = None if cache is None else cache.get(text)
+        if spec is None:
+            from dpcalc.spec import parse_mechanism
 
-        try:
-            spec = parse_mechanism(text)
-        except InputError as exc:
-            raise InputError(f"{where}: {exc}") from None
+            try:
+                spec = parse_mechanism(text)
+            except InputError as exc:
+                raise InputError(f"{where}: {exc}") from None
+            if cache is not None and len(cache) < SPEC_CACHE:
+                cache[text] = spec
         return Event(line_no, mechanism=text, spec=spec, source=source)
     q = _number(fields["sample_rate"], "sample_rate", where)
     if not (0.0 < q <= 1.0):
@@ -139,6 +151,7 @@ def iter_events(lines: Iterable[str], source: str = "EVENTS") -> Iterator[Event]
     typo such as ``step`` for ``steps`` must not pass unseen) and is otherwise ignored."""
     names: list[str] | None = None
     mode = ""
+    specs: dict = {}
     records = csv_records(lines, source, skipinitialspace=True, strict=True)
     for line_no, row in records:
         if not row or all(not f.strip() for f in row) or row[0].lstrip().startswith("#"):
@@ -156,7 +169,7 @@ def iter_events(lines: Iterable[str], source: str = "EVENTS") -> Iterator[Event]
             raise InputError(
                 f"{_where(source, line_no)}: expected {len(names)} fields like the header, got {len(row)}"
             )
-        yield parse_row(dict(zip(names, row)), mode, line_no, source)
+        yield parse_row(dict(zip(names, row)), mode, line_no, source, specs)
     if names is None:
         raise InputError(
             f"{source}: no header row (expected 'mechanism' or 'sample_rate,noise_multiplier[,steps]')"
