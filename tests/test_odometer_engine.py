@@ -223,7 +223,7 @@ def test_filter_matches_a_plain_loop_and_keeps_one_order_within_budget(steps, ru
 
 def test_accountant_with_filter_counts_only_steps_that_ran():
     a = np.array([2.0, 4.0, 8.0])
-    acct = o.Accountant(a, 1e-3, conversion="mironov", filter_epsilon=1.0)
+    acct = o.Accountant(a, 1e-3, conversion="mironov", filter_epsilon=3.0)
     big = np.full(3, 10.0)
     small = np.full(3, 0.01)
     rows = [acct.add(c) for c in (small, big, small)]
