@@ -398,3 +398,35 @@ def test_repair_says_what_it_did_in_one_note_line(invoke, tmp_path):
     assert fixed.exit_code == 0, fixed.stderr
     assert fixed.stderr.startswith("Note: ") and "removed the incomplete line" in fixed.stderr
     assert fixed.stderr.count("\n") == 1
+
+
+def test_a_stream_refused_mid_batch_writes_the_rows_before_it(invoke, tmp_path):
+    """Rows read together are computed together; a refused row still comes after the rows before it."""
+    text = (
+        "mechanism\n"
+        + "gaussian:sigma=20\n" * 30
+        + f"rdp-curve:file={tmp_path / 'none.csv'}\n"
+        + "gaussian:sigma=2\n"
+    )
+    res = invoke(["odometer", "-", "--delta", "1e-6", "-f", "csv"], input=text)
+    assert res.exit_code == 2
+    assert len(rows(res.stdout)) == 30
+    lines = res.stderr.splitlines()
+    assert (
+        len(lines) == 1
+        and lines[0].startswith("Error: EVENTS line 32:")
+        and "30 rows were written" in lines[0]
+    )
+
+
+def test_a_long_stream_gives_the_rows_of_the_same_events_one_by_one(invoke):
+    """Batches do not change a number: the 40th row of a 40-row stream equals a 40-event run's last row."""
+    specs = [f"gaussian:sigma={20 + i % 7}" for i in range(40)]
+    streamed = rows(
+        invoke(
+            ["odometer", "-", "--delta", "1e-6", "-f", "csv"], input="mechanism\n" + "\n".join(specs) + "\n"
+        ).stdout
+    )
+    args = [x for s in specs for x in ("--event", s)]
+    given = rows(invoke(["odometer", *args, "--delta", "1e-6", "-f", "csv"]).stdout)
+    assert streamed == given and len(streamed) == 40
