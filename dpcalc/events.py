@@ -75,19 +75,31 @@ def _number(text: str, name: str, where: str) -> float:
     return v
 
 
-def parse_row(fields: dict[str, str], mode: str, line_no: int, source: str = "EVENTS") -> Event:
-    """Check one data row (``fields``: column -> text) and build its :class:`Event`."""
+#: Parsed specs kept by :func:`iter_events` (a long stream repeats a few mechanisms).
+SPEC_CACHE = 1024
+
+
+def parse_row(
+    fields: dict[str, str], mode: str, line_no: int, source: str = "EVENTS", cache: dict | None = None
+) -> Event:
+    """Check one data row (``fields``: column -> text) and build its :class:`Event`.
+
+    ``cache``: specs already parsed, by text (immutable; up to :data:`SPEC_CACHE` are added)."""
     where = _where(source, line_no)
     if mode == "mechanism":
         text = fields["mechanism"].strip()
         if not text:
             raise InputError(f"{where}: the mechanism is empty")
-        from dpcalc.spec import parse_mechanism
+        spec = None if cache is None else cache.get(text)
+        if spec is None:
+            from dpcalc.spec import parse_mechanism
 
-        try:
-            spec = parse_mechanism(text)
-        except InputError as exc:
-            raise InputError(f"{where}: {exc}") from None
+            try:
+                spec = parse_mechanism(text)
+            except InputError as exc:
+                raise InputError(f"{where}: {exc}") from None
+            if cache is not None and len(cache) < SPEC_CACHE:
+                cache[text] = spec
         return Event(line_no, mechanism=text, spec=spec, source=source)
     q = _number(fields["sample_rate"], "sample_rate", where)
     if not (0.0 < q <= 1.0):
@@ -139,6 +151,7 @@ def iter_events(lines: Iterable[str], source: str = "EVENTS") -> Iterator[Event]
     typo such as ``step`` for ``steps`` must not pass unseen) and is otherwise ignored."""
     names: list[str] | None = None
     mode = ""
+    specs: dict = {}
     records = csv_records(lines, source, skipinitialspace=True, strict=True)
     for line_no, row in records:
         if not row or all(not f.strip() for f in row) or row[0].lstrip().startswith("#"):
@@ -156,7 +169,7 @@ def iter_events(lines: Iterable[str], source: str = "EVENTS") -> Iterator[Event]
             raise InputError(
                 f"{_where(source, line_no)}: expected {len(names)} fields like the header, got {len(row)}"
             )
-        yield parse_row(dict(zip(names, row)), mode, line_no, source)
+        yield parse_row(dict(zip(names, row)), mode, line_no, source, specs)
     if names is None:
         raise InputError(
             f"{source}: no header row (expected 'mechanism' or 'sample_rate,noise_multiplier[,steps]')"
@@ -191,8 +204,11 @@ def stream_lines(stream: IO, source: str = "EVENTS") -> Iterator[str]:
     return iter_lines(binary_stream(stream), source)
 
 
-def follow_lines(path: str, *, poll: float = 0.2, stop=None, source: str | None = None) -> Iterator[str]:
+def follow_lines(
+    path: str, *, poll: float = 0.2, stop=None, source: str | None = None, idle=None
+) -> Iterator[str]:
     """Like ``tail -f``: the lines of a growing file, waiting at its end for more (never returns
     unless ``stop()`` becomes true at the end of the file; Ctrl-C ends it).  A partial last line is
-    held back until its newline arrives.  A file that shrinks is an error (it was truncated)."""
-    return textinput.follow_lines(path, source or path, poll=poll, stop=stop)
+    held back until its newline arrives.  A file that shrinks is an error (it was truncated).
+    ``idle()`` is called before each wait (the odometer writes the rows it holds)."""
+    return textinput.follow_lines(path, source or path, poll=poll, stop=stop, idle=idle)

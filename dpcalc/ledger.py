@@ -19,7 +19,8 @@ later ledger must extend, checked by :func:`read` and :func:`append` under the l
 Concurrency: :func:`append` opens the file with ``O_APPEND``, takes an exclusive ``flock`` on it,
 reads and checks the whole file, asks ``admit``, writes the line with one ``write`` and ``fsync``s
 before unlocking, so concurrent writers never interleave or lose entries.  (``flock`` is advisory
-and may not work on some network file systems.)
+and may not work on some network file systems.)  Readers take a shared lock.  A lock held by another
+process is waited for at most :data:`LOCK_TIMEOUT` seconds (30), then :class:`LedgerLocked` (exit 1).
 
 Reading back (:mod:`dpcalc.textinput`): a UTF-8 byte-order mark at the start and CRLF line ends (a
 ledger checked out by git on Windows) are accepted, and appends keep the file's line end; *mixed*
@@ -46,6 +47,7 @@ import os
 import re
 import secrets
 import stat
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -66,6 +68,10 @@ _SUM_RE = re.compile(r"^sha256:[0-9a-f]{16}$")
 
 class LedgerDamaged(DpcalcError):
     """The ledger file is damaged (other than a torn last line); nothing was changed (exit 1)."""
+
+
+class LedgerLocked(DpcalcError):
+    """Another process held the ledger's lock for :data:`LOCK_TIMEOUT` seconds; nothing was changed (exit 1)."""
 
 
 class LedgerTorn(DpcalcError):
@@ -252,10 +258,41 @@ def _open(path: str, flags: int, action: str, missing_ok: bool = False) -> int |
     return open_fd(path, _name(path), flags, regular=True, action=action, missing_ok=missing_ok)
 
 
+#: Seconds to wait for another process's lock on the ledger before giving up (exit 1).  An append
+#: holds the lock for one read, one write and one fsync (milliseconds); the wait is generous so that
+#: many CI jobs appending at once queue up instead of failing.
+LOCK_TIMEOUT = 30.0
+_LOCK_POLL = (0.001, 0.05)  # first and longest sleep between attempts (doubling)
+
+
+def _flock(fd: int, lock: int, path: str, timeout: float | None = None) -> None:
+    """``flock`` with a bounded wait: non-blocking attempts with growing sleeps for ``timeout``
+    seconds (default :data:`LOCK_TIMEOUT`), then :class:`LedgerLocked` naming the ledger."""
+    timeout = LOCK_TIMEOUT if timeout is None else timeout
+    deadline = time.monotonic() + timeout
+    pause = _LOCK_POLL[0]
+    while True:
+        try:
+            fcntl.flock(fd, lock | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise LedgerLocked(
+                f"ledger {path}: locked by another process (waited {timeout:g} s); nothing was changed"
+            )
+        time.sleep(min(pause, left))
+        pause = min(2 * pause, _LOCK_POLL[1])
+
+
 @contextlib.contextmanager
-def _locked_fd(fd: int, lock: int) -> Iterator[int]:
+def _locked_fd(fd: int, lock: int, path: str) -> Iterator[int]:
     try:
-        fcntl.flock(fd, lock)
+        _flock(fd, lock, path)
         yield fd
     finally:
         os.close(fd)  # closing releases the lock
@@ -263,7 +300,7 @@ def _locked_fd(fd: int, lock: int) -> Iterator[int]:
 
 @contextlib.contextmanager
 def _locked(path: str, flags: int, lock: int, action: str = "read") -> Iterator[int]:
-    with _locked_fd(_open(path, flags, action), lock) as fd:
+    with _locked_fd(_open(path, flags, action), lock, path) as fd:
         yield fd
 
 
@@ -293,7 +330,7 @@ def read(path: str, pins: Pins | None = None) -> Ledger:
         if pins is not None:
             pins.check_missing(path)
         raise InputError(f"{_name(path)}: cannot read: no such file (--add creates it)")
-    with _locked_fd(fd, fcntl.LOCK_SH):
+    with _locked_fd(fd, fcntl.LOCK_SH, path):
         ledger = parse(_read_fd(fd))
         if pins is not None:
             pins.check(ledger, path)
@@ -369,7 +406,7 @@ def append(
             if made is False:
                 continue  # another writer created it meanwhile: judge again, under its lock
             fd = made  # no hard links here: the new empty file, written below like any other
-        with _locked_fd(fd, fcntl.LOCK_SH if dry_run else fcntl.LOCK_EX):
+        with _locked_fd(fd, fcntl.LOCK_SH if dry_run else fcntl.LOCK_EX, path):
             ledger, written = _append_locked(fd, path, mech, header, admit, expect, stamp, dry_run, pins)
         if written and not dry_run and ledger.size == 0:
             _fsync_dir(path)

@@ -345,10 +345,13 @@ def read_lines(path: str, name: str, stdin=None) -> list[str]:
         return list(lines)
 
 
-def follow_lines(path: str, name: str | None = None, *, poll: float = 0.2, stop=None) -> Iterator[str]:
+def follow_lines(
+    path: str, name: str | None = None, *, poll: float = 0.2, stop=None, idle=None
+) -> Iterator[str]:
     """Like ``tail -f``: the lines of a growing file, waiting at its end for more (never returns
     unless ``stop()`` becomes true at the end of the file; Ctrl-C ends it).  A partial last line is
-    held back until its line end arrives.  A file that shrinks is an error (it was truncated)."""
+    held back until its line end arrives.  A file that shrinks is an error (it was truncated).
+    ``idle()``, if given, is called (with no argument) each time before waiting at the end."""
     name = name or path
     with open_binary(path, name) as fh:
         splitter = LineSplitter(name)
@@ -372,6 +375,8 @@ def follow_lines(path: str, name: str | None = None, *, poll: float = 0.2, stop=
                 size = splitter.offset
             if size < splitter.offset:
                 raise InputError(f"{name}: the file was truncated while being followed")
+            if idle is not None:
+                idle()
             time.sleep(poll)
 
 

@@ -179,6 +179,64 @@ def test_writer_killed_mid_append_loses_only_its_entry(tmp_path):
 
     fixed = _run(["odometer", "--ledger", path, "--repair"])
     assert fixed.returncode == 0 and "removed the incomplete line 5" in fixed.stderr
+    assert fixed.stderr.count("\n") == 1 and fixed.stderr.startswith("Note: "), fixed.stderr
     assert open(path, "rb").read() == intact
     assert _run(["odometer", "--ledger", path, "--add", "gaussian:sigma=9"]).returncode == 0
     assert L.read(path).mechanisms[-1] == "gaussian:sigma=9"
+
+
+def test_a_held_lock_is_waited_for_a_bounded_time_then_exit_1(tmp_path, monkeypatch):
+    """A ledger locked by another process: the wait is bounded (LOCK_TIMEOUT), then one line, exit 1."""
+    import fcntl
+
+    from click.testing import CliRunner
+
+    from dpcalc import ledger as L
+    from dpcalc.cli import main
+
+    path = tmp_path / "run.ledger"
+    runner = CliRunner()
+    first = runner.invoke(
+        main, ["odometer", "--ledger", str(path), "--add", "gaussian:sigma=5", "--delta", "1e-6"]
+    )
+    assert first.exit_code == 0, first.output
+    before = path.read_bytes()
+    monkeypatch.setattr(L, "LOCK_TIMEOUT", 0.3)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        for args in (["--add", "gaussian:sigma=6"], []):
+            res = runner.invoke(main, ["odometer", "--ledger", str(path), *args])
+            assert res.exit_code == 1, res.output
+            lines = res.stderr.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("Error: "), res.stderr
+            assert str(path) in lines[0] and "locked by another process" in lines[0]
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == before
+    again = runner.invoke(main, ["odometer", "--ledger", str(path), "--add", "gaussian:sigma=6"])
+    assert again.exit_code == 0, again.output
+
+
+def test_flock_waits_for_a_lock_released_within_the_timeout(tmp_path):
+    import fcntl
+    import threading
+
+    from dpcalc import ledger as L
+
+    path = tmp_path / "f"
+    path.write_text("x")
+    holder = os.open(path, os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    threading.Timer(0.2, os.close, (holder,)).start()
+    fd = os.open(path, os.O_RDWR)
+    try:
+        L._flock(fd, fcntl.LOCK_EX, str(path), timeout=10.0)  # returns once the holder lets go
+        with pytest.raises(L.LedgerLocked):
+            other = os.open(path, os.O_RDWR)
+            try:
+                L._flock(other, fcntl.LOCK_EX, str(path), timeout=0.1)
+            finally:
+                os.close(other)
+    finally:
+        os.close(fd)

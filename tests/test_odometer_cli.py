@@ -365,3 +365,65 @@ def test_quiet_filter_prints_the_decisions(invoke):
     args = ["--event", "gaussian:sigma=10", "--event", "gaussian:sigma=0.5", "--event", "gaussian:sigma=10"]
     res = invoke(["odometer", *args, "--delta", "1e-6", "--filter", "2", "-q"])
     assert res.exit_code == 0 and res.stdout.split() == ["true", "false", "true"]
+
+
+# -- up-front checks and one-line messages --------------------------------------------------------
+@pytest.mark.parametrize("where", ["no/such/dir/out.png", "adir.png"])
+def test_a_plot_path_that_cannot_be_written_is_refused_before_any_work(invoke, tmp_path, where):
+    """The --plot path is checked up front: one Error line, exit 2, no rows and no warnings before it."""
+    (tmp_path / "adir.png").mkdir()
+    res = invoke(
+        ["odometer", "--event", "gaussian:sigma=4", "--delta", "1e-6", "--plot", str(tmp_path / where)]
+    )
+    assert res.exit_code == 2
+    assert res.stdout == ""
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "--plot" in lines[0], res.stderr
+
+
+def test_repair_says_what_it_did_in_one_note_line(invoke, tmp_path):
+    path = tmp_path / "run.ledger"
+    for sigma in (5, 6):
+        assert (
+            invoke(
+                ["odometer", "--ledger", str(path), "--add", f"gaussian:sigma={sigma}", "--delta", "1e-6"]
+            ).exit_code
+            == 0
+        )
+    nothing = invoke(["odometer", "--ledger", str(path), "--repair"])
+    assert nothing.exit_code == 0 and nothing.stderr.startswith("Note: ") and nothing.stderr.count("\n") == 1
+    data = path.read_bytes()
+    path.write_bytes(data[:-3])  # a torn last line
+    fixed = invoke(["odometer", "--ledger", str(path), "--repair"])
+    assert fixed.exit_code == 0, fixed.stderr
+    assert fixed.stderr.startswith("Note: ") and "removed the incomplete line" in fixed.stderr
+    assert fixed.stderr.count("\n") == 1
+
+
+def test_a_stream_refused_mid_batch_writes_the_rows_before_it(invoke, tmp_path):
+    """Rows read together are computed together; a refused row still comes after the rows before it."""
+    text = (
+        "mechanism\n"
+        + "gaussian:sigma=20\n" * 30
+        + f"rdp-curve:file={tmp_path / 'none.csv'}\n"
+        + "gaussian:sigma=2\n"
+    )
+    res = invoke(["odometer", "-", "--delta", "1e-6", "-f", "csv"], input=text)
+    assert res.exit_code == 2
+    assert len(rows(res.stdout)) == 30
+    errors = [line for line in res.stderr.splitlines() if line.startswith("Error: ")]
+    assert errors == res.stderr.splitlines()[-1:]  # warnings about the rows written, then the one error
+    assert errors[0].startswith("Error: EVENTS line 32:") and "30 rows were written" in errors[0]
+
+
+def test_a_long_stream_gives_the_rows_of_the_same_events_one_by_one(invoke):
+    """Batches do not change a number: the 40th row of a 40-row stream equals a 40-event run's last row."""
+    specs = [f"gaussian:sigma={20 + i % 7}" for i in range(40)]
+    streamed = rows(
+        invoke(
+            ["odometer", "-", "--delta", "1e-6", "-f", "csv"], input="mechanism\n" + "\n".join(specs) + "\n"
+        ).stdout
+    )
+    args = [x for s in specs for x in ("--event", s)]
+    given = rows(invoke(["odometer", *args, "--delta", "1e-6", "-f", "csv"]).stdout)
+    assert streamed == given and len(streamed) == 40

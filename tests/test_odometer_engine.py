@@ -257,3 +257,70 @@ def test_odometer_and_filter_bounds_hold_for_gaussian_runs(sigmas, delta):
             mu_f += 1 / (2 * s * s)
         if mu_f > 0:
             assert exact_gaussian_delta(mu_f, 2.0) <= delta  # the filter's (2, δ) holds
+
+
+# -- the plain RDP column, computed incrementally (dpcalc.engine.adaptive.plain) ------------------
+def _curves(kind, n, alphas):
+    from dpcalc.commands.odometer import Curves
+    from dpcalc.spec import parse_mechanism
+
+    specs = {
+        "gaussians": [f"gaussian:sigma={20 + i % 7}" for i in range(n)],
+        "mixed": [
+            ["laplace:scale=50", "sgm:q=0.01,sigma=1,count=10", "rr:epsilon=0.01", "gaussian:sigma=40"][i % 4]
+            for i in range(n)
+        ],
+        "jumps": [("gaussian:sigma=3" if i % 50 == 49 else "laplace:scale=400") for i in range(n)],
+    }[kind]
+    cv = Curves(alphas)
+    return np.array([cv.of_spec(parse_mechanism(s)) for s in specs])
+
+
+@pytest.mark.parametrize("kind", ["gaussians", "mixed", "jumps"])
+@pytest.mark.parametrize("batch", [1, 7, 300])
+def test_plain_bound_equals_eps_from_curve_row_by_row(kind, batch):
+    """The same floats, orders and edge flags as the exact conversion at every order, whatever the batches."""
+    from dpcalc.engine.adaptive.plain import PlainBound
+    from dpcalc.engine.conversion import methods as conversions
+
+    a = o.PAPER_ORDERS
+    n = 90 if batch == 1 else 600
+    sums = o.running_sums(_curves(kind, n, a))
+    p = PlainBound(a, 1e-6)
+    got = [p.rows(sums[s : s + batch]) for s in range(0, n, batch)]
+    value = np.concatenate([g.value for g in got])
+    alpha = np.concatenate([g.alpha for g in got])
+    edge = np.concatenate([g.at_edge for g in got])
+    rows = np.arange(0, n, 3 if batch == 1 else 11)
+    ref = conversions.eps_from_curve(a, sums[rows], 1e-6, method="optimal")
+    assert value[rows].tolist() == ref.value.tolist()
+    assert np.array_equal(alpha[rows], ref.alpha)
+    assert edge[rows].tolist() == ref.at_edge.tolist()
+
+
+def test_add_many_gives_the_rows_of_add_one_by_one_and_the_old_per_row_formula():
+    from dpcalc.engine.conversion import methods as conversions
+
+    a = o.PAPER_ORDERS
+    curves = _curves("mixed", 40, a)
+    one = o.Accountant(a, 1e-6)
+    rows1 = [one.add(c) for c in curves]
+    many = o.Accountant(a, 1e-6)
+    rows2 = many.add_many(curves[:13]) + many.add_many(curves[13:])
+    assert rows1 == rows2
+    sums = o.running_sums(curves)
+    for k in (0, 17, 39):  # the definition: the bounds of the running sum after step k + 1
+        odo = o.odometer_bound(a, sums[k], 1e-6)
+        plain = conversions.eps_from_curve(a, sums[k], 1e-6, method="optimal")
+        assert rows1[k]["epsilon"] == float(odo.value) and rows1[k]["epsilon_rdp"] == float(plain.value)
+        assert rows1[k]["alpha_rdp"] == float(plain.alpha) and rows1[k]["rdp_at_edge"] == bool(plain.at_edge)
+
+
+def test_add_many_with_a_filter_matches_run_filter():
+    a = o.CODE_ORDERS
+    curves = _curves("jumps", 120, a)
+    acct = o.Accountant(a, 1e-6, filter_epsilon=1.0)
+    rows = acct.add_many(curves)
+    budgets = o.filter_budgets(a, 1.0, 1e-6)
+    assert [r["run"] for r in rows] == o.run_filter(curves, budgets).tolist()
+    assert not all(r["run"] for r in rows)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sys
 import warnings
 from dataclasses import dataclass
@@ -65,6 +66,18 @@ def _plot_path(ctx, param, value):
     suffix = value.rsplit(".", 1)[-1].lower() if "." in value else ""
     if suffix not in ("png", "svg", "pdf"):
         raise click.BadParameter(f"{value!r}: the file name must end in .png, .svg or .pdf", ctx, param)
+    # checked before any work, so that a figure that cannot be written is one error line, not a
+    # warning about the computation followed by the error at the end
+    folder = os.path.dirname(value) or "."
+    why = None
+    if not os.path.isdir(folder):
+        why = "No such file or directory"
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        why = "Permission denied (its directory)"
+    elif os.path.isdir(value):
+        why = "Is a directory"
+    if why is not None:  # the message plot.draw gives when the write itself fails
+        raise click.UsageError(f"--plot: cannot write {value!r}: {why}", ctx)
     return value
 
 

@@ -78,7 +78,8 @@ the exact DP → RDP conversion set the budgets; --filter-rule paper is the pape
 ε − log(1/δ)/(α − 1), whose proof applies a fixed-order theorem at a data-dependent order.
 
 The ledger is append-only: a header fixing δ, Λ and γ, then one line per event (UTC time,
-mechanism, chained SHA-256 checksum).  Appends hold an exclusive flock and are fsync'd; a torn
+mechanism, chained SHA-256 checksum).  Appends hold an exclusive flock and are fsync'd (a lock
+held by another process is waited for at most 30 seconds, then exit 1); a torn
 last line is reported and ignored (repair: --repair).  An edited, inserted, duplicated, reordered
 or spliced entry, and a deleted entry that another follows, are refused with exit 1.  The file
 alone cannot show that its last entries were removed (a truncated ledger, an older copy restored),
@@ -156,7 +157,11 @@ ORDERS_HELP = (
     "--follow", is_flag=True, help="Keep reading EVENTS (a file) as it grows, like tail -f (Ctrl-C ends)."
 )
 @click.option(
-    "--ledger", default=None, metavar="FILE", help="A ledger file of spent budget shared across runs."
+    "--ledger",
+    default=None,
+    metavar="FILE",
+    help="A ledger file of spent budget shared across runs (a lock held by another process is waited "
+    "for at most 30 s, then exit 1).",
 )
 @click.option(
     "--add",
@@ -300,12 +305,48 @@ def _orders(text: str) -> tuple[float, ...]:
 
 
 # -- streaming --------------------------------------------------------------------------------
+#: Events computed together (the numbers do not depend on it; rows are written as each batch is done).
+BATCH = 2048
+
+
+class _Waiter:
+    """Calls ``idle()`` before the input would make the reader wait, so that the events already read
+    are computed and written first (a stream's rows come out as its rows arrive, and a fast stream is
+    still computed in batches).  Wraps a byte stream (:meth:`read`), or is passed to --follow."""
+
+    def __init__(self, stream=None) -> None:
+        self.idle = None
+        self._stream = stream
+        self._read = None if stream is None else (getattr(stream, "read1", None) or stream.read)
+        try:
+            self._fd = None if stream is None else stream.fileno()
+        except (AttributeError, OSError, ValueError):  # in memory (tests): never waits
+            self._fd = None
+
+    def __call__(self) -> None:
+        if self.idle is not None:
+            self.idle()
+
+    def read(self, n: int = -1) -> bytes:
+        if self._fd is not None and self.idle is not None:
+            import select
+
+            try:
+                ready = select.select([self._fd], [], [], 0)[0]
+            except (OSError, ValueError):
+                ready = True  # the read below reports the problem
+            if not ready:
+                self.idle()
+        return self._read(n)
+
+
 def _event_source(events, inline, follow, curves):
-    """(events, streaming): the --event options first, then EVENTS' rows.
+    """(events, streaming, waiter): the --event options first, then EVENTS' rows.
 
     A regular file (without --follow) is read and checked whole, curves included, before anything
     is written: an error anywhere leaves stdout empty.  Standard input, a pipe (``<(cmd)``) and
-    --follow are streams: each row is checked as it arrives (``streaming`` is True)."""
+    --follow are streams: each row is checked as it arrives (``streaming`` is True), and ``waiter``
+    (a :class:`_Waiter`) calls its ``idle`` before the input would block."""
     from dpcalc import textinput
     from dpcalc.events import Event, follow_lines, iter_events, stream_lines
 
@@ -316,22 +357,25 @@ def _event_source(events, inline, follow, curves):
     for ev in given:  # all checked before any output
         curves.of_event(ev)
     if events is None:
-        return iter(given), False
+        return iter(given), False, None
     if events == "-":
-        stdin = textinput.stdin_stream("EVENTS")
-        return itertools.chain(given, iter_events(stream_lines(stdin, "EVENTS"), "EVENTS")), True
+        waiter = _Waiter(textinput.stdin_stream("EVENTS"))
+        return itertools.chain(given, iter_events(stream_lines(waiter, "EVENTS"), "EVENTS")), True, waiter
     fd = textinput.open_fd(events, f"EVENTS {events}")
     if follow and textinput.is_regular(fd):
         os.close(fd)
-        return itertools.chain(given, iter_events(follow_lines(events), events)), True
+        waiter = _Waiter()
+        return itertools.chain(given, iter_events(follow_lines(events, idle=waiter), events)), True, waiter
     fh = open(fd, "rb", buffering=0)
     if not textinput.is_regular(fd):  # a FIFO, a device, /dev/fd/N: a stream
-        return itertools.chain(given, _closing(fh, iter_events(stream_lines(fh, events), events))), True
+        waiter = _Waiter(fh)
+        lines = stream_lines(waiter, events)
+        return itertools.chain(given, _closing(fh, iter_events(lines, events))), True, waiter
     with fh:
         rows = list(iter_events(stream_lines(fh, events), events))
     for ev in rows:
         curves.of_event(ev)  # a row without a Rényi-DP curve is refused before any output, too
-    return itertools.chain(given, rows), False
+    return itertools.chain(given, rows), False, None
 
 
 def _closing(fh, iterator):
@@ -368,6 +412,7 @@ def _stream(
     said: set[str] = set()
     written = 0
     streaming = False  # an error before the source is open (a file checked whole) stays unchanged
+    pending: list = []  # events read, not yet computed and written
 
     def say(caught):
         for w in caught:
@@ -377,28 +422,51 @@ def _stream(
                 click.echo(f"Warning: {msg}", err=True)
         caught.clear()
 
+    def flush():
+        nonlocal writer, written, worst
+        if not pending:
+            return
+        batch = pending[:]
+        pending.clear()
+        rows, error = stream.add_many(batch)
+        for row in rows:
+            writer = writer or open_writer()
+            writer.write(row)
+            written += 1
+            stream.keep(row)
+            if out.max_epsilon is not None and row["epsilon"] > out.max_epsilon and worst is None:
+                worst = (row["step"], row["epsilon"])
+        if rows:
+            sys.stdout.flush()
+        say(caught)
+        if error is not None:
+            raise error
+
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", DpcalcWarning)
             try:
-                source, streaming = _event_source(events, inline, follow, stream.curves)
+                source, streaming, waiter = _event_source(events, inline, follow, stream.curves)
+                if waiter is not None:
+                    waiter.idle = flush
                 for ev in source:
-                    row = stream.add(ev)
-                    writer = writer or open_writer()
-                    writer.write(row)
-                    written += 1
-                    stream.keep(row)
-                    say(caught)
-                    if out.max_epsilon is not None and row["epsilon"] > out.max_epsilon and worst is None:
-                        worst = (row["step"], row["epsilon"])
+                    pending.append(ev)
+                    if len(pending) >= BATCH:
+                        flush()
+                flush()
             except InputError as exc:
                 if not streaming:
                     raise  # nothing was written: the error is the first line on stderr
+                pending_error = exc
+                try:
+                    flush()  # the rows read before the error
+                except InputError as first:
+                    pending_error = first
                 say(caught)  # a stream: the warnings about what came before it, then where it stopped
                 if not written:
-                    raise
+                    raise pending_error from None
                 rows = "1 row was" if written == 1 else f"{written} rows were"
-                raise InputError(f"{exc} ({rows} written before it)") from None
+                raise InputError(f"{pending_error} ({rows} written before it)") from None
             say(caught)
         writer = writer or open_writer()  # no rows: still a CSV header / an empty JSON array
     except KeyboardInterrupt:
@@ -472,10 +540,10 @@ def _ledger(
         if repair:
             torn = L.repair(path)
             if torn is None:
-                click.echo(f"{path}: nothing to repair (no incomplete last line)", err=True)
+                click.echo(f"Note: {path}: nothing to repair (no incomplete last line)", err=True)
             else:
                 click.echo(
-                    f"{path}: removed the incomplete line {torn.line_no} ({torn.length} bytes: "
+                    f"Note: {path}: removed the incomplete line {torn.line_no} ({torn.length} bytes: "
                     f"{torn.preview!r})",
                     err=True,
                 )
@@ -517,6 +585,8 @@ def _ledger(
         raise click.ClickException(str(exc)) from None
     except L.LedgerTorn as exc:
         raise click.ClickException(f"ledger {exc}") from None
+    except L.LedgerLocked as exc:
+        raise click.ClickException(str(exc)) from None
     except OSError as exc:  # not the input's fault (a failing disk, a full file system): exit 1
         raise click.ClickException(f"ledger {path}: {(exc.strerror or str(exc)).lower()}") from None
     row = verdict["row"]

@@ -98,20 +98,42 @@ class Stream:
         self.rows: list[dict] | None = [] if keep_rows else None  # rows kept for --plot, drawn at the end
 
     def add(self, ev) -> dict:
-        row = self.acct.add(self.curves.of_event(ev))
-        row["mechanism"] = ev.describe()
-        row["recorded"] = None
-        if self.filtering:  # the filter's guarantee; the odometer's own columns do not apply
-            row["epsilon"] = self.filter_eps
-            row["alpha"] = row["level"] = None
-        row["delta"] = self.delta
-        if not self.filtering and row["odometer_at_edge"]:
-            warnings.warn(
-                "the odometer's best order is at the edge of --alphas (add orders beyond it)",
-                DpcalcWarning,
-                stacklevel=1,
-            )
-        return row
+        rows, error = self.add_many([ev])
+        if error is not None:
+            raise error
+        return rows[0]
+
+    def add_many(self, events) -> tuple[list[dict], InputError | None]:
+        """The rows of the next events, in order, computed together (the same numbers as one by one).
+
+        Returns ``(rows, error)``: an event whose curve is refused stops the batch, and the rows of
+        the events before it come back with the error (the caller writes them, then reports it)."""
+        import numpy as np
+
+        curves, error = [], None
+        for ev in events:
+            try:
+                curves.append(self.curves.of_event(ev))
+            except InputError as exc:
+                error = exc
+                break
+        if not curves:
+            return [], error
+        rows = self.acct.add_many(np.array(curves, dtype=float))
+        for ev, row in zip(events, rows):
+            row["mechanism"] = ev.describe()
+            row["recorded"] = None
+            if self.filtering:  # the filter's guarantee; the odometer's own columns do not apply
+                row["epsilon"] = self.filter_eps
+                row["alpha"] = row["level"] = None
+            row["delta"] = self.delta
+            if not self.filtering and row["odometer_at_edge"]:
+                warnings.warn(
+                    "the odometer's best order is at the edge of --alphas (add orders beyond it)",
+                    DpcalcWarning,
+                    stacklevel=1,
+                )
+        return rows, error
 
     def keep(self, row) -> None:
         if self.rows is not None:
