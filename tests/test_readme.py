@@ -83,25 +83,20 @@ def _run(words: list[str]):
 
 
 @pytest.mark.parametrize("command", [c for c, _ in EXAMPLES], ids=[c[:60] for c, _ in EXAMPLES])
-def test_readme_example_as_a_table(command):
-    """Every README example also runs in table format (as on a terminal), with no internal error."""
-    stdout, stderr, code = _run(_variant(command, "-f", "table"))
-    assert code in (0, 3), f"{command} -f table exited {code}: {stderr}"
-    assert "internal error" not in stderr and "Traceback" not in stderr
-    assert stdout.strip()
-
-
-@pytest.mark.parametrize("command", [c for c, _ in EXAMPLES], ids=[c[:60] for c, _ in EXAMPLES])
-def test_readme_example_with_plot(command, tmp_path):
-    """Every README example also runs with --plot: it draws, or refuses in one line a result with nothing
-    to draw (a single row, a one-run audit), never an internal error."""
+def test_readme_example_as_a_table_and_with_plot(command, tmp_path):
+    """Every README example also runs in table format (as on a terminal) and with --plot: it prints the
+    table and draws, or refuses in one line a result with nothing to draw (a single row, a one-run audit),
+    and then prints its table without --plot; never an internal error."""
     pytest.importorskip("matplotlib")
     path = tmp_path / "example.png"
     stdout, stderr, code = _run(_variant(command, "-f", "table", "--plot", str(path)))
     assert "internal error" not in stderr and "Traceback" not in stderr
     if code in (0, 3):
-        assert path.stat().st_size > 1000
+        assert path.stat().st_size > 1000 and stdout.strip()
     else:
+        table, table_err, table_code = _run(_variant(command, "-f", "table"))
+        assert table_code in (0, 3), f"{command} -f table exited {table_code}: {table_err}"
+        assert "internal error" not in table_err and "Traceback" not in table_err and table.strip()
         errors = [ln for ln in stderr.strip().split("\n") if not ln.startswith(("Note: ", "Warning: "))]
         assert code == 2 and len(errors) == 1 and errors[0].startswith("Error: --plot: "), stderr
         assert not path.exists()

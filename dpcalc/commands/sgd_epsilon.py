@@ -91,7 +91,8 @@ def check_work(p: SgdEpsilonParams, names, solve, sizes: dict[str, int]) -> None
     what = f"--accountant {p.accountant}" + (f" --sampling {p.sampling}" if p.sampling != "poisson" else "")
     if solve is not None:
         what += " with --target-epsilon"
-    sweep.check_work(sizes, each, what, unit="configurations")
+    budget = sweep.WORK_SECONDS if solve is None else sweep.SEARCH_WORK_SECONDS
+    sweep.check_work(sizes, each, what, unit="configurations", budget=budget)
 
 
 @dataclass(frozen=True)

@@ -49,11 +49,14 @@ def check_rows(
 #: The CPU seconds a sweep may be estimated to take: each command's limits are this budget divided by
 #: its measured cost per row (benchmarks/; a margin of about two below the 10 s a run should take).
 WORK_SECONDS = 5.0
+#: The budget of a sweep of inverse questions (--target-epsilon): each configuration is a search whose
+#: cost the estimate bounds loosely, so a sweep of a few dozen targets stays possible.
+SEARCH_WORK_SECONDS = 30.0
 
 
-def work_limit(seconds_each: float) -> int:
-    """The most rows of ``seconds_each`` CPU seconds each that fit :data:`WORK_SECONDS` (at least 1)."""
-    return max(1, math.floor(WORK_SECONDS / seconds_each * (1 + 1e-9)))
+def work_limit(seconds_each: float, budget: float = WORK_SECONDS) -> int:
+    """The most rows of ``seconds_each`` CPU seconds each that fit ``budget`` seconds (at least 1)."""
+    return max(1, math.floor(budget / seconds_each * (1 + 1e-9)))
 
 
 def check_work(
@@ -63,11 +66,12 @@ def check_work(
     per_combination: int = 1,
     per: str = "accountants",
     unit: str = "rows",
+    budget: float = WORK_SECONDS,
 ) -> int:
     """:func:`check_rows` with the limit :func:`work_limit` gives for rows of ``seconds_each`` CPU
     seconds (``what`` names the kind of row in the refusal, e.g. ``--method optimal``): every sweep a
-    command accepts finishes in about :data:`WORK_SECONDS`."""
-    limit = work_limit(seconds_each)
+    command accepts finishes in about ``budget`` seconds (:data:`WORK_SECONDS` by default)."""
+    limit = work_limit(seconds_each, budget)
     return check_rows(sizes, per_combination, limit, per, unit, why=f" for {what} (bounded work)")
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import fcntl
+import json
 import os
 import random
 import re
@@ -437,8 +438,8 @@ def report(results: list[Result]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """``python tests/hostile/harness.py [-j N] [--cases FILE] [SUBSTRING ...]``: replay the (matching)
-    cases, print the failures."""
+    """``python tests/hostile/harness.py [-j N] [--cases FILE] [--share K] [--json FILE] [SUBSTRING ...]``:
+    replay the (matching) cases, print the failures."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     jobs = None
     if argv[:1] == ["-j"]:
@@ -446,9 +447,21 @@ def main(argv: list[str]) -> int:
     source = CASES
     if argv[:1] == ["--cases"]:  # the cases of another file (e.g. the failures of an earlier replay)
         source, argv = Path(argv[1]), argv[2:]
-    lines = [c for c in cases(source) if not argv or any(a in c for a in argv)]
+    share = 1
+    if argv[:1] == ["--share"]:  # the issue's sections and every k-th case of the rest (cases())
+        share, argv = int(argv[1]), argv[2:]
+    json_path = None
+    if argv[:1] == ["--json"]:  # also write each case's problems, CPU seconds and peak memory as JSON
+        json_path, argv = Path(argv[1]), argv[2:]
+    lines = [c for c in cases(source, share) if not argv or any(a in c for a in argv)]
     start = time.monotonic()
     results = run_all(lines, jobs)
+    if json_path is not None:
+        rows = [
+            {"case": r.case, "problems": r.problems, "seconds": r.seconds, "report": report([r])}
+            for r in results
+        ]
+        json_path.write_text(json.dumps(rows), encoding="utf-8")
     print(report(results))
     slow = sorted(results, key=lambda r: -r.seconds)[:10]
     print("slowest:", ", ".join(f"{r.seconds:.1f}s {r.case[:60]}" for r in slow))
