@@ -301,12 +301,10 @@ def emit(result, out: Output, before=None) -> None:
     fmt = out.resolved_format()
     if out.columns and not out.quiet:
         pick_columns(result.names, out.columns)  # an unknown name: exit 2 before anything is written
-    judge = BudgetJudge(out)
-    judge.refuse_unjudgeable(result.names)  # likewise a budget on a quantity not reported
+    BudgetJudge(out).refuse_unjudgeable(result.names)  # likewise a budget on a quantity not reported
     verdict = None
-    judge.feed(result)
     try:
-        judge.check()  # a budget no row can judge: exit 2 before anything is written
+        check_budget(result, out)  # a budget no row can judge: exit 2 before anything is written
     except BudgetExceeded as exc:
         verdict = exc  # exit 3 after the rows are printed
     if out.plot:
