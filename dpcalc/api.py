@@ -647,7 +647,7 @@ def sgd_tpr(sample_rate, noise_multiplier, steps, fpr, *, accountant: str = "pld
             lambda d: sgd_epsilon_pld(q, sigma, steps, d, eps_error).upper,
         )
         return Bound(hi, lo, est)
-    from dpcalc.engine.dpsgd import sgm
+    from dpcalc.engine.mechanisms import sgm
 
     curve = steps * np.asarray(sgm.rdp_poisson(q, sigma, _orders(None)), float)
     return Bound(tradeoff.rdp_tpr(_orders(None), curve, fpr))

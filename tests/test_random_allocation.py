@@ -21,8 +21,8 @@ from scipy.special import gammaln
 
 from dpcalc.engine.dpsgd import random_allocation as ra
 from dpcalc.engine.dpsgd.accounting import eps_of_curve
-from dpcalc.engine.dpsgd.sgm_poisson import rdp_poisson
 from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
+from dpcalc.engine.mechanisms.sgm.poisson import rdp_poisson
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
 

@@ -583,7 +583,7 @@ def test_orders_above_the_limit_are_refused_up_front(invoke, command):
 
 
 def test_engine_refuses_orders_above_the_limit():
-    from dpcalc.engine.dpsgd import sgm_poisson
+    from dpcalc.engine.mechanisms.sgm import poisson as sgm_poisson
     from dpcalc.engine.orders import ORDER_MAX
     from dpcalc.errors import InputError
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from dpcalc import api
-from dpcalc.engine.dpsgd.sgm_fixed_size import rdp_without_replacement
-from dpcalc.engine.dpsgd.sgm_poisson import rdp_poisson
+from dpcalc.engine.mechanisms.sgm.fixed_size import rdp_without_replacement
+from dpcalc.engine.mechanisms.sgm.poisson import rdp_poisson
 
 ORDERS = np.array([1.01, 2.0, 10.0, 1e4])
 

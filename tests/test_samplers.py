@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcalc.engine.dpsgd.accounting import epsilon_rdp
-from dpcalc.engine.dpsgd.sgm_replace import rdp_poisson_replace
+from dpcalc.engine.mechanisms.sgm.replace import rdp_poisson_replace
 from dpcalc.engine.mechanisms.sgm_replace_loss import sgm_replace_loss
 from dpcalc.engine.pld.accountant import sgd_delta_pld, sgd_epsilon_pld
 

@@ -1,4 +1,4 @@
-"""Exact RDP of the Poisson-subsampled Gaussian (dpcalc.engine.dpsgd.sgm.rdp_poisson; docs/math.md §3.2).
+"""Exact RDP of the Poisson-subsampled Gaussian (dpcalc.engine.mechanisms.sgm.rdp_poisson; docs/math.md §3.2).
 
 References: docs/math.md §3.2's table (mpmath quadrature), dp_accounting 0.6.0 at integer orders, exact
 binomial sums and quadrature in mpmath, and hypothesis properties over the whole supported range.
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcalc.engine.dpsgd.sgm import rdp_poisson
+from dpcalc.engine.mechanisms.sgm import rdp_poisson
 from dpcalc.engine.orders import DEFAULT_ORDERS
 
 # docs/math.md §3.2: (q, σ, α, exact value from quadrature / the signed series)
@@ -211,14 +211,14 @@ def test_monotone_in_q_and_sigma(lq, ls, f):
 
 def test_math_module_path_matches_scipy(monkeypatch):
     # small queries use math.lgamma/math.erfc (no scipy import at start-up); large ones scipy.special
-    import dpcalc.engine.dpsgd._special as _sgm_special
-    import dpcalc.engine.dpsgd.sgm as sgm
+    import dpcalc.engine._special as _sgm_special
+    import dpcalc.engine.mechanisms.sgm as sgm
 
     q = np.array([1e-6, 0.01, 0.3, 0.9])[:, None]
     s = np.array([0.3, 1.0, 20.0])
     orders = DEFAULT_ORDERS[::3]
     with_scipy = rdp_poisson(q, s, orders)
-    from dpcalc.engine.dpsgd.sgm import rdp_without_replacement
+    from dpcalc.engine.mechanisms.sgm import rdp_without_replacement
 
     monkeypatch.setattr(_sgm_special, "_SCIPY_MIN", 10**12)
     with sgm.light_start():

@@ -1,4 +1,4 @@
-"""RDP bound for sampling without replacement (dpcalc.engine.dpsgd.sgm.rdp_without_replacement; docs/math.md §3.3).
+"""RDP bound for sampling without replacement (dpcalc.engine.mechanisms.sgm.rdp_without_replacement; docs/math.md §3.3).
 
 References: docs/math.md §3.3 test vectors and dp_accounting 0.6.0 (``_compute_rdp_sample_wor_gaussian``),
 which implements the same WBK 2019 bound.
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcalc.engine.dpsgd.sgm import rdp_without_replacement
+from dpcalc.engine.mechanisms.sgm import rdp_without_replacement
 from dpcalc.engine.orders import DEFAULT_ORDERS
 
 VECTORS = [

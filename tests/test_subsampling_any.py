@@ -163,7 +163,7 @@ def test_laplace_rdp_above_quadrature():
 
 @pytest.mark.parametrize("sigma,q", [(1.0, 0.01), (2.0, 0.1), (0.8, 0.3)])
 def test_generic_poisson_bound_is_above_the_exact_subsampled_gaussian(sigma, q):
-    from dpcalc.engine.dpsgd import sgm
+    from dpcalc.engine.mechanisms import sgm
 
     a = np.array([1.5, 2.0, 3.0, 5.5, 10.0, 40.0, 300.0])
     generic = rdp_amplified(lambda x: rdp_gaussian(sigma, 1.0, x), q, "poisson", a)

@@ -25,7 +25,7 @@ def scipy_throughout(monkeypatch):
     """The whole result computed as a sweep of several chunks computes it: scipy for every array."""
     import contextlib
 
-    from dpcalc.engine.dpsgd import sgm
+    from dpcalc.engine.mechanisms import sgm
 
     monkeypatch.setattr(sgm, "light_start", contextlib.nullcontext)
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcalc.engine import tradeoff
-from dpcalc.engine.dpsgd import sgm
+from dpcalc.engine.mechanisms import sgm
 from dpcalc.engine.mechanisms.gaussian_exact import delta_gaussian
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.pld.accountant import compose_pld, sgd_delta_pld, sgd_epsilon_pld

@@ -175,8 +175,9 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
     import numpy as np
 
     from dpcalc.commands import sgd_epsilon as sgd_cmd
-    from dpcalc.engine.dpsgd import accounting, sgm
+    from dpcalc.engine.dpsgd import accounting
     from dpcalc.engine.grid import product
+    from dpcalc.engine.mechanisms import sgm
 
     p = params
     if p.target_epsilon is not None:

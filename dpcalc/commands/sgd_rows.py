@@ -152,13 +152,14 @@ def _steps_at(q: float, v: dict, length: str) -> float:
 
 def accountant_rows(p, name, solve, g, kw, light=True, strict=True) -> dict:
     """One accountant's answers on the combinations ``g`` (flat arrays); ``light``: small arrays may
-    skip scipy (see :class:`dpcalc.engine.dpsgd.sgm.light_start`)."""
+    skip scipy (see :class:`dpcalc.engine.mechanisms.sgm.light_start`)."""
     import contextlib
 
     import numpy as np
 
     from dpcalc.engine.dpsgd import accounting as sgd
-    from dpcalc.engine.dpsgd import noise_calibration, sgm, step_budget
+    from dpcalc.engine.dpsgd import noise_calibration, step_budget
+    from dpcalc.engine.mechanisms import sgm
 
     with sgm.light_start() if light else contextlib.nullcontext():
         if p.tuning is not None:

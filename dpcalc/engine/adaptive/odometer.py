@@ -248,7 +248,7 @@ def run_filter(curves, budgets) -> np.ndarray:
 def sgm_curve(sample_rate: float, noise_multiplier: float, steps: int, alphas) -> np.ndarray:
     """RDP of ``steps`` steps of the Poisson-subsampled Gaussian (Mironov–Talwar–Zhang 2019;
     docs/math.md §3.2; add/remove neighbours, as Lécuyer's §2.1), shape ``(len(alphas),)``."""
-    from dpcalc.engine.dpsgd import sgm
+    from dpcalc.engine.mechanisms import sgm
 
     a = check_orders(alphas)
     per_step = np.asarray(

@@ -10,8 +10,8 @@ import numpy as np
 
 from dpcalc.engine._numerics import log_h
 from dpcalc.engine.conversion import methods as conversions
-from dpcalc.engine.dpsgd import sgm
 from dpcalc.engine.dpsgd.accounting import rdp_per_step
+from dpcalc.engine.mechanisms import sgm
 
 #: σ samples per row in the three phases of the fast rdp calibration (coarse orders over the whole σ range;
 #: cheap orders near the best coarse one; the orders of the full grid around the best cheap ones).

@@ -2,7 +2,7 @@
 
 Accountants (one entry each in :data:`ACCOUNTANTS`, all with the signature of :func:`epsilon_rdp`):
 
-* ``rdp``: the exact per-step RDP curve of the subsampled Gaussian (:mod:`dpcalc.engine.dpsgd.sgm`; MTZ 2019 for
+* ``rdp``: the exact per-step RDP curve of the subsampled Gaussian (:mod:`dpcalc.engine.mechanisms.sgm`; MTZ 2019 for
   Poisson sampling, WBK 2019 for sampling without replacement), times the number of steps (RDP composition,
   Mironov 2017 Prop. 1), converted to (ε, δ) and minimised over the orders (docs/math.md §1.6).
 * ``abadi``: the moments-accountant closed form ε = ρT + √(4ρT·log(1/δ)), ρ = q²/((1−q)σ²) (Abadi et al.
@@ -15,7 +15,7 @@ Accountants (one entry each in :data:`ACCOUNTANTS`, all with the signature of :f
 Neighbouring relations and sampling (docs/math.md §0): ``noise_multiplier`` is the noise standard deviation
 divided by the clipping norm C.  Poisson sampling is analysed under add/remove-one (sensitivity C);
 fixed-size batches (sampling without replacement) under replace-one (sensitivity 2C, so the theorem sees
-σ/2); Poisson sampling under replace-one by :mod:`dpcalc.engine.dpsgd.sgm_replace` (docs/math.md §3.5).
+σ/2); Poisson sampling under replace-one by :mod:`dpcalc.engine.mechanisms.sgm.replace` (docs/math.md §3.5).
 Fixed-size batches under add/remove have no theorem here and raise :class:`InputError`.
 
 Inverse questions live beside this module: :mod:`dpcalc.engine.dpsgd.noise_calibration` (the smallest σ
@@ -30,8 +30,8 @@ from typing import NamedTuple
 import numpy as np
 
 from dpcalc.engine.conversion.of_curve import CONVERSIONS, OPTIMAL_STRIDE, eps_of_curve  # noqa: F401 (re-exported)
-from dpcalc.engine.dpsgd import sgm
 from dpcalc.engine.dpsgd.allocation import SAMPLINGS as ALLOCATION
+from dpcalc.engine.mechanisms import sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import DpcalcWarning, InputError
 
@@ -101,8 +101,8 @@ def rdp_per_step(
     Poisson/add-remove: :func:`sgm.rdp_poisson` (exact, MTZ 2019; docs/math.md §3.2) at σ.
     Fixed-size/replace-one: :func:`sgm.rdp_without_replacement` (WBK 2019 bound; docs/math.md §3.3) at σ/2
     (the replace-one sensitivity of the clipped sum is 2C).  Poisson/replace-one: the weak-triangle bound
-    of :mod:`dpcalc.engine.dpsgd.sgm_replace` (docs/math.md §3.5).  Truncated Poisson (``dataset_size`` N and
-    ``max_batch_size`` B broadcast with q): the revealed mixture of :mod:`dpcalc.engine.dpsgd.truncated_poisson`
+    of :mod:`dpcalc.engine.mechanisms.sgm.replace` (docs/math.md §3.5).  Truncated Poisson (``dataset_size`` N and
+    ``max_batch_size`` B broadcast with q): the revealed mixture of :mod:`dpcalc.engine.mechanisms.sgm.truncated_poisson`
     (docs/math.md §3.7).
     """
     check_setting(sampling, neighbors)
@@ -112,13 +112,13 @@ def rdp_per_step(
             "dpcalc.engine.dpsgd.allocation.rdp_run)"
         )
     if sampling == "truncated-poisson":
-        from dpcalc.engine.dpsgd.truncated_poisson import rdp_truncated_poisson
+        from dpcalc.engine.mechanisms.sgm.truncated_poisson import rdp_truncated_poisson
 
         if dataset_size is None or max_batch_size is None:
             raise InputError("--sampling truncated-poisson needs --dataset-size and --max-batch-size")
         return rdp_truncated_poisson(q, sigma, alphas, dataset_size, max_batch_size, neighbors)
     if sampling == "poisson" and neighbors == "replace-one":  # an upper bound (docs/math.md §3.5)
-        from dpcalc.engine.dpsgd.sgm_replace import rdp_poisson_replace
+        from dpcalc.engine.mechanisms.sgm.replace import rdp_poisson_replace
 
         return rdp_poisson_replace(q, sigma, alphas)
     sigma_eff = np.asarray(sigma, dtype=float) / sensitivity_factor(neighbors)

@@ -13,6 +13,7 @@ import numpy as np
 from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, up
 from dpcalc.engine.mechanisms.gaussian_loss import gaussian_loss as loss_model
 from dpcalc.engine.mechanisms.gaussian_loss import sgm_loss
+from dpcalc.engine.mechanisms.sgm import rdp_poisson, rdp_without_replacement
 
 
 def rdp_gaussian(sigma, sensitivity, alphas):
@@ -41,9 +42,7 @@ class Gaussian(Mechanism):
 
     def subsampled_rdp(self, params, q, sampling, alphas):
         """The subsampled Gaussian's own curves (docs/math.md §3.2, §3.3) with σ/Δ as noise multiplier."""
-        from dpcalc.engine.dpsgd import sgm
-
-        fn = sgm.rdp_poisson if sampling == "poisson" else sgm.rdp_without_replacement
+        fn = rdp_poisson if sampling == "poisson" else rdp_without_replacement
         a = check_alphas(alphas)
         z = np.asarray(fn(q, _ratio_down(params["sigma"], params["sensitivity"]), a), dtype=float)
         return z.reshape(a.shape)

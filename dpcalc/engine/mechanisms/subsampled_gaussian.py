@@ -2,11 +2,11 @@
 
 Spec ``subsampled-gaussian:q=Q,sigma=S[,sampling=poisson|fixed-size]`` (kind alias ``sgm``;
 ``sample_rate``, ``noise_multiplier``), or ``…,sampling=truncated-poisson,dataset_size=N,max_batch_size=B``
-(Poisson batches cut at B: the revealed mixture of :mod:`dpcalc.engine.dpsgd.truncated_poisson`, add/remove,
+(Poisson batches cut at B: the revealed mixture of :mod:`dpcalc.engine.mechanisms.sgm.truncated_poisson`, add/remove,
 docs/math.md §3.7).  Rényi DP: exact for Poisson sampling under add/remove-one
 neighbours (Mironov, Talwar & Zhang 2019, arXiv:1908.10530, §3.3), the Wang–Balle–Kasiviswanathan bound
 for fixed-size sampling without replacement under replace-one neighbours (arXiv:1808.00087), both in
-:mod:`dpcalc.engine.dpsgd.sgm`.  Privacy loss (Poisson only): the two directions of the pair differ and
+:mod:`dpcalc.engine.mechanisms.sgm`.  Privacy loss (Poisson only): the two directions of the pair differ and
 both are composed (Zhu, Dong & Wang 2022, arXiv:2106.08567).
 """
 
@@ -17,6 +17,8 @@ import numpy as np
 from dpcalc.engine.mechanisms.base import Key, Mechanism
 from dpcalc.engine.mechanisms.gaussian_loss import gaussian_loss
 from dpcalc.engine.mechanisms.gaussian_loss import sgm_loss as loss_model
+from dpcalc.engine.mechanisms.sgm import rdp_poisson, rdp_without_replacement
+from dpcalc.engine.mechanisms.sgm.truncated_poisson import loss_directions, rdp_truncated_poisson
 from dpcalc.errors import InputError
 
 #: The samplings a spec may name.
@@ -53,11 +55,7 @@ class SubsampledGaussian(Mechanism):
     order = 40
 
     def rdp(self, params, alphas):
-        from dpcalc.engine.dpsgd import sgm
-
         if params["sampling"] == "truncated-poisson":
-            from dpcalc.engine.dpsgd.truncated_poisson import rdp_truncated_poisson
-
             out = rdp_truncated_poisson(
                 params["q"],
                 params["sigma"],
@@ -66,13 +64,11 @@ class SubsampledGaussian(Mechanism):
                 params["max_batch_size"],
             )
             return np.asarray(out, dtype=float).reshape(alphas.shape)
-        fn = sgm.rdp_poisson if params["sampling"] == "poisson" else sgm.rdp_without_replacement
+        fn = rdp_poisson if params["sampling"] == "poisson" else rdp_without_replacement
         return np.asarray(fn(params["q"], params["sigma"], alphas), dtype=float).reshape(alphas.shape)
 
     def pld_pair(self, params):
         if params.get("sampling") == "truncated-poisson":
-            from dpcalc.engine.dpsgd.truncated_poisson import loss_directions
-
             q, s, n, b = (float(params[k]) for k in ("q", "sigma", "dataset_size", "max_batch_size"))
             remove, add = loss_directions(q, s, n, b, "add-remove")
             return remove[0], add[0]

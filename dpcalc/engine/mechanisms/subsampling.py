@@ -28,7 +28,9 @@ from fractions import Fraction
 
 import numpy as np
 
+from dpcalc.engine._special import _lgamma_int
 from dpcalc.engine.mechanisms.base import Mechanism, check_alphas, up
+from dpcalc.engine.mechanisms.subsampling_pld import subsampled_model
 from dpcalc.errors import InputError
 
 #: Integer orders up to this use the Zhu–Wang / WBK sums (O(α) terms each); above, the convexity bound.
@@ -80,8 +82,6 @@ def _log_expm1(x):
 
 
 def _log_comb(m: np.ndarray, j: np.ndarray) -> np.ndarray:
-    from dpcalc.engine.dpsgd._special import _lgamma_int
-
     return _lgamma_int(m + 1) - _lgamma_int(j + 1) - _lgamma_int(m - j + 1)
 
 
@@ -228,8 +228,6 @@ class Subsampled(Mechanism):
             raise InputError(
                 f"q: subsampling of {self.kind} has no privacy loss distribution here; use --method rdp"
             )
-        from dpcalc.engine.mechanisms.subsampling_pld import subsampled_model
-
         return subsampled_model(pair[0], q, "remove"), subsampled_model(pair[0], q, "add")
 
     def per_release(self, params):

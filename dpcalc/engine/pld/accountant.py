@@ -142,7 +142,7 @@ def _sgm_directions(
         t, k, r = (int(v) for v in rounds(q, steps, trunc.sampling, n))
         return run_directions(sigma, t, k, r, delta)
     if trunc is not None:  # truncated Poisson batches: a revealed mixture per step (docs/math.md §3.7)
-        from dpcalc.engine.dpsgd.truncated_poisson import loss_directions
+        from dpcalc.engine.mechanisms.sgm.truncated_poisson import loss_directions
 
         return [[Component(d[0], steps)] for d in loss_directions(q, sigma, *trunc, neighbors)]
     if neighbors == "replace-one":  # one symmetric pair (docs/math.md §3.5)

@@ -226,7 +226,8 @@ def calibrate_noise_pld(q, steps, delta, target, *, rtol=1e-3, eps_error=None, s
     sampling's RDP answer and is not steered by the "remove" direction alone."""
 
     def one(q, steps, delta, target):
-        from dpcalc.engine.dpsgd import _special, noise_calibration
+        from dpcalc.engine import _special
+        from dpcalc.engine.dpsgd import noise_calibration
 
         _check_target(target)
         # the start only steers: whole orders and the math module's lgamma (no scipy import, ~0.15 s)

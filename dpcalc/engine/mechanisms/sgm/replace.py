@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcalc.engine.dpsgd.sgm_poisson import rdp_poisson
+from dpcalc.engine.mechanisms.sgm.poisson import rdp_poisson
 
 
 def rdp_poisson_replace(q, sigma, alphas) -> np.ndarray:

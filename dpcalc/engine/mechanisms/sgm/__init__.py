@@ -23,17 +23,19 @@ The result is never worse than the log-convexity interpolation between the neigh
 :data:`FRAC_SERIES_MAX` use that interpolation bound directly.  Bounds are rounded up; RDP is
 non-decreasing in α, so each order's bound is also capped by the bounds at higher orders.
 
-Modules: :mod:`dpcalc.engine.dpsgd.sgm_poisson` (§3.2), :mod:`dpcalc.engine.dpsgd.sgm_fixed_size` (§3.3), and the private
-helpers ``_sgm_special`` (log Γ, log Φ, :class:`light_start`), ``_sgm_series`` (windowed binomial sums)
-and ``_sgm_orders`` (the pairs × orders table, rounding and monotonicity).  This module re-exports the
-public names.
+Modules: :mod:`~dpcalc.engine.mechanisms.sgm.poisson` (§3.2), :mod:`~dpcalc.engine.mechanisms.sgm.fixed_size`
+(§3.3), :mod:`~dpcalc.engine.mechanisms.sgm.replace` (§3.5), :mod:`~dpcalc.engine.mechanisms.sgm.truncated_poisson`
+(§3.7: one step of truncated Poisson batches, its Rényi curve and loss models), and the private helpers
+``_series`` (windowed binomial sums) and ``_orders`` (the pairs × orders table, rounding and monotonicity);
+log Γ, log Φ and :class:`light_start` come from :mod:`dpcalc.engine._special`.  This package re-exports the
+public names of the first two.
 """
 
 from __future__ import annotations
 
-from dpcalc.engine.dpsgd._special import light_start
-from dpcalc.engine.dpsgd.sgm_fixed_size import WOR_FORWARD_DIFF_MAX, rdp_without_replacement
-from dpcalc.engine.dpsgd.sgm_poisson import FRAC_SERIES_DIRECT_MAX, FRAC_SERIES_MAX, rdp_poisson
+from dpcalc.engine._special import light_start
+from dpcalc.engine.mechanisms.sgm.fixed_size import WOR_FORWARD_DIFF_MAX, rdp_without_replacement
+from dpcalc.engine.mechanisms.sgm.poisson import FRAC_SERIES_DIRECT_MAX, FRAC_SERIES_MAX, rdp_poisson
 
 __all__ = [
     "FRAC_SERIES_DIRECT_MAX",

@@ -6,7 +6,7 @@ Fractional orders use the signed two-sided series with the positive and negative
 separately; its rounding error and tail are bounded and added.  Where the series gives up or keeps few
 digits (A ≈ 1), a quadrature of ``A_α − 1`` with a positive integrand takes over.  The result is never
 worse than the log-convexity interpolation between the neighbouring integer orders; fractional orders above
-:data:`FRAC_SERIES_MAX` use that interpolation bound directly.  The public facade is :mod:`dpcalc.engine.dpsgd.sgm`.
+:data:`FRAC_SERIES_MAX` use that interpolation bound directly.  The public facade is :mod:`dpcalc.engine.mechanisms.sgm`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,16 @@ import math
 import numpy as np
 
 from dpcalc.engine._numerics import log1mexp, logsumexp
-from dpcalc.engine.dpsgd._orders import _int_table, _interp_table, _monotone, _per_order, _prepare, _round_up
-from dpcalc.engine.dpsgd._series import _windowed_logsum
-from dpcalc.engine.dpsgd._special import _EPS, _gammaln, _lgamma_int, _log_ndtr
+from dpcalc.engine._special import _EPS, _gammaln, _lgamma_int, _log_ndtr
+from dpcalc.engine.mechanisms.sgm._orders import (
+    _int_table,
+    _interp_table,
+    _monotone,
+    _per_order,
+    _prepare,
+    _round_up,
+)
+from dpcalc.engine.mechanisms.sgm._series import _windowed_logsum
 
 #: Fractional orders above this use the (valid, slightly loose) log-convex interpolation of integer orders.
 FRAC_SERIES_MAX = 300.0

@@ -1,4 +1,4 @@
-"""The (pairs × orders) plumbing shared by :mod:`dpcalc.engine.dpsgd.sgm_poisson` and :mod:`dpcalc.engine.dpsgd.sgm_fixed_size`.
+"""The (pairs × orders) plumbing shared by :mod:`dpcalc.engine.mechanisms.sgm.poisson` and :mod:`dpcalc.engine.mechanisms.sgm.fixed_size`.
 
 Input checks and de-duplication of (q, σ) pairs, the special cases q = 0, q = 1, σ = 0, the table of log A
 at the integer orders with the log-convex chord bound between them (Hölder; WBK 2019 Cor. 10), rounding

@@ -2,7 +2,7 @@
 
 Wang–Balle–Kasiviswanathan, AISTATS 2019 (arXiv 1808.00087): Thm 9 with the strengthened Gaussian term
 ("Thm 27") for integer orders, Cor. 10 (log-convex interpolation) for fractional ones.  An upper bound, not
-exact.  The public facade is :mod:`dpcalc.engine.dpsgd.sgm`.
+exact.  The public facade is :mod:`dpcalc.engine.mechanisms.sgm`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,16 @@ from __future__ import annotations
 import numpy as np
 
 from dpcalc.engine._numerics import LOG2, log1mexp, logsumexp
-from dpcalc.engine.dpsgd._orders import _int_table, _interp_table, _monotone, _per_order, _prepare, _round_up
-from dpcalc.engine.dpsgd._series import _windowed_logsum
-from dpcalc.engine.dpsgd._special import _lgamma_int
+from dpcalc.engine._special import _lgamma_int
+from dpcalc.engine.mechanisms.sgm._orders import (
+    _int_table,
+    _interp_table,
+    _monotone,
+    _per_order,
+    _prepare,
+    _round_up,
+)
+from dpcalc.engine.mechanisms.sgm._series import _windowed_logsum
 
 #: Orders up to this use the forward-difference ("Theorem 27") term, as dp_accounting does; above, 2e^{(j−1)ε(j)}.
 WOR_FORWARD_DIFF_MAX = 256

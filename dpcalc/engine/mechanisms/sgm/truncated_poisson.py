@@ -29,13 +29,20 @@ bound is Poisson sampling's.
 
 Rényi DP of the revealed mixture: ``e^{(α−1)D_α} = (1−p_T)e^{(α−1)ε₁(α)} + p_T e^{(α−1)ε₂(α)}``, with ε₁, ε₂
 the components' RDP (exact for Poisson under add/remove, Mironov, Talwar & Zhang 2019; the weak-triangle
-bound of :mod:`dpcalc.engine.dpsgd.sgm_replace` under replace-one).
+bound of :mod:`dpcalc.engine.mechanisms.sgm.replace` under replace-one).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from dpcalc.engine._special import lazy_stats as stats
+from dpcalc.engine.mechanisms.gaussian_loss import gaussian_loss, sgm_loss
+from dpcalc.engine.mechanisms.loss_models import LossModel
+from dpcalc.engine.mechanisms.mixture_loss import mixture
+from dpcalc.engine.mechanisms.sgm.poisson import rdp_poisson
+from dpcalc.engine.mechanisms.sgm.replace import rdp_poisson_replace
+from dpcalc.engine.mechanisms.sgm_replace_loss import sgm_replace_loss
 from dpcalc.errors import InputError
 
 
@@ -53,8 +60,6 @@ def truncation(q, dataset_size, max_batch_size) -> tuple[np.ndarray, np.ndarray]
     example's probability to be in a cut batch given that (0 where ``p_T = 0``).  ``q̄`` is rounded up by a
     relative 1e-12 (a larger rate only loosens the bound); ``p_T``'s relative error (~1e-15, scipy's binomial
     tail) is far inside the accountant's mass margin."""
-    from scipy import stats
-
     q, n, b = _check(q, dataset_size, max_batch_size)
     p_t = np.where(b <= n - 1, stats.binom.sf(b - 1, n - 1, q), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -67,9 +72,6 @@ def rdp_truncated_poisson(
     q, sigma, alphas, dataset_size, max_batch_size, neighbors="add-remove"
 ) -> np.ndarray:
     """Per-step Rényi DP bound, shape ``broadcast(q, sigma, N, B).shape + (len(alphas),)`` (module doc)."""
-    from dpcalc.engine.dpsgd.sgm_poisson import rdp_poisson
-    from dpcalc.engine.dpsgd.sgm_replace import rdp_poisson_replace
-
     alphas = np.asarray(alphas, dtype=float).reshape(-1)
     p_t, q_bar = truncation(q, dataset_size, max_batch_size)
     q, sigma, p_t, q_bar = np.broadcast_arrays(np.asarray(q, float), np.asarray(sigma, float), p_t, q_bar)
@@ -93,11 +95,6 @@ def rdp_truncated_poisson(
 def loss_directions(q: float, sigma: float, dataset_size: float, max_batch_size: float, neighbors: str):
     """The privacy-loss models of one step, one list per direction (both directions under add/remove, one
     symmetric pair under replace-one); a revealed mixture where batches can be cut."""
-    from dpcalc.engine.mechanisms.gaussian_loss import gaussian_loss, sgm_loss
-    from dpcalc.engine.mechanisms.loss_models import LossModel
-    from dpcalc.engine.mechanisms.mixture_loss import mixture
-    from dpcalc.engine.mechanisms.sgm_replace_loss import sgm_replace_loss
-
     p_t, q_bar = (float(x) for x in truncation(q, dataset_size, max_batch_size))
     name = f"truncated-poisson(q={q:g},σ={sigma:g},N={dataset_size:g},B={max_batch_size:g})"
     if neighbors == "replace-one":
@@ -117,6 +114,4 @@ def loss_directions(q: float, sigma: float, dataset_size: float, max_batch_size:
 
 
 def _replace_or_none(q_bar: float, sigma: float):
-    from dpcalc.engine.mechanisms.sgm_replace_loss import sgm_replace_loss
-
     return sgm_replace_loss(q_bar, sigma / 2.0) if q_bar > 0 else None

@@ -1,4 +1,4 @@
-"""Windowed binomial sums for the subsampled-Gaussian RDP (:mod:`dpcalc.engine.dpsgd.sgm`, docs/math.md §3.2–§3.3).
+"""Windowed binomial sums for the subsampled-Gaussian RDP (:mod:`dpcalc.engine.mechanisms.sgm`, docs/math.md §3.2–§3.3).
 
 ``S = log Σ_{k=kmin}^{α} exp(F(k) + extra(k))`` with ``F(k) = log C(α,k) + k·a + (α−k)·b + c·k(k−1)``, for
 whole-number orders α: only the terms within ``e^-45/(α+1)`` of the largest are summed (located by
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpcalc.engine._numerics import log1mexp
-from dpcalc.engine.dpsgd._special import _EPS, _lgamma_int
+from dpcalc.engine._special import _EPS, _lgamma_int
 
 #: Terms further than this (in log units, plus log(α+1)) below the reference term are bounded, not summed.
 _TAIL = 45.0
