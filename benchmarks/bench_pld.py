@@ -34,7 +34,7 @@ CONFIGS = {
 }
 
 DPCALC = (
-    "from dpcalc.engine.pld.accountant import sgd_epsilon_pld as f; b = f({q!r}, {s!r}, {t!r}, {d!r}, eps_error={e!r}); "
+    "from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld as f; b = f({q!r}, {s!r}, {t!r}, {d!r}, eps_error={e!r}); "
     "print(float(b.lower), float(b.estimate), float(b.upper))"
 )
 DP_ACCOUNTING = (

@@ -214,7 +214,7 @@ def _verdict(section, text, ok):
 
 
 def _upper(q, sigma, steps):
-    from dpcalc.engine.pld.accountant import sgd_epsilon_pld
+    from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 
     return float(sgd_epsilon_pld(q, sigma, steps, DELTA).upper)
 

@@ -316,7 +316,7 @@ def compose(mechanisms, *, delta=None, epsilon=None, method: str = "pld", eps_er
     eps_error = _optional("eps_error", eps_error, lo=0, lo_open=True, single=True)
     specs = _specs(mechanisms)
     if method == "pld":
-        from dpcalc.engine.pld.accountant import compose_pld
+        from dpcalc.engine.composition.pld import compose_pld
 
         lower, estimate, upper = compose_pld(specs, delta=delta, epsilon=epsilon, eps_error=eps_error)
         return Bound(upper, lower, estimate)
@@ -399,7 +399,7 @@ def sgd_epsilon(
         trunc = dict(dataset_size=dataset_size, max_batch_size=max_batch_size)
     if accountant == "pld":
         from dpcalc.engine.dpsgd.allocation import SAMPLINGS
-        from dpcalc.engine.pld.accountant import sgd_epsilon_pld
+        from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 
         if sampling in SAMPLINGS:
             trunc = dict(sampling=sampling, dataset_size=dataset_size)
@@ -461,7 +461,7 @@ def sgd_noise_multiplier(
     eps_error = _optional("eps_error", eps_error, lo=0, lo_open=True, single=True)
     _size(sample_rate=sample_rate, steps=steps, delta=delta, target_epsilon=target_epsilon)
     if accountant == "pld":
-        from dpcalc.engine.pld.calibration import calibrate_noise_pld
+        from dpcalc.engine.dpsgd.pld_calibration import calibrate_noise_pld
 
         sigma, _ = calibrate_noise_pld(
             sample_rate, steps, delta, target_epsilon, rtol=rtol, eps_error=eps_error
@@ -501,7 +501,7 @@ def sgd_steps(
         sample_rate=sample_rate, noise_multiplier=noise_multiplier, delta=delta, target_epsilon=target_epsilon
     )
     if accountant == "pld":
-        from dpcalc.engine.pld.calibration import max_steps_pld
+        from dpcalc.engine.dpsgd.pld_calibration import max_steps_pld
 
         steps, _ = max_steps_pld(sample_rate, noise_multiplier, delta, target_epsilon, eps_error=eps_error)
         return Bound(steps)
@@ -552,7 +552,7 @@ def sgd_sample_rate(
         dataset_size=dataset_size,
     )
     if accountant == "pld":
-        from dpcalc.engine.pld.calibration import max_sample_rate_pld
+        from dpcalc.engine.dpsgd.pld_calibration import max_sample_rate_pld
 
         q, _ = max_sample_rate_pld(
             noise_multiplier,
@@ -602,7 +602,7 @@ def compose_tpr(mechanisms, fpr, *, method: str = "pld", eps_error=None) -> Boun
     eps_error = _optional("eps_error", eps_error, lo=0, lo_open=True, single=True)
     specs = _specs(mechanisms)
     if method == "pld":
-        from dpcalc.engine.pld.accountant import compose_pld
+        from dpcalc.engine.composition.pld import compose_pld
 
         lo, est, hi = tradeoff.pld_tpr(
             fpr,
@@ -639,7 +639,7 @@ def sgd_tpr(sample_rate, noise_multiplier, steps, fpr, *, accountant: str = "pld
     eps_error = _optional("eps_error", eps_error, lo=0, lo_open=True, single=True)
     q, sigma, steps = float(q), float(sigma), float(steps)
     if accountant == "pld":
-        from dpcalc.engine.pld.accountant import sgd_delta_pld, sgd_epsilon_pld
+        from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
 
         lo, est, hi = tradeoff.pld_tpr(
             fpr,

@@ -13,7 +13,7 @@ from scipy import integrate, special
 
 from dpcalc.engine.dpsgd import allocation_pld as A
 from dpcalc.engine.dpsgd.accounting import epsilon as sgd_epsilon
-from dpcalc.engine.pld.accountant import sgd_delta_pld, sgd_epsilon_pld
+from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.engine.pld.delta import delta_bracket
 from dpcalc.engine.pld.epsilon import epsilon_bracket
 from dpcalc.errors import InputError

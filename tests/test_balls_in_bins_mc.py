@@ -16,8 +16,8 @@ from scipy import integrate, stats
 
 from dpcalc.engine.dpsgd import balls_in_bins_mc as bib
 from dpcalc.engine.dpsgd.balls_in_bins_mc import delta_balls_in_bins_mc, epsilon_balls_in_bins_mc
+from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 from dpcalc.engine.mechanisms.gaussian_exact import delta_gaussian
-from dpcalc.engine.pld.accountant import sgd_epsilon_pld
 from dpcalc.errors import InputError
 
 

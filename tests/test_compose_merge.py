@@ -9,11 +9,12 @@ from fractions import Fraction
 import pytest
 
 from dpcalc.engine.composition import merge
+from dpcalc.engine.composition import pld as accountant
 from dpcalc.engine.composition.merge import Merged, merge_exact
+from dpcalc.engine.composition.pld import compose_pld
 from dpcalc.engine.mechanisms import catalogue
 from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
-from dpcalc.engine.pld import accountant, grid
-from dpcalc.engine.pld.accountant import compose_pld
+from dpcalc.engine.pld import grid
 from dpcalc.errors import InputError
 from dpcalc.spec import parse_mechanisms
 

@@ -12,8 +12,9 @@ from fractions import Fraction
 import mpmath
 import pytest
 
+from dpcalc.engine.composition.pld import compose_pld
+from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 from dpcalc.engine.mechanisms.catalogue import CATALOGUE, max_loss
-from dpcalc.engine.pld.accountant import compose_pld, sgd_epsilon_pld
 from dpcalc.spec import parse_mechanism, parse_mechanisms
 
 mpmath.mp.dps = 50

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpcalc.engine.composition.pld import compose_pld
 from dpcalc.engine.conversion import methods as conversions
 from dpcalc.engine.mechanisms import catalogue
 from dpcalc.engine.mechanisms.discrete_gaussian import loss_model as dg_model
@@ -17,7 +18,6 @@ from dpcalc.engine.mechanisms.discrete_gaussian import rdp_discrete_gaussian
 from dpcalc.engine.mechanisms.discrete_laplace import loss_model as dl_model
 from dpcalc.engine.mechanisms.discrete_laplace import rdp_discrete_laplace
 from dpcalc.engine.orders import DEFAULT_ORDERS
-from dpcalc.engine.pld.accountant import compose_pld
 from dpcalc.spec import parse_mechanism
 
 mp.mp.dps = 40

@@ -90,7 +90,7 @@ def test_profile_is_the_pointwise_largest_grr_profile(eps):
 
 @pytest.mark.parametrize("eps", [0.3, 2.0])
 def test_pld_bracket_holds_the_profile_of_one_release(eps):
-    from dpcalc.engine.pld.accountant import compose_pld
+    from dpcalc.engine.composition.pld import compose_pld
 
     targets = np.linspace(0.0, eps * 0.95, 5)
     b = compose_pld([parse_mechanism(f"exponential:epsilon={eps}")], epsilon=targets)

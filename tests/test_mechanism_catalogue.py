@@ -78,8 +78,8 @@ def test_rdp_curve_is_count_times_one_release_and_non_decreasing(kind):
 def test_pld_pair_profile_is_below_the_rdp_route(kind):
     """δ(ε) of the PLD pair of one release never exceeds what its RDP curve certifies (both are of
     the same mechanism; the RDP route is a valid but looser bound)."""
+    from dpcalc.engine.composition.pld import compose_pld
     from dpcalc.engine.conversion import methods as conversions
-    from dpcalc.engine.pld.accountant import compose_pld
 
     spec = parse_mechanism(EXAMPLES[kind])
     lower, _, upper = compose_pld([spec], epsilon=0.5)

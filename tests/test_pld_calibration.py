@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from dpcalc.engine.pld.accountant import sgd_epsilon_pld
-from dpcalc.engine.pld.calibration import calibrate_noise_pld
+from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
+from dpcalc.engine.dpsgd.pld_calibration import calibrate_noise_pld
 
 CASES = [
     (0.04, math.ceil(90 / 0.04), 1e-5, 8.0),  # Opacus's PRV calibration test: σ = 1.34766

@@ -10,7 +10,7 @@ import math
 import mpmath as mp
 import pytest
 
-from dpcalc.engine.pld.accountant import compose_pld
+from dpcalc.engine.composition.pld import compose_pld
 
 mp.mp.dps = 50
 

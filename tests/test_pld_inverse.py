@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcalc.engine.dpsgd import accounting as sgd
+from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
+from dpcalc.engine.dpsgd.pld_calibration import calibrate_noise_pld, max_sample_rate_pld, max_steps_pld
 from dpcalc.engine.dpsgd.rate_budget import max_sample_rate
 from dpcalc.engine.dpsgd.step_budget import max_steps
-from dpcalc.engine.pld.accountant import sgd_epsilon_pld
-from dpcalc.engine.pld.calibration import calibrate_noise_pld, max_sample_rate_pld, max_steps_pld
 from dpcalc.engine.pld.search import boundary
 
 
@@ -207,7 +207,7 @@ def test_cli_leave_out_exactly_one(invoke):
 
 
 def test_compose_pld_calibrates_the_spec_that_left_sigma_out(invoke):
-    from dpcalc.engine.pld.accountant import compose_pld
+    from dpcalc.engine.composition.pld import compose_pld
 
     res = invoke(
         [

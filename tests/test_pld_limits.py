@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from dpcalc.engine.pld.accountant import compose_pld, sgd_delta_pld, sgd_epsilon_pld
+from dpcalc.engine.composition.pld import compose_pld
+from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.errors import InputError
 
 

@@ -11,7 +11,7 @@ import math
 import mpmath as mp
 import pytest
 
-from dpcalc.engine.pld.accountant import compose_pld
+from dpcalc.engine.composition.pld import compose_pld
 from dpcalc.errors import InputError
 from dpcalc.spec import parse_mechanisms
 

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpcalc.engine.composition.pld import _directions, compose_pld
+from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld
 from dpcalc.engine.pld import profile
-from dpcalc.engine.pld.accountant import _directions, compose_pld, sgd_delta_pld
 from dpcalc.engine.pld.delta import delta_bracket
 from dpcalc.engine.pld.profile import delta_brackets
 

@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special
 
-from dpcalc.engine.pld.accountant import compose_pld, sgd_epsilon_pld
+from dpcalc.engine.composition.pld import compose_pld
+from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 
 
 def gaussian_log_delta(eps, r):

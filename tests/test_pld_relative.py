@@ -19,9 +19,9 @@ import mpmath as mp
 import numpy as np
 import pytest
 
+from dpcalc.engine.dpsgd.pld_accounting import _sgm_directions, sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.engine.mechanisms import subsampled_gaussian as sgm
 from dpcalc.engine.pld import convolution as C
-from dpcalc.engine.pld.accountant import _sgm_directions, sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.engine.pld.discretise import _loss_slack, choose_range, split_bias_max
 from dpcalc.engine.pld.epsilon import _cross
 from dpcalc.engine.pld.grid import TINY_SPREAD, spread

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from dpcalc.engine.pld.accountant import sgd_delta_pld, sgd_epsilon_pld
+from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
 
 dp_accounting = pytest.importorskip("dp_accounting")
 prv_accountant = pytest.importorskip("prv_accountant")

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcalc.engine.dpsgd.accounting import epsilon_rdp
+from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.engine.mechanisms.sgm.replace import rdp_poisson_replace
 from dpcalc.engine.mechanisms.sgm_replace_loss import sgm_replace_loss
-from dpcalc.engine.pld.accountant import sgd_delta_pld, sgd_epsilon_pld
 
 RO = "replace-one"
 

@@ -138,7 +138,7 @@ def test_certified_zero_equals_the_pld(invoke, neighbors, q, sigma, steps, delta
     # δ = 0.236): its answer must be the one the PLD itself gives
     from dpcalc.commands.sgd_rows import ZERO_NOTE
     from dpcalc.engine.dpsgd import accounting
-    from dpcalc.engine.pld.accountant import sgd_epsilon_pld
+    from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 
     args = ["--sigma", str(sigma), "--sample-rate", str(q), "--steps", str(steps), "--delta", str(delta)]
     res = invoke(["sgd-epsilon", *args, "--neighbors", neighbors, "--accountant", "pld", "-f", "csv"])

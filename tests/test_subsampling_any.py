@@ -20,11 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import gammaln
 
+from dpcalc.engine.composition.pld import compose_pld
 from dpcalc.engine.mechanisms import catalogue
 from dpcalc.engine.mechanisms.gaussian import rdp_gaussian
 from dpcalc.engine.mechanisms.subsampling import rdp_amplified
 from dpcalc.engine.orders import DEFAULT_ORDERS
-from dpcalc.engine.pld.accountant import compose_pld
 from dpcalc.errors import InputError
 from dpcalc.spec import parse_mechanism
 

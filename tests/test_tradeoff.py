@@ -12,10 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcalc.engine import tradeoff
+from dpcalc.engine.composition.pld import compose_pld
+from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.engine.mechanisms import sgm
 from dpcalc.engine.mechanisms.gaussian_exact import delta_gaussian
 from dpcalc.engine.orders import DEFAULT_ORDERS
-from dpcalc.engine.pld.accountant import compose_pld, sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.spec import parse_mechanisms
 
 mpmath.mp.dps = 40

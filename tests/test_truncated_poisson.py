@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcalc.engine.dpsgd import accounting as sgd
+from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 from dpcalc.engine.mechanisms.gaussian_loss import sgm_loss
 from dpcalc.engine.mechanisms.mixture_loss import mixture
 from dpcalc.engine.mechanisms.sgm.poisson import rdp_poisson
 from dpcalc.engine.mechanisms.sgm.truncated_poisson import loss_directions, rdp_truncated_poisson, truncation
 from dpcalc.engine.mechanisms.sgm_replace_loss import sgm_replace_loss
-from dpcalc.engine.pld.accountant import sgd_epsilon_pld
 from dpcalc.engine.pld.delta import delta_bracket
 from dpcalc.engine.pld.epsilon import epsilon_bracket
 from dpcalc.engine.pld.grid import Component

@@ -111,7 +111,7 @@ def _pld_curve(run: dict):
     import numpy as np
 
     from dpcalc.engine import tradeoff
-    from dpcalc.engine.pld.accountant import sgd_delta_pld, sgd_epsilon_pld
+    from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
 
     q, sigma, steps = run["q"], run["sigma"], run["steps"]
     alpha = np.logspace(np.log10(FLOOR), np.log10(0.5), _PLD_POINTS)

@@ -253,10 +253,10 @@ def _basic(specs, want_eps, targets, opts):
 
 def _pld(specs, want_eps, targets, opts):
     """Tight numerical composition of privacy loss distributions, with a certified bracket
-    (``dpcalc.engine.pld.accountant``: pessimistic / optimistic discretisation, FFT composition)."""
+    (``dpcalc.engine.composition.pld``: pessimistic / optimistic discretisation, FFT composition)."""
     import numpy as np
 
-    from dpcalc.engine.pld.accountant import compose_pld
+    from dpcalc.engine.composition.pld import compose_pld
     from dpcalc.engine.pld.grid import RDP_HINT
 
     try:

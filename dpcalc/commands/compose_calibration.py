@@ -9,7 +9,7 @@ is more private) its *largest*.  The specs that leave it out share one value.
 * Plain Gaussians (``sigma`` left out of every spec; methods exact, best, all): the exact profile
   (Balle & Wang 2018; docs/math.md §2.6), plus the classical value under ``all``.
 * Everything else, per method: ``pld`` by the certified upper end of the PLD bracket
-  (:func:`dpcalc.engine.pld.calibration.calibrate_compose_pld`, docs/math.md §7); ``rdp``, ``optimal``,
+  (:func:`dpcalc.engine.composition.pld.calibrate_compose_pld`, docs/math.md §7); ``rdp``, ``optimal``,
   ``advanced`` and ``basic`` by the same monotone search (:func:`dpcalc.engine.pld.search.boundary`) on that
   method's ε(δ).  Every value returned is one at which the method's certified ε was computed and found at
   or below the target; the value one search step (a factor 1 + 1e-4 for pld, 1 + 1e-6 otherwise) to the less
@@ -169,8 +169,8 @@ def _calibrate_methods(specs, key, direction, epsilon, delta, method, eps_error)
     """One row per (ε, δ) and method (``all``), or the most favourable method's row (``best``)."""
     import numpy as np
 
+    from dpcalc.engine.composition.pld import calibrate_compose_pld
     from dpcalc.engine.grid import product
-    from dpcalc.engine.pld.calibration import calibrate_compose_pld
 
     fill = _filler(specs, key)
     column = COLUMN[key]
@@ -293,7 +293,7 @@ def _pld_reaches(specs, delta, target, eps_error) -> bool:
     import math
     import warnings
 
-    from dpcalc.engine.pld.accountant import compose_pld
+    from dpcalc.engine.composition.pld import compose_pld
     from dpcalc.errors import DpcalcWarning
 
     with warnings.catch_warnings():

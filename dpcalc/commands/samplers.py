@@ -86,7 +86,7 @@ def pld_applies(sampling: str) -> bool:
 
 
 def pld_setting(sampling: str, neighbors: str, dataset_size=None, max_batch_size=None) -> dict:
-    """The keywords of :func:`dpcalc.engine.pld.accountant.sgd_epsilon_pld` (and ``sgd_delta_pld``) beyond
+    """The keywords of :func:`dpcalc.engine.dpsgd.pld_accounting.sgd_epsilon_pld` (and ``sgd_delta_pld``) beyond
     plain Poisson sampling under add/remove neighbours: the relation, truncated Poisson's N and B, an
     allocation sampler and its N (docs/math.md §3.5, §3.7, §3.10)."""
     out = {}

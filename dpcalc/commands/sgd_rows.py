@@ -2,7 +2,7 @@
 ε of each configuration, or the answer to the inverse question asked — the smallest noise multiplier,
 the largest number of steps, the largest sample rate or batch size within ``--target-epsilon`` — by the
 RDP-family accountants (:mod:`dpcalc.engine.dpsgd`, vectorised) or the PLD accountant, one distinct
-configuration at a time (:mod:`dpcalc.engine.pld.calibration`).  numpy loads only when it runs.
+configuration at a time (:mod:`dpcalc.engine.dpsgd.pld_calibration`).  numpy loads only when it runs.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
     """The pld accountant, one distinct configuration at a time: its certified bracket of ε, or (``solve``)
     the smallest noise multiplier, the largest number of steps or the largest sample rate (batch size)
     whose certified upper end meets the target, with the bracket there
-    (:mod:`dpcalc.engine.pld.calibration`).  A configuration it cannot discretise (or that needs more
+    (:mod:`dpcalc.engine.dpsgd.pld_calibration`).  A configuration it cannot discretise (or that needs more
     memory than the cap) is an error when pld alone was asked for (``strict``), else a row with no value
     and the reason in ``note``."""
     import numpy as np
 
     from dpcalc.engine.dpsgd import accounting as sgd
-    from dpcalc.engine.pld import calibration
-    from dpcalc.engine.pld.accountant import sgd_epsilon_pld
+    from dpcalc.engine.dpsgd import pld_calibration as calibration
+    from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
     from dpcalc.engine.pld.grid import RDP_HINT
 
     n = g["q"].size

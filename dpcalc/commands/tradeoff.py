@@ -87,9 +87,9 @@ def compose_tradeoff(texts, fpr, method, eps_error=None) -> Result:
 
     from dpcalc.commands.compose import _check_relations, _relation_caption
     from dpcalc.engine import tradeoff
+    from dpcalc.engine.composition.pld import compose_pld
     from dpcalc.engine.mechanisms.catalogue import gaussian_r2, rdp_refusal, total_rdp
     from dpcalc.engine.orders import DEFAULT_ORDERS
-    from dpcalc.engine.pld.accountant import compose_pld
     from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
 
     if method not in (*COMPOSE_METHODS[:3], "best", "all"):
@@ -228,8 +228,8 @@ def sgd_tradeoff(params, fpr) -> Result:
 
     from dpcalc.engine import tradeoff
     from dpcalc.engine.dpsgd.accounting import rdp_total
+    from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
     from dpcalc.engine.orders import DEFAULT_ORDERS
-    from dpcalc.engine.pld.accountant import sgd_delta_pld, sgd_epsilon_pld
 
     fpr = tradeoff.check_fpr(np.atleast_1d(np.asarray(fpr, float)))
     if params.target_epsilon is not None:

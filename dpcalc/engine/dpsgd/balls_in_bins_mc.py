@@ -449,7 +449,7 @@ def _eps_ref(sigma, m, k, delta):
     estimate at q = 1/m, "remove" direction (docs/math.md §3.4); 0 if that fails.  Only the tightness of the
     bound depends on it, never its validity (it is fixed before sampling)."""
     try:
-        from dpcalc.engine.pld.accountant import sgd_epsilon_pld_remove
+        from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld_remove
 
         e = float(np.asarray(sgd_epsilon_pld_remove(1.0 / m, sigma, k * m, delta).estimate))
         return 0.75 * e if math.isfinite(e) else 0.0

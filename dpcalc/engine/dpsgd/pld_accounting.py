@@ -1,0 +1,243 @@
+"""DP-SGD's tight accountant: privacy loss distributions (PLD) of the sampler's steps, composed.
+
+* :func:`sgd_epsilon_pld` / :func:`sgd_delta_pld` — DP-SGD (Poisson-subsampled Gaussian, add/remove
+  neighbours: both directions are composed and the worse is reported; Mironov, Talwar & Zhang 2019,
+  docs/math.md §3.2; Zhu, Dong & Wang 2022); replace-one neighbours (§3.5), truncated Poisson batches
+  (§3.7) and the allocation samplers' rounds (§3.10).
+
+Every answer is a :class:`~dpcalc.engine.pld.bracket.Bracket` ``(lower, estimate, upper)``
+(:mod:`dpcalc.engine.pld.bracket` says what is guaranteed).
+
+Reference formulas: docs/math.md §0 (hockey-stick divergence, neighbouring relations), §2.6 (the exact
+Gaussian profile, used in the tests), §3.2 (the subsampled Gaussian's pair).
+
+Vectorisation: each distinct configuration needs its own grid and FFT, so the entry points loop over
+the broadcast configurations (a Python loop over rows, by necessity; each row is vectorised inside).
+Many ε for one configuration (a privacy profile) share one composition per direction
+(:mod:`dpcalc.engine.pld.profile`, docs/math.md §7.7).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from dpcalc.engine.dpsgd.allocation import SAMPLINGS, rounds
+from dpcalc.engine.mechanisms.gaussian_loss import gaussian_loss, sgm_loss
+from dpcalc.engine.mechanisms.sgm.truncated_poisson import loss_directions
+from dpcalc.engine.mechanisms.sgm_replace_loss import sgm_replace_loss
+from dpcalc.engine.pld.bracket import (
+    _INF_BRACKET,
+    Bracket,
+    _check_count,
+    _check_delta,
+    _check_eps,
+    _check_eps_error,
+    _delta_worst,
+    _eps_worst,
+    _floor_refusal,
+    _in_range,
+    _unbounded,
+    _worst,
+)
+from dpcalc.engine.pld.delta import delta_bracket
+from dpcalc.engine.pld.grid import DEFAULT_MEMORY_CAP, Component
+from dpcalc.errors import InputError
+
+__all__ = ["sgd_delta_pld", "sgd_epsilon_pld", "sgd_epsilon_pld_remove"]
+
+
+def _sgm_directions(
+    q: float, sigma: float, steps: int, neighbors: str = "add-remove", trunc=None, delta=None
+):
+    """The directions of DP-SGD's pair, each a list of components; ``trunc``: None (Poisson), ``(N, B)``
+    (truncated Poisson) or an :class:`_Allocation` (``delta``, when the question is ε(δ), sets the
+    precision its rounds need)."""
+    if isinstance(trunc, _Allocation):  # allocation rounds (docs/math.md §3.10)
+        from dpcalc.engine.dpsgd.allocation_pld import run_directions
+
+        n = None if math.isnan(trunc.dataset_size) else trunc.dataset_size
+        t, k, r = (int(v) for v in rounds(q, steps, trunc.sampling, n))
+        return run_directions(sigma, t, k, r, delta)
+    if trunc is not None:  # truncated Poisson batches: a revealed mixture per step (docs/math.md §3.7)
+        return [[Component(d[0], steps)] for d in loss_directions(q, sigma, *trunc, neighbors)]
+    if neighbors == "replace-one":  # one symmetric pair (docs/math.md §3.5)
+        return [[Component(sgm_replace_loss(q, sigma), steps)]]
+    if q == 1.0:
+        return [[Component(gaussian_loss(sigma), steps)]]
+    return [
+        [Component(sgm_loss(q, sigma, "remove"), steps)],
+        [Component(sgm_loss(q, sigma, "add"), steps)],
+    ]
+
+
+def _sgd_args(q, sigma, steps):
+    q = np.asarray(q, dtype=float)
+    sigma = np.asarray(sigma, dtype=float)
+    steps = np.asarray(steps, dtype=float)
+    if np.any(~((q > 0) & (q <= 1))):
+        raise InputError(f"--sample-rate: must lie in (0, 1], got {q[~((q > 0) & (q <= 1))].ravel()[0]:g}")
+    if np.any(~((sigma > 0) & np.isfinite(sigma))):
+        bad = sigma[~((sigma > 0) & np.isfinite(sigma))].ravel()[0]
+        raise InputError(f"--noise-multiplier: must be a finite number > 0, got {bad:g}")
+    for s in np.unique(steps):
+        _check_count(s, "--steps")
+    return q, sigma, steps
+
+
+def sgd_epsilon_pld(
+    q,
+    sigma,
+    steps,
+    delta,
+    eps_error=None,
+    *,
+    memory_cap=DEFAULT_MEMORY_CAP,
+    neighbors="add-remove",
+    dataset_size=None,
+    max_batch_size=None,
+    sampling="poisson",
+) -> Bracket:
+    """ε(δ) bracket of DP-SGD: ``steps`` compositions of the Poisson-subsampled Gaussian with sampling
+    rate ``q`` and noise multiplier ``sigma`` (add/remove neighbours, worse direction reported; with
+    ``neighbors="replace-one"`` the symmetric replace-one pair of docs/math.md §3.5).  With ``dataset_size`` N
+    and ``max_batch_size`` B (broadcast with the rest): truncated Poisson batches (docs/math.md §3.7).
+    ``sampling="balls-in-bins"`` or ``"random-allocation"`` (add/remove; N optional): the certified PLD of
+    the allocation rounds (docs/math.md §3.10) — an upper bound only: ``lower`` is nan there.
+
+    Arguments broadcast; returns a :class:`Bracket` of arrays of the broadcast shape.  ``eps_error``
+    is the target bracket width (``upper − lower``); default 0.5 % of ε.  ``memory_cap`` (bytes)
+    bounds one computation; a request above it raises :class:`InputError` naming ``--eps-error``.
+    One grid and FFT per distinct configuration (a loop over configurations).
+    """
+    trunc = _truncation(dataset_size, max_batch_size, sampling)
+    return _sgd_epsilon(
+        q, sigma, steps, delta, eps_error, memory_cap, neighbors, directions=None, trunc=trunc
+    )
+
+
+class _Allocation(NamedTuple):
+    """An allocation sampler and its dataset size N (nan when not given: ⌊1/q⌋ steps an epoch)."""
+
+    sampling: str
+    dataset_size: object
+
+
+def _truncation(dataset_size, max_batch_size, sampling="poisson"):
+    """``(N, B)`` arrays of truncated Poisson sampling, an :class:`_Allocation` of an allocation sampler, or
+    None (plain Poisson)."""
+    if sampling in SAMPLINGS:
+        return _Allocation(
+            sampling, np.asarray(np.nan if dataset_size is None else dataset_size, dtype=float)
+        )
+    if max_batch_size is None:
+        return None
+    if dataset_size is None:
+        raise InputError("--sampling truncated-poisson needs --dataset-size")
+    return np.asarray(dataset_size, dtype=float), np.asarray(max_batch_size, dtype=float)
+
+
+def sgd_epsilon_pld_remove(
+    q, sigma, steps, delta, eps_error=None, *, memory_cap=DEFAULT_MEMORY_CAP
+) -> Bracket:
+    """As :func:`sgd_epsilon_pld`, for the "remove" direction of the pair alone: its lower end is a lower
+    bound on DP-SGD's ε, its upper end is **not** an upper bound (the "add" direction is left out).  For
+    steering the inverse searches (it usually is the worse direction, at half the cost), never reported."""
+    return _sgd_epsilon(q, sigma, steps, delta, eps_error, memory_cap, "add-remove", directions=1)
+
+
+def _sgd_epsilon(q, sigma, steps, delta, eps_error, memory_cap, neighbors, directions, trunc=None) -> Bracket:
+    """The body of :func:`sgd_epsilon_pld` (``directions=None``: all of the pair's) and
+    :func:`sgd_epsilon_pld_remove` (``directions=1``: the first, "remove")."""
+    q, sigma, steps = _sgd_args(q, sigma, steps)
+    delta = _check_delta(delta)
+    eps_error = _check_eps_error(eps_error)
+
+    def solve(dirs, d):
+        if d == 0 and _unbounded(dirs):  # the "remove" direction's loss is unbounded: ε(0) = ∞, exactly
+            return _INF_BRACKET
+        return _eps_worst(dirs[:directions], d, eps_error, memory_cap)
+
+    return _per_config(q, sigma, steps, delta, solve, neighbors, trunc, target_is_delta=True)
+
+
+def sgd_delta_pld(
+    q,
+    sigma,
+    steps,
+    epsilon,
+    eps_error=None,
+    *,
+    memory_cap=DEFAULT_MEMORY_CAP,
+    neighbors="add-remove",
+    dataset_size=None,
+    max_batch_size=None,
+    sampling="poisson",
+) -> Bracket:
+    """δ(ε) bracket of DP-SGD (as :func:`sgd_epsilon_pld`, with ``epsilon`` given instead of δ)."""
+    q, sigma, steps = _sgd_args(q, sigma, steps)
+    epsilon = _check_eps(epsilon)
+    eps_error = _check_eps_error(eps_error)
+    trunc = _truncation(dataset_size, max_batch_size, sampling)
+    if trunc is None and epsilon.size > 1 and all(np.unique(a).size == 1 for a in (q, sigma, steps)):
+        # one configuration, many ε (a privacy profile): one composition per direction
+        shape = np.broadcast_shapes(q.shape, sigma.shape, steps.shape, epsilon.shape)
+        q1, s1, t1 = float(q.ravel()[0]), float(sigma.ravel()[0]), int(steps.ravel()[0])
+        what = f"sample rate {q1:g}, noise multiplier {s1:g}, {t1} steps"
+        dirs = _sgm_directions(q1, s1, t1, neighbors)
+        key = ("sgd", q1, s1, t1, neighbors)
+        out = _in_range(what, lambda: _delta_worst(dirs, epsilon.ravel(), eps_error, memory_cap, key))
+        return Bracket(*(np.broadcast_to(o.reshape(epsilon.shape), shape).copy() for o in out))
+    return _per_config(
+        q,
+        sigma,
+        steps,
+        epsilon,
+        lambda dirs, e: _worst([delta_bracket(d, e, eps_error, memory_cap) for d in dirs]),
+        neighbors,
+        trunc,
+    )
+
+
+def _per_config(
+    q, sigma, steps, target, solve, neighbors="add-remove", trunc=None, target_is_delta=False
+) -> Bracket:
+    """Broadcast (q, σ, steps, target[, N, B | N]) and run ``solve(directions, target)`` once per distinct
+    configuration (each needs its own grid and FFT, so this is a loop over configurations)."""
+    alloc = isinstance(trunc, _Allocation)
+    rows = [] if trunc is None else [trunc.dataset_size] if alloc else list(trunc)
+    arrays = [q, sigma, steps, target] + rows
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    flat = [np.broadcast_to(a, shape).ravel() for a in arrays]
+    out = np.empty((3, flat[0].size))
+    cache = {}
+    for i in range(flat[0].size):
+        key = tuple(a[i] for a in flat)
+        if key not in cache:
+            q1, s1, t1, x1 = float(key[0]), float(key[1]), int(key[2]), float(key[3])
+            if trunc is None:
+                tr = None
+            else:
+                tr = _Allocation(trunc.sampling, float(key[4])) if alloc else (float(key[4]), float(key[5]))
+            what = f"sample rate {q1:g}, noise multiplier {s1:g}, {t1} steps"
+            hint = x1 if target_is_delta else None
+            cache[key] = _in_range(
+                what,
+                lambda a=(q1, s1, t1), x=x1, tr=tr, d=hint: solve(_sgm_directions(*a, neighbors, tr, d), x),
+            )
+            if alloc:
+                cache[key] = _allocation_answer(cache[key], what)
+        out[:, i] = cache[key]
+    return Bracket(*(o.reshape(shape) for o in out))
+
+
+def _allocation_answer(bracket, what: str) -> tuple:
+    """An allocation sampler's bracket: its upper end only (the rounds' models dominate the pair, so the
+    lower end bounds the model, not the true profile); an infinite upper end means the neglected mass
+    (round-off, tails) is as large as the δ asked, which is a refusal, not an answer."""
+    _, est, upper = bracket
+    if not math.isfinite(upper):
+        raise _floor_refusal(f"PLD accounting of {what}", "allocation", "--accountant rdp")
+    return math.nan, est, upper
