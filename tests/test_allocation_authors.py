@@ -20,8 +20,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpcalc.engine.dpsgd.allocation_pld import run_directions
-from dpcalc.engine.dpsgd.random_allocation import epsilon_random_allocation, rdp_random_allocation_remove
+from dpcalc.engine.dpsgd.allocation import epsilon_random_allocation
+from dpcalc.engine.dpsgd.pld_accounting import run_directions
+from dpcalc.engine.mechanisms.random_allocation.rdp import rdp_random_allocation_remove
 from dpcalc.engine.pld.epsilon import epsilon_bracket
 
 #: allocation_RDP_remove(α, σ, t): the exact remove-direction RDP of one 1-of-t round.

@@ -14,10 +14,9 @@ from click.testing import CliRunner
 
 from dpcalc.cli import main
 from dpcalc.engine.dpsgd import accounting as sgd
-from dpcalc.engine.dpsgd.allocation import epoch_steps, participations, rounds
+from dpcalc.engine.dpsgd.allocation import epoch_steps, epsilon_random_allocation, participations, rounds
 from dpcalc.engine.dpsgd.balls_in_bins_mc import epsilon_balls_in_bins_mc
 from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
-from dpcalc.engine.dpsgd.random_allocation import epsilon_random_allocation
 
 RUN = ["sgd-epsilon", "--sigma", "1.1", "--batch-size", "256", "--dataset-size", "60000", "--delta", "1e-5"]
 

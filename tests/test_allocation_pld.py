@@ -1,4 +1,4 @@
-"""The certified PLD of random-allocation rounds (dpcalc.engine.dpsgd.allocation_pld, docs/math.md §3.10):
+"""The certified PLD of random-allocation rounds (dpcalc.engine.mechanisms.random_allocation.round_loss, docs/math.md §3.10):
 one round against the exact profile of the pair (quadrature for t = 2, 3; Monte Carlo for t = 234), whole
 runs against the RDP bound and Poisson's PLD, and the refusals."""
 
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
-from dpcalc.engine.dpsgd import allocation_pld as A
 from dpcalc.engine.dpsgd.accounting import epsilon as sgd_epsilon
 from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
+from dpcalc.engine.mechanisms.random_allocation import round_loss as A
 from dpcalc.engine.pld.delta import delta_bracket
 from dpcalc.engine.pld.epsilon import epsilon_bracket
 from dpcalc.errors import InputError
@@ -201,7 +201,7 @@ def test_refusals():
 
 def test_long_rounds_are_refused_up_front(invoke):
     # issue 27: rounds of 10^6 steps grew to 14 GB and ended in MemoryError; now refused before any work
-    from dpcalc.engine.dpsgd import allocation_pld
+    from dpcalc.engine.mechanisms.random_allocation import round_loss as allocation_pld
     from dpcalc.errors import InputError
 
     with pytest.raises(InputError, match="--accountant pld.*rounds of 1000000 steps"):
@@ -218,7 +218,7 @@ def test_long_rounds_are_refused_up_front(invoke):
 
 
 def test_rounds_within_the_limit_are_answered():
-    from dpcalc.engine.dpsgd import allocation_pld
+    from dpcalc.engine.mechanisms.random_allocation import round_loss as allocation_pld
 
     h, _ = allocation_pld._grid(1 / 1.1, 234, allocation_pld.TAIL)
     assert 234 / h < allocation_pld.MAX_SUM_POINTS

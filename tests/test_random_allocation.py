@@ -19,9 +19,10 @@ from numpy.polynomial.hermite_e import hermegauss
 from scipy import integrate
 from scipy.special import gammaln
 
-from dpcalc.engine.dpsgd import random_allocation as ra
 from dpcalc.engine.dpsgd.accounting import eps_of_curve
+from dpcalc.engine.dpsgd.allocation import epsilon_random_allocation
 from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
+from dpcalc.engine.mechanisms.random_allocation import rdp as ra
 from dpcalc.engine.mechanisms.sgm.poisson import rdp_poisson
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
@@ -155,7 +156,7 @@ def test_extremes_never_nan():
         assert not np.any(np.isnan(r)) and np.all(r > 0)
     r = ra.rdp_random_allocation(sig, 1e5, 1e5, [2.0, np.inf])
     assert not np.any(np.isnan(r)) and np.all(np.isinf(r[..., 1]))
-    e = ra.epsilon_random_allocation(sig, t, 1, 10, 1e-6)
+    e = epsilon_random_allocation(sig, t, 1, 10, 1e-6)
     assert e.shape == (3, 4) and not np.any(np.isnan(e)) and np.all(e > 0)
 
 
@@ -163,7 +164,7 @@ def test_epsilon_k_equals_t_is_gaussian_composition():
     """k = t: every step uses the example; ``rounds`` rounds are rounds·t Gaussian steps.  The ε must be the
     RDP conversion of the Gaussian curve and at least the exact Gaussian ε (Balle & Wang 2018, Thm 8)."""
     sigma, t, rounds, delta = 4.0, 5, 3, 1e-6
-    got = ra.epsilon_random_allocation(sigma, t, t, rounds, delta)
+    got = epsilon_random_allocation(sigma, t, t, rounds, delta)
     curve = rounds * t * DEFAULT_ORDERS / (2 * sigma**2)
     ref = eps_of_curve(DEFAULT_ORDERS, curve, delta).value
     np.testing.assert_allclose(got, ref, rtol=1e-12)
@@ -171,9 +172,9 @@ def test_epsilon_k_equals_t_is_gaussian_composition():
 
 
 def test_epsilon_monotone_and_broadcast():
-    e = ra.epsilon_random_allocation([0.8, 1.5, 3.0], 1000, 1, 10, 1e-5)
+    e = epsilon_random_allocation([0.8, 1.5, 3.0], 1000, 1, 10, 1e-5)
     assert e.shape == (3,) and np.all(np.diff(e) < 0)
-    e2 = ra.epsilon_random_allocation(1.5, 1000, 1, [1, 10, 100], 1e-5)
+    e2 = epsilon_random_allocation(1.5, 1000, 1, [1, 10, 100], 1e-5)
     assert np.all(np.diff(e2) > 0)
 
 
@@ -193,9 +194,9 @@ def test_bad_inputs(kw):
     with pytest.raises(InputError):
         ra.rdp_random_allocation(1.0, 10, 1, [1.0])
     with pytest.raises(InputError):
-        ra.epsilon_random_allocation(1.0, 10, 1, 2.5, 1e-5)
+        epsilon_random_allocation(1.0, 10, 1, 2.5, 1e-5)
     with pytest.raises(InputError):
-        ra.epsilon_random_allocation(1.0, 10, 1, 2, 0.0)
+        epsilon_random_allocation(1.0, 10, 1, 2, 0.0)
 
 
 def add_exact_gamma(sigma, t, alpha):

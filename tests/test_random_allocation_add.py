@@ -1,5 +1,5 @@
 """The add direction of random allocation by the Laplace transform (docs/math.md §3.8,
-dpcalc.engine.dpsgd.random_allocation_add): never below independent high-precision values, and close."""
+dpcalc.engine.mechanisms.random_allocation.rdp_add): never below independent high-precision values, and close."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from dpcalc.engine.dpsgd.random_allocation_add import log_laplace_lognormal_upper, log_moment_add_upper
+from dpcalc.engine.mechanisms.random_allocation.rdp_add import (
+    log_laplace_lognormal_upper,
+    log_moment_add_upper,
+)
 
 
 def _phi(mu, u):

@@ -1,6 +1,6 @@
 """ε of a total Rényi-DP curve: the minimum over orders of a per-order conversion (docs/math.md §1.6), the
 conversion used by the RDP accountants of DP-SGD (:mod:`dpcalc.engine.dpsgd.accounting`) and of random
-allocation (:mod:`dpcalc.engine.dpsgd.random_allocation`).
+allocation (:mod:`dpcalc.engine.mechanisms.random_allocation.rdp`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ sample rate q maps onto allocation rounds, and the Rényi DP of the whole run.
   the run's T steps, the k-subset uniformly random; ``k = ⌈q(T − 1)⌉`` (= E for a run of E epochs; the
   expected batch is then N·k/T ≈ B; rounded up otherwise: more participations cost more).
 
-Both: add/remove-one neighbours, the RDP bound of :func:`dpcalc.engine.dpsgd.random_allocation.rdp_random_allocation`
+Both: add/remove-one neighbours, the RDP bound of :func:`dpcalc.engine.mechanisms.random_allocation.rdp.rdp_random_allocation`
 per round, composed over rounds.
 """
 
@@ -18,6 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpcalc.engine.conversion.of_curve import eps_of_curve
+from dpcalc.engine.dpsgd.shuffle import steps_per_epoch
+from dpcalc.engine.mechanisms.random_allocation.rdp import rdp_random_allocation
+from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
 
 #: The samplers of this module.
@@ -27,8 +31,6 @@ SAMPLINGS = ("balls-in-bins", "random-allocation")
 def epoch_steps(q, dataset_size=None) -> np.ndarray:
     """Steps per balls-in-bins epoch: ``⌊N/B⌋`` from the integers where ``q·N`` is a whole batch size B,
     else ``⌊1/q⌋`` (checked so that m·q <= 1)."""
-    from dpcalc.engine.dpsgd.shuffle import steps_per_epoch
-
     q = np.asarray(q, dtype=float)
     m = steps_per_epoch(q)
     if dataset_size is None:
@@ -62,8 +64,6 @@ def rounds(q, steps, sampling, dataset_size=None):
 def rdp_run(q, sigma, steps, alphas, sampling, dataset_size=None) -> np.ndarray:
     """The Rényi DP of the whole run, shape ``broadcast(q, sigma, steps).shape + (len(alphas),)``: rounds ×
     the per-round bound (distinct (σ, t, k) computed once)."""
-    from dpcalc.engine.dpsgd.random_allocation import rdp_random_allocation
-
     q, sigma, steps = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (q, sigma, steps)))
     alphas = np.asarray(alphas, dtype=float).reshape(-1)
     t, k, r = rounds(q, steps, sampling, dataset_size)
@@ -73,3 +73,26 @@ def rdp_run(q, sigma, steps, alphas, sampling, dataset_size=None) -> np.ndarray:
     per = per[inv.ravel()].reshape(q.shape + (alphas.size,))
     with np.errstate(invalid="ignore", over="ignore"):
         return np.where(per == 0, 0.0, r[..., None] * per)
+
+
+def epsilon_random_allocation(sigma, t, k, rounds, delta, *, conversion="optimal", orders=None) -> np.ndarray:
+    """ε upper bound of ``rounds`` independent k-of-t random allocations (add/remove neighbours) at δ:
+    RDP composition (Mironov 2017, arXiv:1702.07476, Prop. 1) of :func:`rdp_random_allocation` and dpcalc's
+    RDP→(ε, δ) conversion (:func:`dpcalc.engine.conversion.of_curve.eps_of_curve`, docs/math.md §1.6).
+    All arguments broadcast."""
+    orders = DEFAULT_ORDERS if orders is None else np.asarray(orders, dtype=float)
+    rounds = np.asarray(rounds, dtype=float)
+    delta = np.asarray(delta, dtype=float)
+    if np.any(~np.isfinite(rounds)) or np.any(rounds < 0) or np.any(rounds != np.floor(rounds)):
+        raise InputError(
+            "rounds: must be an integer >= 0 (a partial round is not a fraction of a round's RDP)"
+        )
+    if np.any(~((delta > 0) & (delta < 1))):
+        raise InputError("delta: must lie in (0, 1)")
+    sigma, t, k, rounds, delta = np.broadcast_arrays(
+        *(np.asarray(x, dtype=float) for x in (sigma, t, k, rounds, delta))
+    )
+    per = rdp_random_allocation(sigma, t, k, orders)
+    with np.errstate(invalid="ignore", over="ignore"):
+        total = np.where(per == 0, 0.0, rounds[..., None] * per)
+    return np.asarray(eps_of_curve(orders, total, delta, conversion).value, dtype=float)

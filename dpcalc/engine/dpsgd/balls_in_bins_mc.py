@@ -257,11 +257,11 @@ def _sample_add(sigma, m, k, g0, n, rng):
 def _tilt_z_upper(sigma, lam):
     """A rigorous upper bound on Z(λ) = E[exp(−λ e^{a(x)})], x ~ N(0, σ²), a = (2x − 1)/(2σ²): the Laplace
     transform of the lognormal e^{a}, bounded by the tangent-cell sum of
-    :func:`dpcalc.engine.dpsgd.random_allocation_add.log_laplace_lognormal_upper` (never below the exact
+    :func:`dpcalc.engine.mechanisms.random_allocation.rdp_add.log_laplace_lognormal_upper` (never below the exact
     value; about 1e-6 relative above it where Z is not astronomically small)."""
     if lam == 0.0:
         return 1.0
-    from dpcalc.engine.dpsgd.random_allocation_add import log_laplace_lognormal_upper
+    from dpcalc.engine.mechanisms.random_allocation.rdp_add import log_laplace_lognormal_upper
 
     return min(1.0, math.exp(float(log_laplace_lognormal_upper(1.0 / sigma, np.array([lam]))[0])))
 

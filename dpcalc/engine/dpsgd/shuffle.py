@@ -23,8 +23,9 @@ clipped sum changes by at most 2C) and noise σC per step:
 from __future__ import annotations
 
 import numpy as np
-from scipy import special, stats
 
+from dpcalc.engine._special import lazy_special as special
+from dpcalc.engine._special import lazy_stats as stats
 from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
 
 #: Grid of thresholds τ and of epoch counts j searched by the lower bound.

@@ -7,9 +7,9 @@ arXiv:2502.08202).  K = 1 is one balls-in-bins epoch of T batches (Chua et al. 2
 ``count=E`` composes E epochs — what ``sgd-epsilon --sampling balls-in-bins`` computes for E·T steps.
 
 * Rényi DP (below σ = :data:`SIGMA_GAUSSIAN_BELOW`: the k Gaussian steps' k·α/(2σ²), an upper bound):
-  :func:`dpcalc.engine.dpsgd.random_allocation.rdp_random_allocation` (remove direction exact at
+  :func:`dpcalc.engine.mechanisms.random_allocation.rdp.rdp_random_allocation` (remove direction exact at
   integer orders, the add direction by the Laplace-transform bound; K > 1 by Lemma 3.2 blocks).
-* Privacy loss distribution (K = 1): the certified round of :mod:`dpcalc.engine.dpsgd.allocation_pld` — an
+* Privacy loss distribution (K = 1): the certified round of :mod:`dpcalc.engine.mechanisms.random_allocation.round_loss` — an
   upper bound only; its counted mass (tails, round-off) rides along as a third element of the pair.  K > 1
   is refused there (the blocks compose inside one release); ``sgd-epsilon --sampling random-allocation``
   answers it.
@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, up, whole
+from dpcalc.engine.mechanisms.random_allocation.rdp import rdp_random_allocation
+from dpcalc.engine.mechanisms.random_allocation.round_loss import round_loss_models
 from dpcalc.errors import InputError
 
 #: The largest ``steps`` accepted (the remove direction's multinomial series grows with T).
@@ -64,8 +66,6 @@ class AllocationRound(Mechanism):
         return params
 
     def rdp(self, params, alphas):
-        from dpcalc.engine.dpsgd.random_allocation import rdp_random_allocation
-
         a = check_alphas(alphas)
         if params["sigma"] < SIGMA_GAUSSIAN_BELOW:  # k Gaussian steps (SIGMA_GAUSSIAN_BELOW)
             with np.errstate(over="ignore"):
@@ -75,8 +75,6 @@ class AllocationRound(Mechanism):
         return np.asarray(out, dtype=float).reshape(a.shape)
 
     def pld_pair(self, params):
-        from dpcalc.engine.dpsgd.allocation_pld import round_loss_models
-
         if params["k"] != 1:
             raise InputError(
                 "the privacy loss distribution of a random allocation with k > 1 is not offered as a spec; "

@@ -17,10 +17,10 @@ cancellation of the two terms is accounted for), :func:`eps_gaussian` bounds ε 
 from __future__ import annotations
 
 import numpy as np
-from scipy import special
 
 from dpcalc.engine._numerics import log_add, log_sub, next_up, require
 from dpcalc.engine._roots import bisect
+from dpcalc.engine._special import lazy_special as special
 from dpcalc.errors import InputError, UncertifiedError
 
 #: Relative accuracy assumed for ``log_ndtr`` and one addition, in units of the double epsilon.

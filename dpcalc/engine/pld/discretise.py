@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcalc.engine.mechanisms.loss_models import LossModel
+from dpcalc.engine.mechanisms.loss_models import LossModel, gather_atoms
 from dpcalc.engine.mechanisms.mixture_loss import MixtureLossModel
 from dpcalc.errors import UncertifiedError
 
@@ -177,21 +177,13 @@ def discretise(model: LossModel, h: float, ia: int, ib: int, max_panels: float =
     bad = 0.0
     bias = 0.0
     a_val, b_val = ia * h, ib * h
-    em1h = math.expm1(h)
     # atoms
     if model.atoms_loc.size:
-        loc, mass = model.atoms_loc, model.atoms_mass
-        below, above = loc < a_val, loc > b_val
-        p[0] += float(np.sum(mass[below]))
-        inf_mass += float(np.sum(mass[above]))
-        bad += float(np.sum(mass[below | above]))
-        inr = ~(below | above)
-        j = np.clip(np.floor(loc[inr] / h).astype(np.int64) - ia, 0, n - 1)
-        t = np.clip(loc[inr] - (j + ia) * h, 0.0, h)
-        wl = np.where(j < n - 1, np.minimum(np.expm1(h - t) / em1h, 1.0), 1.0)  # (np vs math expm1: 1 ulp)
-        np.add.at(p, j, mass[inr] * wl)
-        np.add.at(p, np.minimum(j + 1, n - 1), mass[inr] * (1.0 - wl))
-        bias += float(np.sum(mass[inr] * np.where(j < n - 1, h * (1.0 - wl) - t, 0.0)))
+        p_atoms, above, outside, shift = gather_atoms(model.atoms_loc, model.atoms_mass, h, ia, ib)
+        p += p_atoms
+        inf_mass += above
+        bad += outside
+        bias += shift
     slack = 0.0
     panels = 0
     if model.piece is not None:

@@ -45,11 +45,11 @@ from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
-from scipy import fft as sfft
-from scipy import special
 
-from dpcalc.engine.mechanisms import gaussian
-from dpcalc.engine.mechanisms.loss_models import LossModel
+from dpcalc.engine._special import lazy_fft as sfft
+from dpcalc.engine._special import lazy_special as special
+from dpcalc.engine.mechanisms.gaussian_loss import gaussian_loss
+from dpcalc.engine.mechanisms.loss_models import LossModel, gather_atoms
 from dpcalc.errors import InputError
 
 _U = float(np.finfo(float).eps) / 2.0
@@ -284,7 +284,7 @@ def round_loss_models(
     if t < 1:
         raise InputError(f"allocation round: t must be >= 1, got {t}")
     if t == 1:
-        g = gaussian.loss_model(sigma)
+        g = gaussian_loss(sigma)
         return g, g, 0.0
     mu = 1.0 / sigma
     h, k = _grid(mu, t, tail)
@@ -324,52 +324,13 @@ def round_loss_models(
 
 def _merged(name: str, loc, mass, inf: float) -> LossModel:
     """The atoms gathered onto the loss grid ``MERGE_STEP·ℤ`` by the accountant's own dominating split
-    (connect the dots, :func:`~dpcalc.engine.pld.discretise.discretise`): far fewer atoms, and a pair that
-    still dominates (the accountant's grid is coarser, so this costs nothing it would not lose anyway)."""
-    from dpcalc.engine.pld.discretise import discretise
-
-    fine = LossModel(name, loc, mass, None, min(inf, 1.0), float(loc.min()), float(loc.max()))
-    ia, ib = int(math.floor(fine.loss_min / MERGE_STEP)), int(math.ceil(fine.loss_max / MERGE_STEP))
-    d = discretise(fine, MERGE_STEP, ia, max(ib, ia + 1))
-    nz = d.p > 0
-    at = d.losses()[nz]
-    return LossModel(name, at, d.p[nz], None, d.inf_mass, float(at.min()), float(at.max()))
-
-
-def run_directions(sigma: float, t: int, k: int, rounds: int, delta: float | None = None):
-    """The two directions ``[remove, add]`` of a run of ``rounds`` rounds in which each example is in k of
-    t steps (Lemma 3.2 of Feldman & Shenfeld 2025: given a uniformly random split of the t steps into k
-    blocks of ⌊t/k⌋ or ⌊t/k⌋ + 1 steps, the blocks are independent 1-of-block rounds; the split is the same
-    on both sides, so by joint convexity the profile is at most that of the blocks' composition), each a
-    list of accountant components; the neglected mass rides along as ``approx_dp(0, extra)`` per block.
-    ``delta`` (an ε(δ) question): where the double-precision round-off would take more than
-    :data:`FLOOR_SHARE` of δ, the rounds are recomputed in extended precision."""
-    from dpcalc.engine.mechanisms.loss_models import approx_dp
-    from dpcalc.engine.pld.grid import Component
-
-    t, k, rounds = int(t), int(k), int(rounds)
-    m, r = divmod(t, k)
-    blocks = [(m, (k - r) * rounds), (m + 1, r * rounds)]
-    blocks = [(size, count) for size, count in blocks if count > 0]
-    models = [round_loss_models(float(sigma), size) for size, _ in blocks]
-    if delta is not None and _floor(models, blocks) > FLOOR_SHARE * delta:
-        models = [round_loss_models(float(sigma), size, PRECISE_TAIL, precise=True) for size, _ in blocks]
-    out = [[], []]
-    for (remove, add, extra), (_, count) in zip(models, blocks):
-        out[0].append(Component(remove, count))
-        out[1].append(Component(add, count))
-        if extra > 0:
-            for d in out:
-                d.append(Component(approx_dp(0.0, extra), count))
-    return out
-
-
-#: The share of δ the counted masses may take before the rounds are recomputed in extended precision (about
-#: ten times slower): 5 % of δ moves ε by about 0.3 % (σ = 0.8, 60 epochs of 234 steps), less than the
-#: accountant's default bracket width.
-FLOOR_SHARE = 0.05
-
-
-def _floor(models, blocks) -> float:
-    """The mass at +∞ the composed extras carry: ``1 − Π (1 − extra)^count``."""
-    return -math.expm1(sum(c * math.log1p(-m[2]) for m, (_, c) in zip(models, blocks)))
+    (connect the dots, :func:`~dpcalc.engine.mechanisms.loss_models.gather_atoms`, as
+    :func:`~dpcalc.engine.pld.discretise.discretise` splits atoms): far fewer atoms, and a pair that still
+    dominates (the accountant's grid is coarser, so this costs nothing it would not lose anyway)."""
+    ia, ib = int(math.floor(float(loc.min()) / MERGE_STEP)), int(math.ceil(float(loc.max()) / MERGE_STEP))
+    ib = max(ib, ia + 1)
+    p, above, _, _ = gather_atoms(loc, mass, MERGE_STEP, ia, ib)
+    nz = p > 0
+    at = ((ia + np.arange(p.size)) * MERGE_STEP)[nz]
+    inf_mass = min(float(min(inf, 1.0)) + above, 1.0)
+    return LossModel(name, at, p[nz], None, inf_mass, float(at.min()), float(at.max()))

@@ -1,5 +1,4 @@
-"""DP-SGD with random allocation (balls-in-bins): an RDP upper bound and ε by RDP composition
-(docs/math.md §3.8).
+"""One round of random allocation (balls-in-bins): an RDP upper bound (docs/math.md §3.8).
 
 Each example is used in exactly ``k`` of the ``t`` steps of a round, the k-subset chosen uniformly at random
 and independently per example (k = 1: the data is partitioned into t batches, "balls-in-bins").  Neighbours:
@@ -25,10 +24,11 @@ the mixture) the RDP of k-of-t is at most the sum of the blocks' RDP.  Blocks of
 * **add** D_α(Q‖P): the Jensen step of Lemma F.3 / Thm 4.5 (W = P/Q >= its geometric mean) gives
   ``(α−1)μ²/(2t) + μ²/2``; two sharper bounds derived here are used where smaller: a Taylor expansion of
   W^{−(α−1)} around E W = 1 with a lower-tail bound (:func:`_log_add_taylor`), and, up to α = 64, the
-  Laplace-transform bound of :mod:`dpcalc.engine.dpsgd.random_allocation_add` (near exact).
+  Laplace-transform bound of :mod:`dpcalc.engine.mechanisms.random_allocation.rdp_add` (near exact).
 * both are capped by the unamplified α μ²/2 per block (joint convexity), exact for k = t.
 
-The result composes: ``rounds`` independent rounds have RDP ``rounds · rdp`` (Mironov 2017, Prop. 1).
+The result composes: ``rounds`` independent rounds have RDP ``rounds · rdp`` (Mironov 2017, Prop. 1); a run's
+rounds and their ε are :mod:`dpcalc.engine.dpsgd.allocation`'s.
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ import decimal
 import math
 
 import numpy as np
-from scipy import special
 
-from dpcalc.engine.dpsgd.random_allocation_add import log_moment_add_upper
+from dpcalc.engine._special import lazy_special as special
+from dpcalc.engine.mechanisms.random_allocation.rdp_add import log_moment_add_upper
 from dpcalc.errors import InputError
 
 #: Largest integer order at which the multinomial formula is evaluated; above it the unamplified cap.
@@ -262,7 +262,7 @@ def _add_one(sigma: float, t: int, alphas: np.ndarray) -> np.ndarray:
         a = alphas[fin]
         taylor = _log_add_taylor(a - 1.0, mu2, float(t), vlo, vhi) / (a - 1.0)
         per[fin] = np.minimum(per[fin], taylor)
-        # the Laplace-transform bound (dpcalc.engine.dpsgd.random_allocation_add), near exact at the
+        # the Laplace-transform bound (dpcalc.engine.mechanisms.random_allocation.rdp_add), near exact at the
         # orders that decide ε; above LAPLACE_MAX_ORDER the others (and the remove direction) decide
         near = fin & (alphas <= LAPLACE_MAX_ORDER)
         if np.any(near):
@@ -282,7 +282,7 @@ def rdp_random_allocation_add(sigma, t, k, alphas) -> np.ndarray:
     Per 1-of-t' block, the minimum of (a) ``(α−1)/(2t'σ²) + 1/(2σ²)``: the Jensen step of the paper's
     Lemma F.3 (W = P/Q >= Π_i (e^{μx_i−μ²/2})^{1/t'}), the RDP form of its Thm 4.5 / Cor. 4.6 add bound;
     (b) the unamplified α/(2σ²); (c) the Taylor / lower-tail bound of :func:`_log_add_taylor` and (d) the
-    Laplace-transform bound of :func:`dpcalc.engine.dpsgd.random_allocation_add.log_moment_add_upper` (both
+    Laplace-transform bound of :func:`dpcalc.engine.mechanisms.random_allocation.rdp_add.log_moment_add_upper` (both
     derived in docs/math.md §3.8, not in the paper).  Equals the plain Gaussian k·α/(2σ²) at k = t.
     """
     sigma, t, k, alphas = _check(sigma, t, k, alphas)
@@ -310,29 +310,3 @@ def rdp_random_allocation(sigma, t, k, alphas) -> np.ndarray:
     result = np.empty_like(right)
     result[..., order] = right
     return result
-
-
-def epsilon_random_allocation(sigma, t, k, rounds, delta, *, conversion="optimal", orders=None) -> np.ndarray:
-    """ε upper bound of ``rounds`` independent k-of-t random allocations (add/remove neighbours) at δ:
-    RDP composition (Mironov 2017, arXiv:1702.07476, Prop. 1) of :func:`rdp_random_allocation` and dpcalc's
-    RDP→(ε, δ) conversion (:func:`dpcalc.engine.conversion.of_curve.eps_of_curve`, docs/math.md §1.6).
-    All arguments broadcast."""
-    from dpcalc.engine.conversion.of_curve import eps_of_curve
-    from dpcalc.engine.orders import DEFAULT_ORDERS
-
-    orders = DEFAULT_ORDERS if orders is None else np.asarray(orders, dtype=float)
-    rounds = np.asarray(rounds, dtype=float)
-    delta = np.asarray(delta, dtype=float)
-    if np.any(~np.isfinite(rounds)) or np.any(rounds < 0) or np.any(rounds != np.floor(rounds)):
-        raise InputError(
-            "rounds: must be an integer >= 0 (a partial round is not a fraction of a round's RDP)"
-        )
-    if np.any(~((delta > 0) & (delta < 1))):
-        raise InputError("delta: must lie in (0, 1)")
-    sigma, t, k, rounds, delta = np.broadcast_arrays(
-        *(np.asarray(x, dtype=float) for x in (sigma, t, k, rounds, delta))
-    )
-    per = rdp_random_allocation(sigma, t, k, orders)
-    with np.errstate(invalid="ignore", over="ignore"):
-        total = np.where(per == 0, 0.0, rounds[..., None] * per)
-    return np.asarray(eps_of_curve(orders, total, delta, conversion).value, dtype=float)

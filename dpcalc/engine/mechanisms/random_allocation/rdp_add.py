@@ -19,7 +19,7 @@ bounding the event W < w_c.  Each piece is an upper bound computed with outward 
   bounded by its largest value (ends or the stationary point); the first cell by ``∫_0^{s₁} s^{β−1} ds``.
 
 The bound is within about 1 % of the exact divergence (an mpmath check in the tests) and is taken as the
-minimum with the other valid add-direction bounds of :mod:`dpcalc.engine.dpsgd.random_allocation`.
+minimum with the other valid add-direction bounds of :mod:`dpcalc.engine.mechanisms.random_allocation.rdp`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
+
+from dpcalc.engine._special import lazy_special as special
 
 #: The z-grid of the Laplace-transform bound: [_Z_LO, _Z_HI] in steps of _Z_STEP/max(μ, 1).
 _Z_LO, _Z_HI, _Z_STEP = -20.0, 12.0, 0.01
