@@ -12,7 +12,7 @@ import pytest
 from scipy import integrate, special
 
 from dpcalc.engine.dpsgd.accounting import epsilon as sgd_epsilon
-from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
+from dpcalc.engine.dpsgd.pld_accounting import run_directions, sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.engine.mechanisms.random_allocation import round_loss as A
 from dpcalc.engine.pld.delta import delta_bracket
 from dpcalc.engine.pld.epsilon import epsilon_bracket
@@ -22,7 +22,7 @@ from dpcalc.errors import InputError
 def _one_round_delta(sigma, t, eps, lower=False):
     """Certified δ(ε) of one 1-of-t round, (remove, add), from the models: the upper ends of the accountant's
     brackets (``lower``: the lower ends, which bound the models' own profile from below)."""
-    dirs = A.run_directions(sigma, t, 1, 1)
+    dirs = run_directions(sigma, t, 1, 1)
     return tuple(float(delta_bracket(d, eps)[0 if lower else 2]) for d in dirs)
 
 
@@ -123,7 +123,7 @@ def test_one_round_t234_against_monte_carlo():
 def test_t1_is_the_gaussian_and_k_equals_t_is_its_composition():
     r, a, extra = A.round_loss_models(1.3, 1)
     assert extra == 0.0 and r is a
-    ours = [float(epsilon_bracket(d, 1e-5)[2]) for d in A.run_directions(1.3, 5, 5, 1)]
+    ours = [float(epsilon_bracket(d, 1e-5)[2]) for d in run_directions(1.3, 5, 5, 1)]
     gauss = float(sgd_epsilon_pld(1.0, 1.3, 5, 1e-5).upper)
     assert ours == pytest.approx([gauss, gauss], rel=1e-9)
 
@@ -186,7 +186,7 @@ def test_small_delta_switches_to_extended_precision():
     assert math.isfinite(eps[1]) and eps[1] > eps[0]
     # the two precisions bound the same pair: close where both apply
     both = [
-        max(float(epsilon_bracket(d, 1e-5)[2]) for d in A.run_directions(1.1, 234, 1, 60, delta=x))
+        max(float(epsilon_bracket(d, 1e-5)[2]) for d in run_directions(1.1, 234, 1, 60, delta=x))
         for x in (1e-5, 1e-12)
     ]
     assert both[1] == pytest.approx(both[0], rel=2e-3)

@@ -32,13 +32,13 @@ from dpcalc.engine.pld.bracket import (
     _check_eps,
     _check_eps_error,
     _delta_worst,
+    _delta_worst_at,
     _eps_worst,
     _floor_refusal,
     _in_range,
-    _worst,
+    _pair,
+    dominates_only,
 )
-from dpcalc.engine.pld.delta import delta_bracket
-from dpcalc.engine.pld.epsilon import epsilon_bracket
 from dpcalc.engine.pld.grid import DEFAULT_MEMORY_CAP, RDP_HINT, Component
 from dpcalc.engine.pld.search import SIGMA_RANGE, _answer, _check_target, _held, _search
 from dpcalc.errors import InputError
@@ -139,15 +139,10 @@ def compose_pld(specs, delta=None, epsilon=None, eps_error=None, *, memory_cap=D
     specs = _merged(specs)
     items = _in_range("these mechanisms", lambda: [_models(s) for s in specs])
     dirs = _directions(specs, items)
-    # random allocation's models only dominate its pair: the bracket's lower end bounds the models, not the
-    # composition, and is not reported
-    upper_only = any(x is not None for *_, x in items)
     if delta is not None:
         vals = _check_delta(delta)
-        fn = epsilon_bracket
     else:
         vals = _check_eps(epsilon)
-        fn = delta_bracket
     flat = vals.ravel()
     out = np.empty((3, flat.size))
     # the largest privacy loss (None: unbounded), for δ = 0 and for the ε beyond which δ = 0
@@ -164,7 +159,9 @@ def compose_pld(specs, delta=None, epsilon=None, eps_error=None, *, memory_cap=D
     for i, v in enumerate(flat):
         if delta is not None and v == 0:  # ε(0) is the largest privacy loss, exactly
             low = None if top is None else _zero_delta(specs, lower=True)[0]
-            out[:, i] = _INF_BRACKET if top is None else (float_down(low), float_up(top), float_up(top))
+            out[:, i] = _pair(
+                dirs, _INF_BRACKET if top is None else (float_down(low), float_up(top), float_up(top))
+            )
         elif delta is None and top is not None and at_least(float(v), top):  # ε >= every loss: δ = 0
             out[:, i] = 0.0
         elif delta is not None:
@@ -174,12 +171,13 @@ def compose_pld(specs, delta=None, epsilon=None, eps_error=None, *, memory_cap=D
         else:
             out[:, i] = _in_range(
                 "these mechanisms",
-                lambda v=float(v): _worst([fn(d, v, eps_error, memory_cap) for d in dirs]),
+                lambda v=float(v): _delta_worst_at(dirs, v, eps_error, memory_cap),
             )
-    if upper_only:
-        if delta is not None and not np.all(np.isfinite(out[2]) | (vals.ravel() == 0)):  # (δ = 0: ε = ∞)
-            raise _floor_refusal("compose", "random-allocation", RDP_HINT)
-        out[0] = np.nan
+    # models that only dominate their pair (random allocation's rounds) count their neglected mass at +∞:
+    # an infinite upper end means that mass reaches δ, a refusal (at δ = 0, ε = ∞ is the answer)
+    finite = np.isfinite(out[2]) | (vals.ravel() == 0)
+    if delta is not None and dominates_only(dirs) and not np.all(finite):
+        raise _floor_refusal("compose", "random-allocation", RDP_HINT)
     if vals.ndim == 0:
         return Bracket(float(out[0, 0]), float(out[1, 0]), float(out[2, 0]))
     return Bracket(*(o.reshape(vals.shape) for o in out))

@@ -38,13 +38,14 @@ from dpcalc.engine.pld.bracket import (
     _check_eps,
     _check_eps_error,
     _delta_worst,
+    _delta_worst_at,
     _eps_worst,
     _floor_refusal,
     _in_range,
+    _pair,
     _unbounded,
-    _worst,
+    dominates_only,
 )
-from dpcalc.engine.pld.delta import delta_bracket
 from dpcalc.engine.pld.grid import DEFAULT_MEMORY_CAP, Component
 from dpcalc.errors import InputError
 
@@ -157,7 +158,7 @@ def _sgd_epsilon(q, sigma, steps, delta, eps_error, memory_cap, neighbors, direc
 
     def solve(dirs, d):
         if d == 0 and _unbounded(dirs):  # the "remove" direction's loss is unbounded: ε(0) = ∞, exactly
-            return _INF_BRACKET
+            return _pair(dirs, _INF_BRACKET)
         return _eps_worst(dirs[:directions], d, eps_error, memory_cap)
 
     return _per_config(q, sigma, steps, delta, solve, neighbors, trunc, target_is_delta=True)
@@ -195,7 +196,7 @@ def sgd_delta_pld(
         sigma,
         steps,
         epsilon,
-        lambda dirs, e: _worst([delta_bracket(d, e, eps_error, memory_cap) for d in dirs]),
+        lambda dirs, e: _delta_worst_at(dirs, e, eps_error, memory_cap),
         neighbors,
         trunc,
     )
@@ -225,22 +226,22 @@ def _per_config(
             hint = x1 if target_is_delta else None
             cache[key] = _in_range(
                 what,
-                lambda a=(q1, s1, t1), x=x1, tr=tr, d=hint: solve(_sgm_directions(*a, neighbors, tr, d), x),
+                lambda a=(q1, s1, t1), x=x1, tr=tr, d=hint, w=what: _solved(
+                    solve, _sgm_directions(*a, neighbors, tr, d), x, w
+                ),
             )
-            if alloc:
-                cache[key] = _allocation_answer(cache[key], what)
         out[:, i] = cache[key]
     return Bracket(*(o.reshape(shape) for o in out))
 
 
-def _allocation_answer(bracket, what: str) -> tuple:
-    """An allocation sampler's bracket: its upper end only (the rounds' models dominate the pair, so the
-    lower end bounds the model, not the true profile); an infinite upper end means the neglected mass
-    (round-off, tails) is as large as the δ asked, which is a refusal, not an answer."""
-    _, est, upper = bracket
-    if not math.isfinite(upper):
+def _solved(solve, dirs, target, what: str) -> tuple:
+    """``solve(dirs, target)``.  Where the models only dominate the pair (the allocation rounds'; their
+    bracket has no lower end, :func:`~dpcalc.engine.pld.bracket.dominates_only`) an infinite upper end means
+    their neglected mass (round-off, tails) is as large as the δ asked, which is a refusal, not an answer."""
+    bracket = solve(dirs, target)
+    if dominates_only(dirs) and not math.isfinite(bracket[2]):
         raise _floor_refusal(f"PLD accounting of {what}", "allocation", "--accountant rdp")
-    return math.nan, est, upper
+    return bracket
 
 
 # ------------------------------------------------------------------- a run of random-allocation rounds

@@ -96,7 +96,8 @@ class Piece:
 
 @dataclass
 class LossModel:
-    """One ordered pair (P, Q): atoms of the loss, an optional continuous piece, and a mass at +∞.
+    """One ordered pair (P, Q): atoms of the loss, an optional continuous piece, and a mass at +∞
+    (or, with ``dominates_only``, a pair that dominates it).
 
     ``log_sf_above(b)`` / ``log_cdf_below(a)`` return upper bounds on ``log P(b < L < ∞)`` and
     ``log P(L < a)``; ``loss_min`` / ``loss_max`` bound the finite losses (may be ±inf).
@@ -111,6 +112,10 @@ class LossModel:
     loss_max: float = math.inf
     log_sf_above: object = None
     log_cdf_below: object = None
+    #: The model only dominates the pair (its profile bounds the pair's from above, as random allocation's
+    #: rounds, docs/math.md §3.10): a bracket computed from it has a certified upper end and no lower end
+    #: (:func:`dpcalc.engine.pld.bracket.dominates_only`).
+    dominates_only: bool = False
     _nodes: object = field(default=None, repr=False, compare=False)
     _mgf_memo: object = field(default=None, repr=False, compare=False)
 

@@ -47,6 +47,11 @@ class MixtureLossModel:
         self.models = tuple(self.models)
 
     @property
+    def dominates_only(self) -> bool:
+        """Whether a component only dominates its pair (then so does the mixture)."""
+        return any(m.dominates_only for m in self.models)
+
+    @property
     def inf_mass(self) -> float:
         return float(sum(w * m.inf_mass for w, m in zip(self.weights, self.models)))
 

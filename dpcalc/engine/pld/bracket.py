@@ -11,8 +11,8 @@ centred (mean-shift corrected) value and lies inside the bracket.  Exponential t
 down to 1e-300 (see :mod:`dpcalc.engine.pld.convolution`).
 
 A pair is given by its directions (lists of components, docs/math.md §0); its bracket is that of the
-worse direction (:func:`_eps_worst`, :func:`_delta_worst`).  Where a component's loss model only dominates
-its pair (:attr:`~dpcalc.engine.mechanisms.loss_models.LossModel.dominates_only`, as random allocation's
+worse direction (:func:`_eps_worst`, :func:`_delta_worst`, :func:`_delta_worst_at`).  Where a component's
+loss model only dominates its pair (:attr:`~dpcalc.engine.mechanisms.loss_models.LossModel.dominates_only`, as random allocation's
 rounds, docs/math.md §3.10), the lower end bounds the models, not the true profile: the pair's bracket then
 has no lower end (nan).
 
@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dpcalc.engine._numerics import require
+from dpcalc.engine.pld.delta import delta_bracket
 from dpcalc.engine.pld.epsilon import epsilon_bracket
 from dpcalc.engine.pld.grid import RDP_HINT
 from dpcalc.engine.pld.profile import delta_brackets
@@ -87,6 +88,22 @@ def _check_count(count, name="count") -> int:
     return int(c)
 
 
+def dominates_only(dirs) -> bool:
+    """Whether some component of the directions ``dirs`` has a loss model that only dominates its pair
+    (:attr:`~dpcalc.engine.mechanisms.loss_models.LossModel.dominates_only`): then a lower end bounds the
+    models, not the mechanism."""
+    return any(c.model.dominates_only for d in dirs for c in d)
+
+
+def _pair(dirs, bracket) -> tuple:
+    """``bracket`` as the pair's answer: no lower end (nan) where a model only dominates its pair
+    (:func:`dominates_only`; random allocation's rounds, docs/math.md §3.10)."""
+    if not dominates_only(dirs):
+        return tuple(bracket)
+    lower, estimate, upper = bracket
+    return (np.full(np.shape(lower), np.nan) if np.ndim(lower) else math.nan), estimate, upper
+
+
 def _worst(brackets) -> tuple:
     return tuple(max(b[i] for b in brackets) for i in range(3))
 
@@ -98,7 +115,7 @@ def _eps_worst(dirs, delta, eps_error, memory_cap) -> tuple:
     for d in dirs:
         below = max(b[0] for b in out) if out else None
         out.append(epsilon_bracket(d, delta, eps_error, memory_cap, below=below))
-    return _worst(out)
+    return _pair(dirs, _worst(out))
 
 
 def _delta_worst(dirs, eps, eps_error, memory_cap, key=None) -> tuple:
@@ -110,7 +127,12 @@ def _delta_worst(dirs, eps, eps_error, memory_cap, key=None) -> tuple:
         below = np.max([b[0] for b in out], axis=0) if out else None
         k = None if key is None else (key, len(out))
         out.append(delta_brackets(d, eps, eps_error, memory_cap, below=below, key=k))
-    return tuple(np.max([b[i] for b in out], axis=0) for i in range(3))
+    return _pair(dirs, tuple(np.max([b[i] for b in out], axis=0) for i in range(3)))
+
+
+def _delta_worst_at(dirs, eps: float, eps_error, memory_cap) -> tuple:
+    """δ bracket of the worse direction at one ε (each direction on a grid of its own)."""
+    return _pair(dirs, _worst([delta_bracket(d, eps, eps_error, memory_cap) for d in dirs]))
 
 
 def _in_range(what: str, compute):

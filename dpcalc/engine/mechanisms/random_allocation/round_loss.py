@@ -41,6 +41,7 @@ accountant's discretisation and composition (:mod:`dpcalc.engine.pld`) then boun
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -277,14 +278,15 @@ def round_loss_models(
     ``extra``, the further mass at +∞ that bounds the neglected events and the round-off (compose it as
     :func:`~dpcalc.engine.mechanisms.loss_models.approx_dp` ``(0, extra)``, once per round).  ``precise``:
     convolutions in long double (for δ near the double round-off's floor).  ``t = 1`` is the Gaussian
-    mechanism (its exact model, extra 0)."""
+    mechanism (its exact model, extra 0).  The models are marked ``dominates_only`` (t = 1 too, as every
+    round's): a bracket computed from them has no lower end."""
     sigma, t = float(sigma), int(t)
     if not (sigma > 0 and math.isfinite(sigma)):
         raise InputError(f"--noise-multiplier: must be a finite number > 0, got {sigma:g}")
     if t < 1:
         raise InputError(f"allocation round: t must be >= 1, got {t}")
     if t == 1:
-        g = gaussian_loss(sigma)
+        g = replace(gaussian_loss(sigma), dominates_only=True)
         return g, g, 0.0
     mu = 1.0 / sigma
     h, k = _grid(mu, t, tail)
@@ -333,4 +335,4 @@ def _merged(name: str, loc, mass, inf: float) -> LossModel:
     nz = p > 0
     at = ((ia + np.arange(p.size)) * MERGE_STEP)[nz]
     inf_mass = min(float(min(inf, 1.0)) + above, 1.0)
-    return LossModel(name, at, p[nz], None, inf_mass, float(at.min()), float(at.max()))
+    return LossModel(name, at, p[nz], None, inf_mass, float(at.min()), float(at.max()), dominates_only=True)
