@@ -1,4 +1,4 @@
-"""Monte-Carlo accountant for balls-in-bins DP-SGD (dpcalc/engine/dpsgd/balls_in_bins_mc.py, docs/math.md §3.9).
+"""Monte-Carlo accountant for balls-in-bins DP-SGD (dpcalc/engine/dpsgd/balls_in_bins_mc.py and balls_in_bins_samples.py, docs/math.md §3.9).
 
 References are independent of the Monte Carlo: for m = 2 and one epoch the hockey-stick divergences of the
 pair of Chua et al. 2025 (arXiv:2412.16802) are integrated numerically (a 1-D quadrature after rotating
@@ -15,6 +15,7 @@ import pytest
 from scipy import integrate, stats
 
 from dpcalc.engine.dpsgd import balls_in_bins_mc as bib
+from dpcalc.engine.dpsgd import balls_in_bins_samples as bib_samples
 from dpcalc.engine.dpsgd.balls_in_bins_mc import delta_balls_in_bins_mc, epsilon_balls_in_bins_mc
 from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 from dpcalc.engine.mechanisms.gaussian_exact import delta_gaussian
@@ -78,7 +79,7 @@ def test_coverage_over_seeds(sigma, eps, samples):
     for seed in range(200):
         up, _ = delta_balls_in_bins_mc(sigma, 2, 1, eps, samples=samples, confidence=conf, seed=seed)
         hits += up >= ref
-        rem, add = bib._directions(sigma, 2, 1, eps, samples, conf, seed)
+        rem, add = bib_samples._directions(sigma, 2, 1, eps, samples, conf, seed)
         hits_rem += rem.upper(eps, conf)[0] >= ref_rem
         hits_add += add.upper(eps, conf)[0] >= ref_add
         ests.append((rem.estimate(eps)[0], add.estimate(eps)[0]))
@@ -89,8 +90,8 @@ def test_coverage_over_seeds(sigma, eps, samples):
     for j, r in enumerate((ref_rem, ref_add)):
         assert abs(ests[:, j].mean() - r) <= 4.0 * ests[:, j].std() / math.sqrt(200) + 1e-12
     if eps == 3.0:  # make sure the rare-event machinery is what was tested here
-        rem, add = bib._directions(sigma, 2, 1, eps, samples, conf, 0)
-        assert rem.p < 0.2 and isinstance(add, bib._Tilted) and add.log_b < -3.0
+        rem, add = bib_samples._directions(sigma, 2, 1, eps, samples, conf, 0)
+        assert rem.p < 0.2 and isinstance(add, bib_samples._Tilted) and add.log_b < -3.0
 
 
 @pytest.mark.parametrize("epochs", [1, 4])
@@ -135,7 +136,7 @@ def test_close_to_poisson(sigma, m, epochs, delta):
 def test_upper_bound_non_increasing_and_inversion_exact():
     sigma, m, k, delta, n, conf = 1.0, 3, 1, 1e-3, 20_000, 0.95
     ref = bib._eps_ref(sigma, m, k, delta)
-    rem, add = bib._directions(sigma, m, k, ref, n, conf, bib.DEFAULT_SEED, delta_target=delta)
+    rem, add = bib_samples._directions(sigma, m, k, ref, n, conf, bib.DEFAULT_SEED, delta_target=delta)
     grid = np.linspace(0.0, 6.0, 601)
     for d in (rem, add):
         u = d.upper(grid, conf)
@@ -230,7 +231,7 @@ def test_tilt_normaliser_is_a_rigorous_upper_bound():
     within 1e-4 of it wherever Z > 1e-6 (it sets the tilted add direction's range B = Z^m e^{λ m e^{−ε₀}})."""
     import mpmath as mp
 
-    from dpcalc.engine.dpsgd.balls_in_bins_mc import _tilt_z_upper
+    from dpcalc.engine.dpsgd.balls_in_bins_samples import _tilt_z_upper
 
     with mp.workdps(40):
         for sigma in (0.4, 1.1, 3.0):

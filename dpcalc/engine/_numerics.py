@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpcalc.errors import InputError
+
 LOG2 = float(np.log(2.0))
 
 
@@ -64,8 +66,6 @@ def next_up(x, ulps: int = 1):
 def require(values, ok, message: str, show=repr):
     """``values`` as a float array, or an :class:`~dpcalc.errors.InputError` ``"{message}, got {bad}"``
     naming the first value where ``ok(array)`` is false (``show=None``: the message alone)."""
-    from dpcalc.errors import InputError
-
     x = np.asarray(values, dtype=float)
     with np.errstate(invalid="ignore"):
         bad = ~np.asarray(ok(x), dtype=bool)

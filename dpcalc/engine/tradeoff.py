@@ -32,6 +32,7 @@ import numpy as np
 from scipy import special
 
 from dpcalc.engine._numerics import require
+from dpcalc.engine.conversion.methods import delta_from_curve
 
 #: relative slack added to upper ends (and taken off lower ends) for the rounding of a few float ops
 _REL = 1e-12
@@ -132,8 +133,6 @@ def rdp_profile(orders, curve, fpr):
     Balle et al. 2020 (Thm 21; arXiv:1905.09982) on 4001 ε from 0 to 40, and the optimal conversion of
     Asoodeh et al. 2021 (arXiv:2001.05990) at a grid refined around each false-positive rate's best ε
     (:func:`pld_profile`; the optimal conversion costs milliseconds per ε)."""
-    from dpcalc.engine.conversion.methods import delta_from_curve
-
     dense = np.concatenate([np.linspace(0.0, 2.0, 2001), np.linspace(2.0, 40.0, 2001)[1:]])
     d_dense = np.minimum(np.asarray(delta_from_curve(orders, curve, dense, method="balle").value, float), 1.0)
     floor = max(float(np.min(fpr)) * 1e-3, 1e-300)

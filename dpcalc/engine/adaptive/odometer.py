@@ -22,7 +22,9 @@ from typing import NamedTuple
 import numpy as np
 
 from dpcalc.engine.adaptive.plain import PlainBound
-from dpcalc.errors import InputError
+from dpcalc.engine.conversion import methods as conversions
+from dpcalc.engine.mechanisms import sgm
+from dpcalc.errors import InputError, UncertifiedError
 
 #: The paper's orders (§4.5): 1.25, 1.5, ..., 9.75, 10, 16, 32 (|Λ| = 38).
 PAPER_ORDERS = np.array([1.0 + 0.25 * k for k in range(1, 37)] + [16.0, 32.0])
@@ -93,8 +95,6 @@ def odometer_level(rdp, gam) -> np.ndarray:
     r = np.asarray(rdp, dtype=float)
     g = np.broadcast_to(np.asarray(gam, dtype=float), r.shape)
     if np.any(np.isnan(r)):
-        from dpcalc.errors import UncertifiedError
-
         raise UncertifiedError("odometer: an RDP value is NaN; no bound can be certified")
     finite = np.isfinite(r)
     rf = np.where(finite, np.maximum(r, 0.0), 0.0)  # RDP is >= 0; rounding below 0 only raises f
@@ -193,8 +193,6 @@ def filter_budgets(
         if conversion == "mironov":
             budgets = eps - np.log(1.0 / dd) / (a - 1.0)
         elif conversion in ("optimal", "asoodeh", "balle"):
-            from dpcalc.engine.conversion import methods as conversions
-
             if conversion == "optimal":
                 budgets = conversions.zeta_opt(a, eps, dd)
             elif conversion == "balle":
@@ -212,8 +210,6 @@ def filter_budgets(
         raise InputError(f"--filter-rule: must be one of {', '.join(FILTER_RULES)}, got {rule!r}")
     budgets = np.asarray(budgets, dtype=float)
     if np.any(np.isnan(budgets)):
-        from dpcalc.errors import UncertifiedError
-
         raise UncertifiedError("the filter's per-order budgets could not be computed (NaN)")
     return np.nextafter(np.nextafter(budgets, -np.inf), -np.inf)
 
@@ -248,8 +244,6 @@ def run_filter(curves, budgets) -> np.ndarray:
 def sgm_curve(sample_rate: float, noise_multiplier: float, steps: int, alphas) -> np.ndarray:
     """RDP of ``steps`` steps of the Poisson-subsampled Gaussian (Mironov–Talwar–Zhang 2019;
     docs/math.md §3.2; add/remove neighbours, as Lécuyer's §2.1), shape ``(len(alphas),)``."""
-    from dpcalc.engine.mechanisms import sgm
-
     a = check_orders(alphas)
     per_step = np.asarray(
         sgm.rdp_poisson(float(sample_rate), float(noise_multiplier), a), dtype=float
@@ -281,8 +275,6 @@ class Accountant:
         filter_epsilon: float | None = None,
         filter_rule: str = "union",
     ) -> None:
-        from dpcalc.engine.conversion import methods as conversions
-
         self.alphas = check_orders(alphas)
         self.delta = check_delta(delta)
         if gamma_kind not in GAMMAS:
@@ -352,8 +344,6 @@ def _check_curve(curve, alphas) -> np.ndarray:
     if c.shape[-1:] != alphas.shape:
         raise InputError(f"rdp: expected {alphas.size} values (one per order), got shape {c.shape}")
     if np.any(np.isnan(c)):
-        from dpcalc.errors import UncertifiedError
-
         raise UncertifiedError("a step's RDP curve has NaN values; no bound can be certified")
     return np.maximum(c, 0.0)
 
@@ -393,8 +383,6 @@ def running_bounds(
     dict of arrays (``step``, ``epsilon``, ``alpha``, ``level``, ``epsilon_rdp``, ``alpha_rdp``,
     ``odometer_at_edge``, ``rdp_at_edge``); ``last_only`` evaluates the bounds after the last step only.
     """
-    from dpcalc.engine.conversion import methods as conversions
-
     a = check_orders(alphas)
     c = _check_curve(np.asarray(curves, dtype=float).reshape(-1, a.size), a)
     sums = running_sums(c)

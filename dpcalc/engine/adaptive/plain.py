@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpcalc.engine.conversion import methods as conversions
+from dpcalc.engine.conversion import optimal as oc
 
 #: Every this many rows, every order is estimated (the floors of the rows that follow).
 ANCHOR_EVERY = 32
@@ -65,8 +66,6 @@ class PlainBound:
 
     def _optimal(self, alphas, rdp, delta) -> np.ndarray:
         """``eps_optimal_min(alphas, rdp, delta)`` at the minimum (see the module docstring)."""
-        from dpcalc.engine.conversion import optimal as oc
-
         alpha, rdp, delta = conversions._prep_eps(alphas, rdp, delta)
         n, m = rdp.shape
         closed = conversions.eps_asoodeh(alpha, rdp, delta)

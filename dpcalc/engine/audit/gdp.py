@@ -19,6 +19,7 @@ import numpy as np
 from scipy import special
 
 from dpcalc.engine.audit.counts import ROUND_DOWN
+from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
 
 #: eps_gaussian rounds up to its bisection's safe end; a relative 1e-6 below it is below the exact value.
 _GDP_EPS_MARGIN = 1e-6
@@ -40,8 +41,6 @@ def mu_lower(tpr_lo, fpr_hi):
 def epsilon_gdp(mu, delta):
     """ε at δ of the Gaussian mechanism with r = ``mu`` (Balle & Wang 2018, Thm 8), rounded down.
     δ = 0 and μ > 0 give inf (a Gaussian curve certifies no finite pure ε); μ = 0 gives 0."""
-    from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
-
     mu, delta = np.broadcast_arrays(np.asarray(mu, float), np.asarray(delta, float))
     pos = (delta > 0) & np.isfinite(mu)
     e = eps_gaussian(np.where(pos, delta, 0.5), np.where(pos, mu, 0.0))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import math
+from decimal import Context, Decimal, localcontext
+from fractions import Fraction
 
 import numpy as np
 
@@ -83,8 +85,6 @@ _TINY = 5e-324  # the smallest subnormal
 def _dec_log1p(x):
     """``log(1 + x)`` of a :class:`~decimal.Decimal` (current context): the series for |x| <= 1/4, else
     ``ln``."""
-    from decimal import Decimal
-
     if abs(x) > Decimal("0.25"):
         return (1 + x).ln()
     total, power, j = Decimal(0), x, 1
@@ -100,8 +100,6 @@ def _dec_log1p(x):
 def _dec_expm1(x):
     """``exp(x) − 1`` of a :class:`~decimal.Decimal` (current context): the series for |x| < 1/2, else
     ``exp``."""
-    from decimal import Decimal
-
     if abs(x) >= Decimal("0.5"):
         return x.exp() - 1
     total, term, j = Decimal(0), Decimal(1), 1
@@ -123,8 +121,6 @@ def _kov_split(delta: float, k: int):
     Computed in 80-digit decimal arithmetic from the exact value of the double δ: log1p and expm1 by their
     series where they would cancel, ``ln``/``exp`` (correctly rounded by the :mod:`decimal` module) elsewhere,
     so that the only errors left are the final roundings to doubles."""
-    from decimal import Context, Decimal, localcontext
-
     if delta == 0:
         return 0.0, 0.0, 0.0
     with localcontext(Context(prec=_DEC_PREC)):
@@ -139,8 +135,6 @@ def _kov_split(delta: float, k: int):
 def _kov_rr(eps: float, k: int):
     """``(kp, log kp, kq, log kq, log p^k, log q^k)`` as doubles (each within half an ulp, via 80-digit
     decimals; logs finite even where kq underflows): p = e^ε/(1+e^ε), q = 1/(1+e^ε)."""
-    from decimal import Context, Decimal, localcontext
-
     with localcontext(Context(prec=_DEC_PREC)):
         e = Decimal(eps)
         r = (-e).exp()  # e^{-ε} <= 1
@@ -284,8 +278,6 @@ def _kov_log_pure(eps: float, k: int, eps_g):
 def _k_eps_up(eps: float, k: int) -> float:
     """The smallest double >= kε (exact rational product): from there on every term of S vanishes
     (1 − e^{ε_g + (2l−k)ε} <= 0 for l >= 0), so ``ε_g >= _k_eps_up`` is exactly ``ε_g >= kε``."""
-    from fractions import Fraction
-
     exact = Fraction(k) * Fraction(eps)
     p = float(exact)  # correctly rounded
     return p if Fraction(p) >= exact else float(next_up(p))

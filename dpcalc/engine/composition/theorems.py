@@ -16,6 +16,8 @@ certifies nothing at the target.
 from __future__ import annotations
 
 import math
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 
@@ -53,9 +55,6 @@ def exact_sum(values, counts=1):
     """``Σ k_j x_j`` exactly, as a :class:`fractions.Fraction`, reading each ``x_j`` as the decimal it
     was written as (the shortest decimal that gives its double, e.g. 0.1 for the double nearest 0.1), so
     that a boundary that holds exactly in the user's decimals holds here (1 + 2 <= 3; 0.1 + 0.2 <= 0.3)."""
-    from decimal import Decimal
-    from fractions import Fraction
-
     x = np.atleast_1d(np.asarray(values, dtype=float))
     k = np.broadcast_to(np.asarray(counts, dtype=float), x.shape)
     return sum(
@@ -66,9 +65,6 @@ def exact_sum(values, counts=1):
 
 def at_least(target: float, exact) -> bool:
     """Whether the decimal ``target`` (read as in :func:`exact_sum`) is at least the exact value ``exact``."""
-    from decimal import Decimal
-    from fractions import Fraction
-
     return math.isfinite(target) and Fraction(Decimal(repr(float(target)))) >= exact
 
 

@@ -28,6 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcalc.engine._special import lazy_special
+from dpcalc.engine.conversion import methods as conversions
+
 #: The distributions of the number of runs K (``--tuning-runs KIND:...``).
 KINDS = ("geometric", "poisson", "logarithmic", "negative-binomial")
 
@@ -112,15 +115,13 @@ def tnb_gamma(mean: float, eta: float) -> float:
 def tnb_pmf(k, gamma, eta):
     """P[K = k] of D_{η,γ} (Definition 1), k >= 1: (1−γ)^k/(γ^{−η} − 1) · Π_{ℓ<k} (ℓ+η)/(ℓ+1); for η = 0
     (1−γ)^k/(k log(1/γ))."""
-    from scipy.special import gammaln
-
     k = np.asarray(k, float)
     lg = math.log(gamma)
     if eta == 0:
         return np.exp(k * math.log1p(-gamma) - np.log(k) - math.log(-lg))
     # for η ∈ (−1, 0) the product and γ^{−η} − 1 are both negative: their logs are taken of |·|
     # (gammaln is log|Γ|)
-    log_prod = gammaln(k + eta) - gammaln(eta) - gammaln(k + 1.0)
+    log_prod = lazy_special.gammaln(k + eta) - lazy_special.gammaln(eta) - lazy_special.gammaln(k + 1.0)
     return np.exp(k * math.log1p(-gamma) + log_prod - math.log(abs(math.expm1(-eta * lg))))
 
 
@@ -173,8 +174,6 @@ def poisson_delta_hat(orders, rdp, method: str = "optimal"):
     """δ̂ of Thm 6 at every order: Q's δ at ε̂ = log(1 + 1/(λ − 1)) from its whole curve ``rdp`` (orders on the
     last axis) by the conversion ``method`` (:func:`dpcalc.engine.conversion.methods.delta_from_curve`, a
     minimum over the curve's orders); 1 at orders <= 1."""
-    from dpcalc.engine.conversion import methods as conversions
-
     orders, rdp = _orders_rdp(orders, rdp)
     eh = poisson_eps_hat(orders)
     finite = np.isfinite(eh)

@@ -34,6 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dpcalc.engine._numerics import next_up
+from dpcalc.engine.conversion import optimal as oc
 from dpcalc.engine.conversion.closed_form import (  # noqa: F401  (re-exported: the public interface)
     BALLE_MIN_ORDER,
     _arr,
@@ -100,8 +101,6 @@ def eps_optimal(alpha, rdp, delta):
     work &= np.isfinite(closed)
     idx = np.flatnonzero(work)
     if idx.size:
-        from dpcalc.engine.conversion import optimal as oc
-
         cert = oc.eps_certified(alpha[idx], rdp[idx], delta[idx], closed[idx])
         out[idx] = np.where(np.isnan(cert), closed[idx], np.minimum(cert, closed[idx]))
     return out.reshape(shape)
@@ -129,7 +128,6 @@ def eps_optimal_min(alpha, rdp, delta):
     work &= np.isfinite(closed)
     if not np.any(work):
         return out
-    from dpcalc.engine.conversion import optimal as oc
 
     est = np.full(closed.shape, np.inf)
     t = np.full(closed.shape, np.nan)
@@ -158,8 +156,6 @@ def delta_optimal(alpha, rdp, eps):
     work = (rdp > 0) & np.isfinite(rdp) & np.isfinite(eps) & (closed > 0)
     idx = np.flatnonzero(work)
     if idx.size:
-        from dpcalc.engine.conversion import optimal as oc
-
         a, z, e, cl = alpha[idx], rdp[idx], eps[idx], closed[idx]
         la = np.log(a)
         # is the root at αδ >= 1?  There ζ_α^ε(δ) = ε − log(1−δ) exactly; at δ = 1/α this is ε − log1p(−1/α).
@@ -201,8 +197,6 @@ def zeta_opt(alpha, eps, delta):
     work = (d > 0) & (d < 1) & np.isfinite(e) & (a * d < 1)
     idx = np.flatnonzero(work)
     if idx.size:
-        from dpcalc.engine.conversion import optimal as oc
-
         low, _, _ = oc.zeta_lower(a[idx], e[idx], np.log(d[idx]))
         best[idx] = np.maximum(best[idx], np.where(np.isnan(low), -np.inf, low))
     best = np.where(d <= 0, 0.0, best)

@@ -31,7 +31,10 @@ import numpy as np
 
 from dpcalc.engine.conversion.of_curve import CONVERSIONS, OPTIMAL_STRIDE, eps_of_curve  # noqa: F401 (re-exported)
 from dpcalc.engine.dpsgd.allocation import SAMPLINGS as ALLOCATION
+from dpcalc.engine.dpsgd.allocation import rdp_run
 from dpcalc.engine.mechanisms import sgm
+from dpcalc.engine.mechanisms.sgm.replace import rdp_poisson_replace
+from dpcalc.engine.mechanisms.sgm.truncated_poisson import rdp_truncated_poisson
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import DpcalcWarning, InputError
 
@@ -112,14 +115,10 @@ def rdp_per_step(
             "dpcalc.engine.dpsgd.allocation.rdp_run)"
         )
     if sampling == "truncated-poisson":
-        from dpcalc.engine.mechanisms.sgm.truncated_poisson import rdp_truncated_poisson
-
         if dataset_size is None or max_batch_size is None:
             raise InputError("--sampling truncated-poisson needs --dataset-size and --max-batch-size")
         return rdp_truncated_poisson(q, sigma, alphas, dataset_size, max_batch_size, neighbors)
     if sampling == "poisson" and neighbors == "replace-one":  # an upper bound (docs/math.md §3.5)
-        from dpcalc.engine.mechanisms.sgm.replace import rdp_poisson_replace
-
         return rdp_poisson_replace(q, sigma, alphas)
     sigma_eff = np.asarray(sigma, dtype=float) / sensitivity_factor(neighbors)
     fn = sgm.rdp_poisson if sampling == "poisson" else sgm.rdp_without_replacement
@@ -152,8 +151,6 @@ def rdp_total(
     q, sigma, steps = _bcast(q, sigma, steps)
     alphas = np.asarray(alphas, dtype=float)
     if sampling in ALLOCATION:
-        from dpcalc.engine.dpsgd.allocation import rdp_run
-
         check_setting(sampling, neighbors)
         return rdp_run(q, sigma, steps, alphas, sampling, dataset_size)
     trunc = {}

@@ -26,6 +26,7 @@ from scipy import special
 
 from dpcalc.engine._numerics import check_alpha, next_up
 from dpcalc.engine._roots import bisect, golden_min
+from dpcalc.engine.conversion import methods as conversions
 from dpcalc.engine.mechanisms import gaussian_exact as gaussian
 from dpcalc.errors import DpcalcWarning, InputError
 
@@ -171,8 +172,6 @@ def rdp_feldman(alpha, sigma, lipschitz, steps, log_form="seed"):
 
 
 def _conversion(method, kind):
-    from dpcalc.engine.conversion import methods as conversions
-
     if method not in CONVERSIONS:
         raise InputError(f"--conversion: must be one of {', '.join(CONVERSIONS)}, got {method!r}")
     return getattr(conversions, f"{kind}_{method}")

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import importlib
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from dpcalc.engine.mechanisms.base import _EPS, Mechanism, check_alphas, up
+from dpcalc.engine.mechanisms.subsampling import Subsampled
 from dpcalc.errors import InputError
 
 #: The modules of this package that each define one kind (``MECHANISM``).  A new mechanism is a new
@@ -77,8 +79,6 @@ def mechanism(kind: str, params: dict) -> Mechanism:
     (:class:`~dpcalc.engine.mechanisms.subsampling.Subsampled`, docs/math.md §2.11)."""
     mech = CATALOGUE[kind]
     if params.get("q") is not None and "q" not in {k.name for k in mech.keys}:
-        from dpcalc.engine.mechanisms.subsampling import Subsampled
-
         return Subsampled(mech)
     return mech
 
@@ -143,8 +143,6 @@ def max_loss(specs, lower=False):
     δ = 0 (Dwork & Roth 2014, Thm 3.16 for the bound; tight for the dominating pairs), as an exact
     :class:`fractions.Fraction` never below it (``lower=True``: never above it); or ``(None, reason)``
     naming the first spec whose loss is unbounded, where no finite ε holds at δ = 0."""
-    from fractions import Fraction
-
     total = Fraction(0)
     for s in specs:
         bounds, reason = mechanism(s.kind, s.params).max_loss(s.params)

@@ -29,8 +29,10 @@ import os
 
 import numpy as np
 
+from dpcalc.curvefile import read_curve
 from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas
 from dpcalc.errors import InputError
+from dpcalc.textinput import read_lines
 
 
 def _sha256(path: str) -> str:
@@ -41,9 +43,6 @@ def _sha256(path: str) -> str:
 
 def load(path: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The curve of the file ``path``, sorted by order (errors name ``file PATH`` and the line)."""
-    from dpcalc.curvefile import read_curve
-    from dpcalc.textinput import read_lines
-
     source = f"file {path}"
     alphas, rdps = read_curve(read_lines(path, source), source, single=True)
     order = sorted(range(len(alphas)), key=alphas.__getitem__)

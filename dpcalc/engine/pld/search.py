@@ -264,12 +264,8 @@ class _Found(NamedTuple):
 
 #: The bracket width (relative to the target) of the first, locating stage of a search.
 COARSE = 0.02
-
-
 #: Its tolerance, in multiples of the search's own.
 COARSE_RTOL_FACTOR = 20
-
-
 #: The coarse upper end's excess over the fine one, relative to ε, per (width/ε)² (0.13–0.21 measured
 #: on DP-SGD configurations; see tests/test_pld_inverse.py).
 COARSE_EXCESS = 0.16
