@@ -1,4 +1,4 @@
-"""Random allocation (balls-in-bins) RDP bounds: dpcalc/engine/dpsgd/random_allocation.py (docs/math.md §3.8).
+"""Random allocation (balls-in-bins) RDP bounds: dpcalc/engine/mechanisms/random_allocation/rdp.py (docs/math.md §3.8).
 
 References used here are independent of the module: brute-force multinomial enumeration in mpmath,
 Gauss–Hermite quadrature of the true divergences for t = 2, 3, closed forms (t = 1, k = t, α = 2), dpcalc's

@@ -1,1 +1,3 @@
-"""The mechanisms dpcalc knows: their Rényi-DP curves, privacy loss distributions and exact profiles."""
+"""The mechanisms dpcalc knows, one release each: their Rényi-DP curves, privacy loss distributions and exact
+profiles; the subsampled Gaussian's one-step math in :mod:`.sgm`, one random-allocation round's in
+:mod:`.random_allocation`."""

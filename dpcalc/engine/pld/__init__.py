@@ -1,1 +1,2 @@
-"""Tight numerical accounting with privacy loss distributions (certified brackets)."""
+"""Tight numerical accounting with privacy loss distributions (certified brackets), for any loss models:
+discretisation, FFT composition, δ(ε), ε(δ), profiles and searches."""
