@@ -47,7 +47,7 @@ class Bracket(NamedTuple):
 
 
 def _check_delta(delta, name="--delta"):
-    """δ in [0, 1): δ = 0 asks for the largest privacy loss (see :func:`_zero_delta`)."""
+    """δ in [0, 1): δ = 0 asks for the largest privacy loss (see :func:`dpcalc.engine.composition.pld._zero_delta`)."""
     return require(
         delta, lambda d: (d >= 0) & (d < 1), f"{name}: must lie in [0, 1)", show=lambda v: f"{v:g}"
     )
