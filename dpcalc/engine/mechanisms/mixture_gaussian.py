@@ -57,7 +57,10 @@ def _binomial(k: int, q: float) -> list[float]:
         return [0.0] * k + [1.0]
     lq, l1q = math.log(q), math.log1p(-q)
     lg = math.lgamma(k + 1)
-    return [math.exp(lg - math.lgamma(i + 1) - math.lgamma(k - i + 1) + i * lq + (k - i) * l1q) for i in range(k + 1)]
+    return [
+        math.exp(lg - math.lgamma(i + 1) - math.lgamma(k - i + 1) + i * lq + (k - i) * l1q)
+        for i in range(k + 1)
+    ]
 
 
 def components(params: dict, given: dict | None = None, fail=_raise) -> tuple[list[float], list[float]]:
@@ -70,7 +73,10 @@ def components(params: dict, given: dict | None = None, fail=_raise) -> tuple[li
         return [float(i) for i in range(k + 1)], _binomial(k, float(q))
 
     def raw(name):
-        return given.get(name, params[name] if isinstance(params[name], str) else "|".join(map(repr, _entries(params[name]))))
+        return given.get(
+            name,
+            params[name] if isinstance(params[name], str) else "|".join(map(repr, _entries(params[name]))),
+        )
 
     sens, probs = _entries(params["sensitivities"]), _entries(params["probs"])
     if len(sens) > MAX_COMPONENTS or len(probs) > MAX_COMPONENTS:
@@ -91,7 +97,9 @@ def components(params: dict, given: dict | None = None, fail=_raise) -> tuple[li
                 fail(f"bad value probs={raw(name)!r} (entry {i}, {v!r}, is above 1)")
     total = math.fsum(probs)
     if not abs(total - 1.0) <= PROB_TOLERANCE:
-        fail(f"bad value probs={raw('probs')!r} (the probabilities sum to {total!r}, not 1 within {PROB_TOLERANCE:g})")
+        fail(
+            f"bad value probs={raw('probs')!r} (the probabilities sum to {total!r}, not 1 within {PROB_TOLERANCE:g})"
+        )
     probs = [p / total for p in probs]
     if not any(c > 0 and p > 0 for c, p in zip(sens, probs)):
         fail(

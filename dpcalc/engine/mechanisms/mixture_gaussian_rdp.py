@@ -208,7 +208,9 @@ def _log_mass_up(lo: np.ndarray, hi: np.ndarray, sigma: float) -> np.ndarray:
     y = np.abs(t) * h / (2.0 * s2)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         lsinhc = np.where(
-            y < 0.5, y * y / 6.0, y + np.log(-np.expm1(-2.0 * np.maximum(y, 0.5))) - np.log(2.0 * np.maximum(y, 0.5))
+            y < 0.5,
+            y * y / 6.0,
+            y + np.log(-np.expm1(-2.0 * np.maximum(y, 0.5))) - np.log(2.0 * np.maximum(y, 0.5)),
         )
         tangent = -0.5 * t * t / s2 - _LOG_SQRT_2PI - math.log(sigma) + np.log(h) + lsinhc
         tangent = tangent + 16.0 * _U * (0.5 * t * t / s2 + np.abs(np.log(h)) + y + 8.0)
@@ -229,11 +231,18 @@ def _tails(terms: MixtureTerms, lam: float, a: float, b: float) -> list:
     out = []
     if lam > 1:  # G <= e^{λℓ} + λ − 1
         out.append(float(np.logaddexp(lam * la_hi, math.log(lam - 1.0))) + log_normal_sf(-a / sig))
-        out.append(lam * lb_hi - lam * cm * b / s2 + 0.5 * (lam * cm) ** 2 / s2 + log_normal_sf((b - lam * cm) / sig))
+        out.append(
+            lam * lb_hi - lam * cm * b / s2 + 0.5 * (lam * cm) ** 2 / s2 + log_normal_sf((b - lam * cm) / sig)
+        )
         out.append(math.log(lam - 1.0) + log_normal_sf(b / sig))
     else:  # G <= e^{−βℓ} + β e^{ℓ}, β = −λ
         beta = -lam
-        out.append(-beta * la_lo + beta * cm * a / s2 + 0.5 * (beta * cm) ** 2 / s2 + log_normal_sf(-(a + beta * cm) / sig))
+        out.append(
+            -beta * la_lo
+            + beta * cm * a / s2
+            + 0.5 * (beta * cm) ** 2 / s2
+            + log_normal_sf(-(a + beta * cm) / sig)
+        )
         out.append(math.log(beta) + la_hi + log_normal_sf(-a / sig))
         out.append(-beta * lb_lo + log_normal_sf(b / sig))
         out.append(math.log(beta) + terms.log_mix_sf(b))
@@ -331,12 +340,17 @@ def _tails_raw(terms: MixtureTerms, lam: float, a: float, b: float) -> list:
     if lam > 1:
         out = [
             lam * float(lv[0] + dv[0]) + log_normal_sf(-a / sig),
-            lam * float(lv[1] + dv[1]) - lam * cm * b / s2 + 0.5 * (lam * cm) ** 2 / s2 + log_normal_sf((b - lam * cm) / sig),
+            lam * float(lv[1] + dv[1])
+            - lam * cm * b / s2
+            + 0.5 * (lam * cm) ** 2 / s2
+            + log_normal_sf((b - lam * cm) / sig),
         ]
     else:
         beta = -lam
         out = [
-            -beta * float(lv[0] - dv[0]) + beta * cm * a / s2 + 0.5 * (beta * cm) ** 2 / s2
+            -beta * float(lv[0] - dv[0])
+            + beta * cm * a / s2
+            + 0.5 * (beta * cm) ** 2 / s2
             + log_normal_sf(-(a + beta * cm) / sig),
             -beta * float(lv[1] - dv[1]) + log_normal_sf(b / sig),
         ]
@@ -366,7 +380,9 @@ def _quad_f(terms: MixtureTerms, lam: float, a: float, b: float, cap: int, rho: 
         gmin = np.where(straddle, -np.inf, np.minimum(g_est[:-1], g_est[1:]))
         h = x[1:] - x[:-1]
         with np.errstate(invalid="ignore", divide="ignore", under="ignore"):
-            lgap = np.logaddexp(lm + log_sub(gmax, np.minimum(gmin, gmax)), lu + np.log(h * h / (12.0 * sig * sig)))
+            lgap = np.logaddexp(
+                lm + log_sub(gmax, np.minimum(gmin, gmax)), lu + np.log(h * h / (12.0 * sig * sig))
+            )
         log_up = _log_sum(np.concatenate([lu, tails]))
         log_gap = _log_sum(lgap)
         log_lo = float(log_sub(log_up, min(log_gap, log_up))) if math.isfinite(log_up) else log_up
