@@ -89,7 +89,24 @@ def _number(text: str, key: str, raw: str) -> float:
     return v
 
 
+def _number_list(text: str, key: str, raw: str) -> str:
+    """A ``|``-separated list of finite numbers, as canonical text (``0.0|1.0``); errors name the entry."""
+    out = []
+    for i, entry in enumerate(raw.split("|"), start=1):
+        e = entry.strip()
+        try:
+            v = float(e.replace("_", ""))
+        except ValueError:
+            _fail(text, f"bad value {key}={raw!r} (entry {i}, {e!r}, is not a number)")
+        if not math.isfinite(v):
+            _fail(text, f"bad value {key}={raw!r} (entry {i}, {e!r}, is not a finite number)")
+        out.append(repr(v))
+    return "|".join(out)
+
+
 def _check(text: str, key, raw: str):
+    if key.check == "list":  # numbers separated by '|', kept as canonical text; the kind checks the entries
+        return _number_list(text, key.name, raw)
     if key.check == "path":  # a file name: kept as written (case and all); the kind reads it
         return raw.strip()
     if key.check == "choice":

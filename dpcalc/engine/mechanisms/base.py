@@ -45,6 +45,7 @@ DOMAINS = {
     "p": "a number in (1/2, 1)",
     "delta": "a number in [0, 1)",
     "path": "a file path (relative to the current directory)",
+    "list": "finite numbers separated by '|' (e.g. 0|1|2)",
 }
 
 

@@ -42,6 +42,7 @@ KIND_MODULES = (
     "randomized_response",
     "exponential",
     "subsampled_gaussian",
+    "mixture_gaussian",
     "allocation_round",
     "tree_aggregation",
     "zcdp",

@@ -1,0 +1,316 @@
+"""The privacy loss models of the mixture-of-Gaussians mechanism (docs/math.md §2.14; numpy only).
+
+On one dataset the mechanism outputs ``P = Σ_i p_i N(c_i, σ²)`` (sensitivities ``c_i >= 0``, probabilities
+``p_i > 0`` summing to 1), on its neighbour ``Q = N(0, σ²)`` (dp_accounting's
+``MixtureOfGaussiansDpEvent``; Choquette-Choo, Ganesh, Steinke & Thakurta 2024, arXiv:2310.15526).  With
+``v_i(x) = (c_i x − c_i²/2)/σ²`` the log likelihood ratio is
+
+    L(x) = log P(x)/Q(x) = log Σ_i p_i e^{v_i(x)},
+
+a log-sum-exp of lines with slopes ``c_i/σ² >= 0``: increasing and convex, between ``log p_0`` (``p_0``
+the probability of sensitivity 0; ``−∞`` when there is none) at ``x → −∞`` and ``+∞``.
+
+* :func:`mixture_loss` ``direction="remove"``: P = the mixture, Q = N(0, σ²), loss ``L(x)`` under P
+  (increasing, ``L > log p_0``).
+* ``direction="add"``: P = N(0, σ²), Q = the mixture, loss ``−L(x)`` under N(0, σ²) (decreasing,
+  ``−L < −log p_0``).
+
+The inverse ``x(ℓ)`` is a bisection (:func:`dpcalc.engine._roots.bisect`) inside a bracket that holds by
+the bounds ``a_top + b_top x <= L(x) <= max(0, c_max x/σ²)`` (and, for ``ℓ <= 0``, ``L(x) <=
+log(p_0 + (1 − p_0) e^{c₊ x/σ²})`` with ``c₊`` the smallest positive sensitivity); the tails use points
+whose loss is checked against the target with the rounding error of ``L`` allowed for.
+
+:class:`MixtureTerms` also serves the Rényi curve (:mod:`dpcalc.engine.mechanisms.mixture_gaussian_rdp`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcalc.engine._numerics import log_sub
+from dpcalc.engine._roots import bisect
+from dpcalc.engine.mechanisms.loss_models import _LOG_SQRT_2PI, _SPAN, LossModel, Piece, log_normal_sf
+from dpcalc.errors import InputError
+
+_U = float(np.finfo(float).eps)
+#: Broadcast the components against the points when their product is at most this (else loop over them).
+_BROADCAST = 1 << 20
+
+
+class MixtureTerms:
+    """The components of ``Σ p_i N(c_i, σ²)`` against ``N(0, σ²)``: sorted by sensitivity, equal
+    sensitivities merged, probability-0 components dropped (``sens``/``probs`` are checked by the kind;
+    here only that they make a mixture with some positive sensitivity)."""
+
+    def __init__(self, sigma: float, sens, probs):
+        sigma = float(sigma)
+        if not (sigma > 0 and math.isfinite(sigma)):
+            raise InputError(f"sigma: must be a finite number > 0, got {sigma}")
+        c = np.asarray(sens, dtype=float).ravel()
+        p = np.asarray(probs, dtype=float).ravel()
+        if c.size != p.size or c.size == 0:
+            raise InputError("sensitivities and probs: give one probability per sensitivity")
+        if not (np.all(np.isfinite(c)) and np.all(c >= 0) and np.all(np.isfinite(p)) and np.all(p >= 0)):
+            raise InputError("sensitivities and probs: must be finite numbers >= 0")
+        keep = p > 0
+        c, p = c[keep], p[keep]
+        if c.size == 0 or not np.any(c > 0):
+            raise InputError("sensitivities: no component has sensitivity > 0 and probability > 0")
+        cs = np.unique(c)
+        ps = np.array([math.fsum(p[c == v]) for v in cs])
+        ps = ps / math.fsum(ps)
+        self.sigma = sigma
+        self.s2 = sigma * sigma
+        self.c = cs
+        self.p = ps
+        self.m = int(cs.size)
+        self.lp = np.log(ps)
+        self.b = cs / self.s2  # slopes of v_i
+        self.a = self.lp - 0.5 * cs * cs / self.s2  # intercepts of v_i
+        self.c_max = float(cs[-1])
+        self.c_pos_min = float(cs[cs > 0][0])
+        self.p0 = float(ps[0]) if cs[0] == 0 else 0.0
+        #: log p_0 (the infimum of L), ``-inf`` when no component has sensitivity 0
+        self.log_p0 = math.log(self.p0) if self.p0 > 0 else -math.inf
+        self._scale_a = float(np.max(np.abs(self.a)))
+        #: points × components evaluated so far (the Rényi curve's work limit reads it)
+        self.work = 0
+
+    # ------------------------------------------------------------------ the log likelihood ratio
+
+    def _terms(self, x):
+        """``v_i(x) + log p_i`` with a trailing component axis (for a broadcastable size)."""
+        return self.a + self.b * x[..., None]
+
+    def log_ratio(self, x) -> np.ndarray:
+        """``L(x) = log Σ p_i e^{v_i(x)}`` for an array of any shape."""
+        x = np.asarray(x, dtype=float)
+        self.work += x.size * (self.m + 16)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            if x.size * self.m <= _BROADCAST:
+                t = self._terms(x)
+                mx = np.max(t, axis=-1)
+                mx_s = np.where(np.isfinite(mx), mx, 0.0)
+                out = mx_s + np.log(np.sum(np.exp(t - mx_s[..., None]), axis=-1))
+                return np.where(np.isfinite(mx), out, mx)
+            mx = np.full(x.shape, -np.inf)
+            for a, b in zip(self.a, self.b):
+                mx = np.maximum(mx, a + b * x)
+            mx_s = np.where(np.isfinite(mx), mx, 0.0)
+            acc = np.zeros(x.shape)
+            for a, b in zip(self.a, self.b):
+                acc += np.exp(a + b * x - mx_s)
+            return np.where(np.isfinite(mx), mx_s + np.log(acc), mx)
+
+    def log_ratio_error(self, x) -> np.ndarray:
+        """A bound on the rounding error of :meth:`log_ratio` at ``x`` (absolute; generous)."""
+        x = np.asarray(x, dtype=float)
+        mag = self._scale_a + float(self.b[-1]) * np.abs(x) + 1.0
+        return 8.0 * _U * (self.m + 8) * mag
+
+    def dlog_ratio(self, x0, dx, sign: float) -> np.ndarray:
+        """``L(x0 + sign·dx) − L(x0) = log1p(Σ π_i(x0) expm1(sign c_i dx/σ²))`` with the posterior weights
+        ``π_i(x0) = p_i e^{v_i(x0) − L(x0)}`` (accurate for small ``dx``)."""
+        x0 = np.asarray(x0, dtype=float)
+        dx = np.asarray(dx, dtype=float)
+        l0 = self.log_ratio(x0)
+        shape = np.broadcast_shapes(x0.shape, dx.shape)
+        acc = np.zeros(shape)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            for a, b in zip(self.a, self.b):
+                if b == 0.0:
+                    continue  # expm1(0) = 0
+                acc = acc + np.exp(a + b * x0 - l0) * np.expm1(sign * b * dx)
+            return np.log1p(acc)
+
+    def slope(self, x) -> np.ndarray:
+        """``L′(x) = Σ π_i(x) c_i/σ²`` (in ``[0, c_max/σ²]``)."""
+        x = np.asarray(x, dtype=float)
+        l0 = self.log_ratio(x)
+        acc = np.zeros(x.shape)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            for a, b in zip(self.a, self.b):
+                acc = acc + b * np.exp(a + b * x - l0)
+        return np.minimum(acc, self.b[-1])
+
+    def derivatives(self, x):
+        """``(L(x), L′(x), L″(x))``: the loss, and the posterior mean and variance of ``c_i/σ²``."""
+        x = np.asarray(x, dtype=float)
+        l0 = self.log_ratio(x)
+        self.work += x.size * (self.m + 16)
+        s1 = np.zeros(x.shape)
+        s2 = np.zeros(x.shape)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            for a, b in zip(self.a, self.b):
+                w = np.exp(a + b * x - l0)
+                s1 = s1 + b * w
+                s2 = s2 + b * b * w
+        s1 = np.minimum(s1, self.b[-1])
+        return l0, s1, np.maximum(s2 - s1 * s1, 0.0)
+
+    # ------------------------------------------------------------------ the inverse
+
+    def _bracket(self, ell):
+        """``(lo, hi)`` with ``L(lo) < ℓ < L(hi)`` for ``ℓ > log p_0`` (see the module docstring), widened."""
+        ell = np.asarray(ell, dtype=float)
+        hi = (ell - self.a[-1]) / self.b[-1]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if self.p0 > 0:
+                inner = log_sub(ell, self.log_p0) - math.log1p(-self.p0)
+            else:
+                inner = ell
+            lo_neg = self.s2 / self.c_pos_min * inner
+        lo = np.where(ell > 0, self.s2 * ell / self.c_max, lo_neg)
+        lo = np.minimum(lo, hi)
+        pad = 1e-6 * (1.0 + np.abs(lo) + np.abs(hi)) + 1e-3 * self.sigma
+        return lo - pad, hi + pad
+
+    def inverse(self, ell):
+        """``(lo, hi)``: a bracket of ``x(ℓ)`` (``L(lo) <= ℓ < L(hi)`` as computed) a few ulps wide;
+        both ``−inf`` where ``ℓ <= log p_0`` and ``+inf`` where ``ℓ = +inf``."""
+        ell = np.asarray(ell, dtype=float)
+        below = ~(ell > self.log_p0)
+        top = np.isposinf(ell)
+        ok = ~(below | top)
+        lo = np.where(below, -np.inf, np.where(top, np.inf, np.nan))
+        hi = lo.copy()
+        if np.any(ok):
+            e = ell[ok]
+            b_lo, b_hi = self._bracket(e)
+            r_lo, r_hi = bisect(lambda x: self.log_ratio(x) - e, b_lo, b_hi, increasing=True)
+            lo[ok], hi[ok] = r_lo, r_hi
+        return lo, hi
+
+    def point_below(self, ell: float) -> float:
+        """A point ``x`` with ``L(x) <= ℓ`` exactly (so ``x <= x(ℓ)``): the bracket's lower end, moved down
+        until the computed loss plus its rounding error is at most ``ℓ``."""
+        lo, _ = self.inverse(np.array([ell]))
+        x = float(lo[0])
+        step = 1e-9 * (self.sigma + abs(x))
+        for _ in range(200):
+            if not math.isfinite(x):
+                return x
+            if float(self.log_ratio(np.array([x]))[0] + self.log_ratio_error(np.array([x]))[0]) <= ell:
+                return x
+            x -= step
+            step *= 2.0
+        return -math.inf
+
+    def point_above(self, ell: float) -> float:
+        """A point ``x`` with ``L(x) >= ℓ`` exactly (so ``x >= x(ℓ)``)."""
+        _, hi = self.inverse(np.array([ell]))
+        x = float(hi[0])
+        step = 1e-9 * (self.sigma + abs(x))
+        for _ in range(200):
+            if not math.isfinite(x):
+                return x
+            if float(self.log_ratio(np.array([x]))[0] - self.log_ratio_error(np.array([x]))[0]) >= ell:
+                return x
+            x += step
+            step *= 2.0
+        return math.inf
+
+    # ------------------------------------------------------------------ Gaussian tails
+
+    def log_mix_sf(self, x: float) -> float:
+        """An upper bound on ``log P(X > x)`` for ``X ~ Σ p_i N(c_i, σ²)``."""
+        vals = [lp + log_normal_sf((x - c) / self.sigma) for lp, c in zip(self.lp, self.c)]
+        return _log_sum_up(vals)
+
+    def log_mix_cdf(self, x: float) -> float:
+        """An upper bound on ``log P(X < x)`` for ``X ~ Σ p_i N(c_i, σ²)``."""
+        vals = [lp + log_normal_sf((c - x) / self.sigma) for lp, c in zip(self.lp, self.c)]
+        return _log_sum_up(vals)
+
+
+def _log_sum_up(vals) -> float:
+    """``log Σ e^{v}``, raised by a relative rounding margin."""
+    v = np.asarray([x for x in vals if x > -math.inf], dtype=float)
+    if v.size == 0:
+        return -math.inf
+    m = float(np.max(v))
+    s = m + math.log(float(np.sum(np.exp(v - m))))
+    return min(s + 8.0 * _U * (v.size + abs(s)), 0.0)
+
+
+def mixture_loss(terms: MixtureTerms, direction: str) -> LossModel:
+    """The loss model of one direction of the pair (see the module docstring)."""
+    if direction not in ("remove", "add"):
+        raise InputError(f"direction: must be 'remove' or 'add', got {direction!r}")
+    t = terms
+    sigma = t.sigma
+    log_norm = _LOG_SQRT_2PI + math.log(sigma)
+    label = f"mixture-gaussian-{direction}(sigma={sigma:g},components={t.m})"
+
+    def _log_pdf_q(x):
+        x = np.asarray(x, dtype=float)
+        return -0.5 * (x / sigma) ** 2 - log_norm
+
+    def _x_of(ell):
+        lo, hi = t.inverse(ell)
+        return np.where(np.isfinite(lo), 0.5 * (lo + hi), lo)
+
+    if direction == "remove":
+        x_lo = float(t.c[0]) - _SPAN * sigma
+        x_hi = t.c_max + _SPAN * sigma
+        loss_min = float(np.nextafter(t.log_p0, -np.inf)) if t.p0 > 0 else -math.inf
+        piece = Piece(
+            x_lo=x_lo,
+            x_hi=x_hi,
+            increasing=True,
+            loss=t.log_ratio,
+            x_of_loss=_x_of,
+            dloss=lambda x0, dx: t.dlog_ratio(x0, dx, 1.0),
+            log_pdf=lambda x: _log_pdf_q(x) + t.log_ratio(x),
+            scale=sigma,
+            tilt_rate=t.c_max,
+        )
+
+        def sf_above(b):  # P(L > b) = P(X > x(b)) under the mixture
+            return t.log_mix_sf(t.point_below(float(b)))
+
+        def cdf_below(a):  # P(L < a) = P(X < x(a))
+            if a <= t.log_p0:
+                return -math.inf
+            return t.log_mix_cdf(t.point_above(float(a)))
+
+        return LossModel(
+            name=label,
+            piece=piece,
+            loss_min=loss_min,
+            log_sf_above=sf_above,
+            log_cdf_below=cdf_below,
+        )
+
+    loss_max = float(np.nextafter(-t.log_p0, np.inf)) if t.p0 > 0 else math.inf
+    piece = Piece(
+        x_lo=-_SPAN * sigma,
+        x_hi=_SPAN * sigma,
+        increasing=False,
+        loss=lambda x: -t.log_ratio(x),
+        x_of_loss=lambda v: _x_of(-np.asarray(v, dtype=float)),
+        dloss=lambda x0, dx: -t.dlog_ratio(x0, dx, -1.0),
+        log_pdf=_log_pdf_q,
+        scale=sigma,
+        tilt_rate=t.c_max,
+    )
+
+    def sf_above_add(b):  # P(−L > b) = P(L < −b) = P(X < x(−b)) under N(0, σ²)
+        if -b <= t.log_p0:
+            return -math.inf
+        return log_normal_sf(-t.point_above(-float(b)) / sigma)
+
+    def cdf_below_add(a):  # P(−L < a) = P(L > −a) = P(X > x(−a))
+        if -a <= t.log_p0:
+            return 0.0
+        return log_normal_sf(t.point_below(-float(a)) / sigma)
+
+    return LossModel(
+        name=label,
+        piece=piece,
+        loss_max=loss_max,
+        log_sf_above=sf_above_add,
+        log_cdf_below=cdf_below_add,
+    )
