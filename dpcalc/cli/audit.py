@@ -8,7 +8,7 @@ import functools
 import click
 
 from dpcalc.cli.common import BudgetExceeded, common_options, run, single
-from dpcalc.cli.sgd_epsilon import run_option
+from dpcalc.cli.run_options import run_options
 from dpcalc.cli.spec_complete import complete_mechanism
 from dpcalc.cli.types import SEED_MAX, Grid
 
@@ -74,6 +74,26 @@ ends), over the claimed curve min(e^ε·α + δ, 1 − e^(−ε)(1 − δ − α
 profile curve, the curve of the proved epsilon_lower and the diagonal of guessing, on log axes down
 to 1e-6.  A box above a claimed curve contradicts the claim.
 Formulas: docs/math.md §11."""
+
+
+#: The words of the DP-SGD run options (declared in dpcalc.cli.run_options) in audit's help: the run is the claim.
+RUN_HELP = {
+    "--noise-multiplier": "Claim from DP-SGD (as for sgd-epsilon): its noise multiplier; with the sample rate and "
+    "the length.",
+    "--sample-rate": "Claim from DP-SGD: Poisson rate q in (0, 1].",
+    "--batch-size": "Claim from DP-SGD: batch size B (q = B/N, with --dataset-size).",
+    "--dataset-size": "Claim from DP-SGD: dataset size N.",
+    "--steps": "Claim from DP-SGD: steps T.",
+    "--epochs": "Claim from DP-SGD: epochs E (steps = ceil(E / q)).",
+}
+RUN_METAVAR = {
+    "--noise-multiplier": "S",
+    "--sample-rate": "Q",
+    "--batch-size": "B",
+    "--dataset-size": "N",
+    "--steps": "T",
+    "--epochs": "E",
+}
 
 
 def _without_budget(cmd: click.Command) -> click.Command:
@@ -166,16 +186,7 @@ def _without_budget(cmd: click.Command) -> click.Command:
     help="The claim as a composition (repeatable; specs as for compose, e.g. laplace:scale=1,count=100): "
     "its ε at each row's δ by compose's best method.",
 )
-@run_option(
-    "--noise-multiplier",
-    "Claim from DP-SGD (as for sgd-epsilon): its noise multiplier; with the sample rate and the length.",
-    "S",
-)
-@run_option("--sample-rate", "Claim from DP-SGD: Poisson rate q in (0, 1].", "Q")
-@run_option("--batch-size", "Claim from DP-SGD: batch size B (q = B/N, with --dataset-size).", "B")
-@run_option("--dataset-size", "Claim from DP-SGD: dataset size N.", "N")
-@run_option("--steps", "Claim from DP-SGD: steps T.", "T")
-@run_option("--epochs", "Claim from DP-SGD: epochs E (steps = ceil(E / q)).", "E")
+@run_options(RUN_HELP, RUN_METAVAR)
 @common_options
 def command(
     tp,
