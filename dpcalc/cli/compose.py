@@ -257,7 +257,7 @@ def command(
         cmd._check_targets("--fpr", len(fpr), cmd.MAX_FPR)
         refuse_with(fpr, **{"--delta": delta, "--epsilon": epsilon, "--tuning-runs": tuning})
         refuse_with(fpr, **{"--rdp-curve": wanted(rdp_curve, alphas, out)})
-        from dpcalc.commands.tradeoff import compose_tradeoff
+        from dpcalc.commands.compose_tradeoff import compose_tradeoff
 
         run(out, lambda: compose_tradeoff(mechanisms, fpr, method, eps_error))
         return
@@ -277,7 +277,7 @@ def command(
             raise click.UsageError(
                 "--eps-error cannot be used with --rdp-curve (it is the width of a pld bracket)"
             )
-        from dpcalc.commands.curve import compose_curve
+        from dpcalc.commands.compose import compose_curve
 
         run(out, lambda: compose_curve(mechanisms, alphas, method, stream=True))
         return

@@ -8,7 +8,7 @@ import click
 from dpcalc.cli.common import common_options, run
 from dpcalc.cli.tradeoff import refuse_with, tradeoff_options, with_max_tpr
 from dpcalc.cli.types import Grid
-from dpcalc.commands.convert import METHODS, ConvertParams, convert_stream
+from dpcalc.commands.convert import METHODS, ConvertParams, convert_stream, convert_tradeoff
 
 MAN_EXAMPLES = [
     (
@@ -119,8 +119,6 @@ def command(alpha, rdp, curve, delta, epsilon, method, source, fpr, max_tpr, out
     out = with_max_tpr(out, fpr, max_tpr)
     if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
         refuse_with(fpr, **{"--delta": delta, "--epsilon": epsilon})
-        from dpcalc.commands.tradeoff_convert import convert_tradeoff
-
         run(out, lambda: _convert(params, lambda: convert_tradeoff(params, fpr)))
         return
     run(out, lambda: _convert(params))

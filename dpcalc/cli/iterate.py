@@ -178,7 +178,7 @@ def command(
         smoothness=smoothness,
     )
     if wanted(rdp_curve, alphas, out):
-        from dpcalc.commands.curve import iterate_curve
+        from dpcalc.commands.iterate import iterate_curve
 
         run(out, lambda: iterate_curve(params, alphas, stream=True))
         return

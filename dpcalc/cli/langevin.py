@@ -160,7 +160,7 @@ def command(
         conversion=conversion,
     )
     if wanted(rdp_curve, alphas, out):
-        from dpcalc.commands.curve import langevin_curve
+        from dpcalc.commands.langevin import langevin_curve
 
         run(out, lambda: langevin_curve(params, alphas, stream=True))
         return

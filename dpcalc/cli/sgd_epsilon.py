@@ -356,14 +356,14 @@ def command(
         seed=seed,
     )
     if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
-        from dpcalc.commands.tradeoff import sgd_tradeoff
+        from dpcalc.commands.sgd_tradeoff import sgd_tradeoff
 
         run(out, lambda: sgd_tradeoff(params, fpr))
         return
     if rdp_curve:
         if tuning is not None:
             raise click.UsageError("--tuning-runs cannot be used with --rdp-curve")
-        from dpcalc.commands.curve import sgd_curve
+        from dpcalc.commands.sgd_curve import sgd_curve
 
         run(out, lambda: sgd_curve(params, alphas, stream=True))
         return

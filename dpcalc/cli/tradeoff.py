@@ -1,6 +1,6 @@
 """``--fpr`` and ``--max-tpr`` (compose, sgd-epsilon, convert): what ε means for an attacker, the largest
 true-positive rate of any membership test at a false-positive rate (docs/math.md §10).  Pure click: the
-computation is :mod:`dpcalc.commands.tradeoff`."""
+computation is :mod:`dpcalc.commands.tradeoff` and each command's own."""
 
 from __future__ import annotations
 

@@ -11,7 +11,9 @@ target, or ``None`` and the reason the method does not apply.  Formulas live in 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
+from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders
 from dpcalc.commands.schema import conform
 from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.result import PlotSpec, Result
@@ -480,3 +482,41 @@ def _relation_caption(specs) -> str:
             "generalised randomized response (Dong, Durfee & Rogers 2020), adaptive composition"
         )
     return ""
+
+
+# -- --rdp-curve ----------------------------------------------------------------------------------------
+def compose_curve(
+    texts, alphas: Sequence[float] | None = None, method: str = "best", *, stream: bool = False
+):
+    """The summed Rényi curve of the MECHANISMs ``texts`` (identical specs merged, as ``compose`` does):
+    :func:`dpcalc.engine.mechanisms.catalogue.total_rdp`, exactly the curve ``compose --method rdp``
+    converts, so ``convert --curve`` of it (optimal conversion) gives that ε exactly.  A spec without a
+    Rényi curve (``dp`` with δ > 0) is refused."""
+    import numpy as np
+
+    from dpcalc.engine.mechanisms.catalogue import rdp_work_refusal, total_rdp
+    from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
+
+    if method not in ("best", "all", "rdp"):
+        raise InputError(
+            f"--method {method} has no Rényi curve: --rdp-curve prints the curve of the rdp method "
+            "(leave --method out, or give --method rdp)"
+        )
+    specs = merge_identical(parse_mechanisms(expand_sources(texts)))
+    _check_relations(specs)
+    a = orders(alphas)
+    check_curve_rows({}, a.size)
+    if (refusal := rdp_work_refusal(specs)) is not None:
+        raise InputError(refusal)
+    curve = np.asarray(total_rdp(specs, a), dtype=float)
+    labels = " + ".join(s.label() for s in specs)
+    return curve_result(
+        "compose",
+        {},
+        [""],
+        lambda m, lo, hi: {"rdp": curve[None, :]},
+        a,
+        f"mechanisms: {labels}; rdp: the sum of their Rényi curves (the rdp method's curve); {FOR_CONVERT}",
+        stream=stream,
+        subtitle=" + ".join(s.text for s in specs),
+    )

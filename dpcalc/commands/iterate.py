@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders
 from dpcalc.commands.schema import conform
 from dpcalc.errors import InputError
 from dpcalc.render.cells import rounded
@@ -227,3 +228,89 @@ def _compute(params, query, target, methods, conversion, feldman_log, smoothness
             + "; projected noisy SGD, one pass, replace-one",
         )
     return result
+
+
+# -- --rdp-curve ----------------------------------------------------------------------------------------
+ITERATE_CURVES = ("feldman", "composition", "cni")
+
+
+def iterate_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = False):
+    """The Rényi bounds of ``iterate`` at every order (``params``: :class:`dpcalc.commands.iterate.
+    IterateParams`; ``delta``, ``epsilon``, ``conversion`` and ``diameter`` do not enter a curve):
+    feldman (:func:`~dpcalc.engine.hidden_state.iteration.rdp_feldman`, ``inf`` above α*), composition
+    (:func:`~dpcalc.engine.hidden_state.iteration.rdp_composition`) and, with ``initial_distance``, cni
+    (:func:`~dpcalc.engine.hidden_state.iteration.rdp_contractive_iteration`).  asoodeh has no Rényi form.
+
+    The command's ε of feldman and cni minimises the conversion over *continuous* α (composition is
+    converted exactly, as one Gaussian), so ``convert --curve`` of a curve on a grid of orders is that ε
+    or above; at the command's best order (``--alphas`` = its ``alpha`` column, ``convert --method`` = its
+    ``--conversion``) the two agree to a few ulps (the curve's ζ(α) is rounded up once more)."""
+    import numpy as np
+
+    from dpcalc.engine.grid import product
+    from dpcalc.engine.hidden_state import iteration as it
+
+    p = params
+    if p.alpha is not None:
+        raise InputError(
+            "--alpha cannot be used with --rdp-curve: give the orders of the curve with --alphas"
+        )
+    if p.method == "asoodeh":
+        raise InputError(
+            "--method asoodeh has no Rényi curve (its bound is (ε, δ) only): --rdp-curve prints feldman, "
+            "composition or cni"
+        )
+    if p.method == "cni" and p.initial_distance is None:
+        raise InputError("--method cni needs --initial-distance R")
+    if p.method == "all":
+        methods = [m for m in ITERATE_CURVES if m != "cni" or p.initial_distance is not None]
+    else:
+        methods = [p.method]
+    if p.smoothness is not None and "feldman" in methods:
+        worst = max(p.lr) * max(p.smoothness)
+        if worst > 2.0:
+            raise InputError(
+                f"--lr: feldman needs the step size η <= 2/β (a contractive gradient step), "
+                f"got η = {float(max(p.lr))!r} with β = {float(max(p.smoothness))!r}"
+            )
+    a = orders(alphas)
+    grid = dict(sigma=p.sigma, lipschitz=p.lipschitz, lr=p.lr, steps=p.steps)
+    if p.initial_distance is not None:
+        grid["initial_distance"] = p.initial_distance
+    check_curve_rows({f"--{k.replace('_', '-')}": len(v) for k, v in grid.items()}, a.size, len(methods))
+    g = product(**{k: np.asarray(v, float) for k, v in grid.items()})
+
+    def values(m, lo, hi):
+        s, lip, lr, t = (g[k][lo:hi, None] for k in ("sigma", "lipschitz", "lr", "steps"))
+        if m == "feldman":
+            return {"rdp": it.rdp_feldman(a, s, lip, t, log_form=p.feldman_log)}
+        if m == "composition":
+            return {"rdp": it.rdp_composition(a, s, lip)}
+        # cni, as the command computes it: noise std ησ per step
+        with np.errstate(over="ignore", under="ignore"):
+            noise = lr * s
+        gone = noise == 0
+        noise = np.where(gone, 1.0, np.minimum(noise, 1e308))
+        dist = g["initial_distance"][lo:hi, None]
+        return {"rdp": np.where(gone, np.inf, it.rdp_contractive_iteration(a, dist, noise, t))}
+
+    configs = {k: ([int(v) for v in g[k]] if k == "steps" else g[k].tolist()) for k in grid}
+    swept = [k for k, v in grid.items() if len(v) > 1]
+    caption = (
+        "randomly-stopped projected noisy SGD, one pass (T = n), replace-one; feldman: convex β-smooth loss, "
+        "η <= 2/β, inf above α*; composition: every iterate released"
+        + ("; cni: same data, starts R apart" if "cni" in methods else "")
+        + f"; {FOR_CONVERT}"
+    )
+    symbols = {"sigma": "σ", "lipschitz": "L", "lr": "η", "steps": "T", "initial_distance": "R"}
+    return curve_result(
+        "iterate",
+        configs,
+        methods,
+        values,
+        a,
+        caption,
+        stream=stream,
+        swept=swept,
+        subtitle=", ".join(f"{symbols[k]} = {v[0]:g}" for k, v in grid.items() if len(v) == 1),
+    )
