@@ -254,7 +254,7 @@ def command(
     eps_error = single(eps_error, "--eps-error")
     out = with_max_tpr(out, fpr, max_tpr)
     if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
-        cmd._check_targets("--fpr", len(fpr), cmd.MAX_FPR)
+        cmd.check_targets("--fpr", len(fpr), cmd.MAX_FPR)
         refuse_with(fpr, **{"--delta": delta, "--epsilon": epsilon, "--tuning-runs": tuning})
         refuse_with(fpr, **{"--rdp-curve": wanted(rdp_curve, alphas, out)})
         from dpcalc.commands.compose_tradeoff import compose_tradeoff

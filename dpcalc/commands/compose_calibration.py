@@ -20,7 +20,7 @@ numpy loads only when it runs.
 
 from __future__ import annotations
 
-from dpcalc.commands.compose import MAX_TARGETS
+from dpcalc.commands.compose_methods import MAX_TARGETS
 from dpcalc.commands.schema import conform
 from dpcalc.errors import InputError
 from dpcalc.render.cells import rounded
@@ -135,7 +135,7 @@ def _method_search(name, fill, e, d, direction, start, eps_error):
 
     import numpy as np
 
-    from dpcalc.commands.compose import METHODS as ALL
+    from dpcalc.commands.compose_methods import METHODS as ALL
     from dpcalc.engine.pld.search import boundary
 
     fn = ALL[name]

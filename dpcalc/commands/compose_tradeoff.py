@@ -41,7 +41,7 @@ def compose_tradeoff(texts, fpr, method, eps_error=None) -> Result:
     """``dpcalc compose --fpr``: one row per false-positive rate (and per method with ``all``)."""
     import numpy as np
 
-    from dpcalc.commands.compose import _check_relations, _relation_caption
+    from dpcalc.commands.compose_methods import check_relations, relation_caption
     from dpcalc.engine import tradeoff
     from dpcalc.engine.mechanisms.catalogue import gaussian_r2, rdp_refusal, total_rdp
     from dpcalc.engine.orders import DEFAULT_ORDERS
@@ -52,7 +52,7 @@ def compose_tradeoff(texts, fpr, method, eps_error=None) -> Result:
         raise InputError(f"--fpr: applies to --method exact, pld, rdp, best or all, not {method}")
     fpr = tradeoff.check_fpr(np.atleast_1d(np.asarray(fpr, float)))
     specs = merge_identical(parse_mechanisms(expand_sources(texts)))
-    _check_relations(specs)
+    check_relations(specs)
     names = COMPOSE_METHODS if method in ("all", "best") else (method,)
     per: dict[str, list] = {}
     for name in names:
@@ -113,7 +113,7 @@ def compose_tradeoff(texts, fpr, method, eps_error=None) -> Result:
         rows,
         "compose",
         "trade-off",
-        "mechanisms: " + " + ".join(s.label() for s in specs) + _relation_caption(specs),
+        "mechanisms: " + " + ".join(s.label() for s in specs) + relation_caption(specs),
         " + ".join(s.text for s in specs),
     )
 
