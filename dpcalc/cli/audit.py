@@ -11,6 +11,7 @@ from dpcalc.cli.common import BudgetExceeded, common_options, run, single
 from dpcalc.cli.run_options import run_options
 from dpcalc.cli.spec_complete import complete_mechanism
 from dpcalc.cli.types import SEED_MAX, Grid
+from dpcalc.textinput import open_error
 
 #: The confidence's distance from 0 and 1: closer to 1, the level 1 − (1 − c)/2 of each one-sided
 #: Clopper–Pearson interval rounds to 1 (an interval with no end).
@@ -219,7 +220,8 @@ def command(
     a DP-SGD run (--noise-multiplier, --sample-rate/--batch-size, --steps/--epochs: its PLD ε) puts the
     accountant's upper bound beside it.
     """
-    from dpcalc.commands.audit import AuditParams
+    # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
+    from dpcalc.commands import audit as cmd
 
     claimed = single(claimed_epsilon, "--claimed-epsilon")
     sgd = {
@@ -230,7 +232,7 @@ def command(
         "steps": single(steps, "--steps"),
         "epochs": single(epochs, "--epochs"),
     }
-    params = AuditParams(
+    params = cmd.AuditParams(
         tp=tp,
         fp=fp,
         fn=fn,
@@ -249,25 +251,21 @@ def command(
         plot=bool(out.plot),
     )
     done = []
-    run(out, lambda: _audit(params, done))
-    from dpcalc.commands.audit import exceeded
-
-    verdict = exceeded(done[0]) if done else None
+    run(out, lambda: _audit(cmd.audit, params, done))
+    verdict = cmd.exceeded(done[0]) if done else None
     if verdict:
         raise BudgetExceeded(verdict)
 
 
-def _audit(params, done):
-    from dpcalc.commands.audit import audit
-
+def _audit(audit, params, done):
+    """``audit(params)``, kept in ``done``; an --input or --scores file that cannot be read is bad input
+    (exit 2, naming the option and the file)."""
     path = params.input if params.input is not None else params.scores
     try:
         result = audit(params)
     except OSError as exc:
         if path is None or exc.filename != path:
             raise
-        from dpcalc.textinput import open_error
-
         raise open_error(
             exc, path, f"{'--input' if params.input is not None else '--scores'} {path}"
         ) from None

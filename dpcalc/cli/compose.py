@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from dpcalc.cli.common import common_options, eps_error_option, run
+from dpcalc.cli.common import common_options, eps_error_option, run, single
 from dpcalc.cli.rdp_curve import curve_options, wanted
 from dpcalc.cli.spec_complete import complete_mechanism
 from dpcalc.cli.tradeoff import refuse_with, tradeoff_options, with_max_tpr
 from dpcalc.cli.tuning import tuning_option
 from dpcalc.cli.types import Grid
-from dpcalc.commands.compose import METHOD_ORDER  # pure Python: numpy loads only when a method runs
+from dpcalc.commands.choices import COMPOSE_METHODS
 
 MAN_EXAMPLES = [
     (
@@ -212,7 +212,7 @@ guessing (sweep --fpr, e.g. 1e-6:0.5:x2).  The columns are those of TRADE-OFF CO
 @click.option("--epsilon", type=Grid(lo=0, lo_open=False), help="Target ε >= 0: report δ.")
 @click.option(
     "--method",
-    type=click.Choice([*METHOD_ORDER, "best", "all"]),
+    type=click.Choice([*COMPOSE_METHODS, "best", "all"]),
     default="best",
     show_default=True,
     help="exact (Gaussian compositions), pld (privacy loss distributions, bracketed), rdp, optimal "
@@ -248,7 +248,7 @@ def command(
     exponential epsilon) out, to calibrate it.
     With --rdp-curve, the summed Rényi curve of the mechanisms instead (no --delta or --epsilon needed).
     """
-    from dpcalc.cli.common import single
+    # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
     from dpcalc.commands import compose as cmd
 
     eps_error = single(eps_error, "--eps-error")
@@ -257,9 +257,7 @@ def command(
         cmd.check_targets("--fpr", len(fpr), cmd.MAX_FPR)
         refuse_with(fpr, **{"--delta": delta, "--epsilon": epsilon, "--tuning-runs": tuning})
         refuse_with(fpr, **{"--rdp-curve": wanted(rdp_curve, alphas, out)})
-        from dpcalc.commands.compose_tradeoff import compose_tradeoff
-
-        run(out, lambda: compose_tradeoff(mechanisms, fpr, method, eps_error))
+        run(out, lambda: cmd.compose_tradeoff(mechanisms, fpr, method, eps_error))
         return
     if tuning is not None:
         if method not in ("rdp", "best", "all"):
@@ -277,16 +275,12 @@ def command(
             raise click.UsageError(
                 "--eps-error cannot be used with --rdp-curve (it is the width of a pld bracket)"
             )
-        from dpcalc.commands.compose import compose_curve
-
-        run(out, lambda: compose_curve(mechanisms, alphas, method, stream=True))
+        run(out, lambda: cmd.compose_curve(mechanisms, alphas, method, stream=True))
         return
     if eps_error is not None and method not in ("pld", "best", "all"):
         raise click.UsageError("--eps-error applies to --method pld (or best, all)")
     if delta is not None and epsilon is not None:
-        from dpcalc.commands.compose_calibration import calibrate
-
-        run(out, lambda: calibrate(mechanisms, epsilon, delta, method, eps_error))
+        run(out, lambda: cmd.calibrate(mechanisms, epsilon, delta, method, eps_error))
         return
     if delta is None and epsilon is None:
         raise click.UsageError("give --delta (to get ε) or --epsilon (to get δ); both to calibrate σ")

@@ -11,7 +11,7 @@ from dpcalc.cli.run_options import run_options
 from dpcalc.cli.tradeoff import refuse_with, tradeoff_options, with_max_tpr
 from dpcalc.cli.tuning import tuning_option
 from dpcalc.cli.types import SEED_MAX, Grid
-from dpcalc.commands.sgd_epsilon import ACCOUNTANTS, CONVERSIONS, SgdEpsilonParams, sgd_epsilon_stream
+from dpcalc.commands.choices import SGD_ACCOUNTANTS, SGD_CONVERSIONS
 
 MAN_EXAMPLES = [
     (
@@ -221,7 +221,7 @@ RUN_HELP = {
 )
 @click.option(
     "--accountant",
-    type=click.Choice([*ACCOUNTANTS, "all"]),
+    type=click.Choice([*SGD_ACCOUNTANTS, "all"]),
     default="rdp",
     show_default=True,
     help="rdp (exact RDP), pld (privacy loss distributions: a certified [lower, upper] bracket; random "
@@ -232,7 +232,7 @@ RUN_HELP = {
 @eps_error_option
 @click.option(
     "--conversion",
-    type=click.Choice(CONVERSIONS),
+    type=click.Choice(SGD_CONVERSIONS),
     default="optimal",
     show_default=True,
     help="RDP → (ε, δ) conversion of the rdp accountant.",
@@ -335,7 +335,10 @@ def command(
     if not wanted(rdp_curve, alphas, out) and delta is None and fpr is None:
         ctx = click.get_current_context()
         raise click.MissingParameter(ctx=ctx, param=next(q for q in ctx.command.params if q.name == "delta"))
-    params = SgdEpsilonParams(
+    # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
+    from dpcalc.commands import sgd as cmd
+
+    params = cmd.SgdEpsilonParams(
         delta=delta,
         sigma=sigma,
         sample_rate=sample_rate,
@@ -356,15 +359,11 @@ def command(
         seed=seed,
     )
     if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
-        from dpcalc.commands.sgd_tradeoff import sgd_tradeoff
-
-        run(out, lambda: sgd_tradeoff(params, fpr))
+        run(out, lambda: cmd.sgd_tradeoff(params, fpr))
         return
     if rdp_curve:
         if tuning is not None:
             raise click.UsageError("--tuning-runs cannot be used with --rdp-curve")
-        from dpcalc.commands.sgd_curve import sgd_curve
-
-        run(out, lambda: sgd_curve(params, alphas, stream=True))
+        run(out, lambda: cmd.sgd_curve(params, alphas, stream=True))
         return
-    run(out, lambda: sgd_epsilon_stream(params, jobs=jobs))
+    run(out, lambda: cmd.sgd_epsilon_stream(params, jobs=jobs))

@@ -13,11 +13,12 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dpcalc.commands.choices import CONVERSIONS
 from dpcalc.commands.schema import conform, names
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result
 
-METHODS = ("optimal", "asoodeh", "balle", "mironov")
+METHODS = CONVERSIONS  # the conversions, tightest first
 
 _SYM = {"alpha": "α", "rdp": "ζ", "delta": "δ", "epsilon": "ε"}  # --plot subtitles
 _WORD = {"alpha": "Rényi order α", "rdp": "RDP level ζ", "delta": "δ", "epsilon": "ε"}

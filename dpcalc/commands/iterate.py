@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dpcalc.commands.choices import ITERATE_METHODS
 from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders
 from dpcalc.commands.schema import conform
 from dpcalc.errors import InputError
 from dpcalc.render.cells import rounded
 from dpcalc.result import PlotSpec, Result
 
-METHODS = ("feldman", "asoodeh", "composition")
-CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
+METHODS = ITERATE_METHODS
 _SYMBOL = {"sigma": "σ", "lipschitz": "L", "lr": "η", "steps": "T", "diameter": "D", "initial_distance": "R"}
 # --plot: words for titles and subtitles, axis labels with units
 _WORD = {"delta": "δ", "epsilon": "ε", "alpha": "α", "rdp": "Rényi bound", **_SYMBOL}
@@ -38,7 +38,7 @@ class IterateParams:
     Give ``sigma``, ``lipschitz``, ``lr``, ``steps`` and exactly one of ``delta`` (to get ε),
     ``epsilon`` (to get δ) or ``alpha`` (to get the Rényi bound).  ``method`` is one of
     :data:`METHODS`, ``"cni"`` (needs ``initial_distance``) or ``"all"``; ``conversion`` one of
-    :data:`CONVERSIONS`; ``feldman_log`` a ``--feldman-log`` choice (the default, the log T form as
+    :data:`~dpcalc.commands.choices.CONVERSIONS`; ``feldman_log`` a ``--feldman-log`` choice (the default, the log T form as
     usually quoted, or ``"harmonic"``, 1 + ln T); ``smoothness`` checks feldman's condition η <= 2/β.
     """
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dpcalc.commands.choices import LANGEVIN_METHODS
 from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders
 from dpcalc.commands.schema import conform
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result
 
-METHODS = ("dynamics", "lower", "composition")
-CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
+METHODS = LANGEVIN_METHODS
 _SYMBOL = {
     "sigma": "σ",
     "sensitivity": "S_g",
@@ -37,7 +37,7 @@ class LangevinParams:
     Give ``sigma``, ``lr``, ``strong_convexity``, ``smoothness``, ``dataset_size``, ``steps``,
     exactly one of ``sensitivity`` (S_g, of the gradient sum under replace-one) or ``lipschitz``
     (S_g = 2L), and ``alpha`` (Rényi bounds) and/or ``delta`` (ε).  ``method`` is one of
-    :data:`METHODS` or ``"all"``; ``conversion`` one of :data:`CONVERSIONS`.
+    :data:`METHODS` or ``"all"``; ``conversion`` one of :data:`~dpcalc.commands.choices.CONVERSIONS`.
     """
 
     sigma: Sequence[float]

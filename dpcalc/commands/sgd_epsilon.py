@@ -12,14 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from dpcalc.commands import samplers, schema, sweep
+from dpcalc.commands.choices import SGD_ACCOUNTANTS, SGD_CONVERSIONS
 from dpcalc.commands.sgd_rows import SIGMA_RTOL, accountant_rows
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result, Stream
 
-#: The accountants offered (static so that --help needs no numpy); each is an entry of
-#: ``dpcalc.engine.dpsgd.accounting.ACCOUNTANTS``.
-ACCOUNTANTS = ("rdp", "pld", "abadi", "bassily", "mc")
-CONVERSIONS = ("optimal", "balle", "mironov")
+#: The accountants and conversions offered (dpcalc.commands.choices, read by --help without numpy).
+ACCOUNTANTS = SGD_ACCOUNTANTS
+CONVERSIONS = SGD_CONVERSIONS
 METHOD_LABEL = {
     "rdp": "rdp",
     "pld": "pld",
