@@ -10,7 +10,10 @@ meets them) and :func:`~dpcalc.commands.compose_tradeoff.compose_tradeoff` (``--
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
+
+import numpy as np
 
 from dpcalc.commands.compose_calibration import calibrate
 from dpcalc.commands.compose_methods import (
@@ -27,8 +30,10 @@ from dpcalc.commands.compose_methods import (
 from dpcalc.commands.compose_tradeoff import compose_tradeoff
 from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders
 from dpcalc.commands.schema import conform
+from dpcalc.engine.mechanisms.catalogue import gaussian_r2, rdp_work_refusal, total_rdp
 from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.result import PlotSpec, Result
+from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
 
 #: What the command line reads here: the questions, and the limit of --fpr it checks first.
 __all__ = ["MAX_FPR", "calibrate", "check_targets", "compose", "compose_curve", "compose_tradeoff"]
@@ -39,10 +44,6 @@ def compose(texts, delta, epsilon, method, eps_error=None, tuning=None) -> Resul
     ``delta``, or δ at each ε of ``epsilon``; ``best`` keeps the smallest certified bound per target.
     ``tuning`` (a :class:`~dpcalc.engine.composition.tuning.TuningRuns`): the whole composition is run K times
     and the best output released; only rdp applies then (docs/math.md §2.10)."""
-    import numpy as np
-
-    from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
-
     specs = merge_identical(parse_mechanisms(expand_sources(texts)))
     check_relations(specs)
     if tuning is not None and method not in ("rdp", "best", "all"):
@@ -136,15 +137,11 @@ def compose(texts, delta, epsilon, method, eps_error=None, tuning=None) -> Resul
 
 def _exact_applies(specs) -> bool:
     """Whether the exact method answers the composition (plain Gaussians only: docs/math.md §2.6)."""
-    from dpcalc.engine.mechanisms.catalogue import gaussian_r2
-
     return gaussian_r2(specs) is not None
 
 
 def _warn_edge(cols, headline) -> None:
     """One stderr warning when a shown rdp row's best order is at the edge of the grid (and matters)."""
-    import warnings
-
     trivial = (0.0,) if headline == "epsilon" else (0.0, 1.0)
     for m, v, note in zip(cols["method"], cols[headline], cols["note"]):
         if m == "rdp" and note.endswith(EDGE_NOTE) and v not in trivial:
@@ -165,11 +162,6 @@ def compose_curve(
     :func:`dpcalc.engine.mechanisms.catalogue.total_rdp`, exactly the curve ``compose --method rdp``
     converts, so ``convert --curve`` of it (optimal conversion) gives that ε exactly.  A spec without a
     Rényi curve (``dp`` with δ > 0) is refused."""
-    import numpy as np
-
-    from dpcalc.engine.mechanisms.catalogue import rdp_work_refusal, total_rdp
-    from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
-
     if method not in ("best", "all", "rdp"):
         raise InputError(
             f"--method {method} has no Rényi curve: --rdp-curve prints the curve of the rdp method "

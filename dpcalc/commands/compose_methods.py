@@ -14,6 +14,26 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from dpcalc.engine.composition import theorems as composition
+from dpcalc.engine.composition.theorems import at_least
+from dpcalc.engine.composition.tuning import tuned_rdp
+from dpcalc.engine.conversion import methods as conversions
+from dpcalc.engine.mechanisms import gaussian_exact as gaussian
+from dpcalc.engine.mechanisms.catalogue import (
+    float_up,
+    gaussian_r2,
+    max_loss,
+    per_release_dp,
+    rdp_refusal,
+    rdp_work_refusal,
+    relations,
+    total_rdp,
+)
+from dpcalc.engine.orders import DEFAULT_ORDERS
+from dpcalc.engine.pld.accountant import compose_pld
+from dpcalc.engine.pld.grid import RDP_HINT
 from dpcalc.errors import InputError
 
 # Each takes (specs, want_eps, targets: np.ndarray, opts: dict) and returns
@@ -24,17 +44,12 @@ from dpcalc.errors import InputError
 
 def _zero(want_eps, targets):
     """The mask of the targets where ε is asked at δ = 0."""
-    import numpy as np
-
     return (targets == 0) if want_eps else np.zeros(targets.shape, bool)
 
 
 def _zero_beyond_max_loss(specs, epsilons, values) -> None:
     """δ = 0 in ``values`` (an array, one per ε of ``epsilons``) wherever ε is at least the largest privacy
     loss Σ count·ε_i, compared exactly in the decimals given (docs/math.md §2.7)."""
-    from dpcalc.engine.composition.theorems import at_least
-    from dpcalc.engine.mechanisms.catalogue import max_loss
-
     top, _ = max_loss(specs)
     for i, t in enumerate(epsilons):
         if top is not None and at_least(float(t), top):
@@ -45,8 +60,6 @@ def _at_zero(specs, zero, values, notes, how):
     """``values`` and ``notes`` (lists, one per target) with the rows at δ = 0 filled in: the largest
     privacy loss Σ count·ε_i (exact, rounded up; ``how`` says why this method gives it), or ``inf`` and
     the reason where a release's loss is unbounded (Dwork & Roth 2014, Thm 3.16; docs/math.md §2.7)."""
-    from dpcalc.engine.mechanisms.catalogue import float_up, max_loss
-
     values = list(values)
     notes = [notes] * len(values) if isinstance(notes, str) else list(notes)
     if zero.any():
@@ -58,11 +71,6 @@ def _at_zero(specs, zero, values, notes, how):
 
 
 def _exact(specs, want_eps, targets, opts):
-    import numpy as np
-
-    from dpcalc.engine.mechanisms import gaussian_exact as gaussian
-    from dpcalc.engine.mechanisms.catalogue import gaussian_r2
-
     r2 = gaussian_r2(specs)
     if r2 is None:
         return None, "only for compositions of plain gaussian specs", {}
@@ -83,12 +91,6 @@ _NO_LOSS_ABOVE = "ε >= the largest privacy loss: δ = 0"
 
 
 def _rdp(specs, want_eps, targets, opts):
-    import numpy as np
-
-    from dpcalc.engine.conversion import methods as conversions
-    from dpcalc.engine.mechanisms.catalogue import rdp_refusal, rdp_work_refusal, total_rdp
-    from dpcalc.engine.orders import DEFAULT_ORDERS
-
     for s in specs:
         if (refusal := rdp_refusal(s)) is not None:
             return None, refusal, {}
@@ -110,9 +112,6 @@ def _rdp(specs, want_eps, targets, opts):
     values, notes = _at_zero(specs, zero, values, notes, _INF_ORDER_NOTE)
     alphas = [math.inf if z and math.isfinite(v) else a for z, v, a in zip(zero, values, alphas)]
     if not want_eps:  # δ = 0 at every ε >= D_∞
-        from dpcalc.engine.composition.theorems import at_least
-        from dpcalc.engine.mechanisms.catalogue import max_loss
-
         top, _ = max_loss(specs)
         for i, t in enumerate(targets):
             if top is not None and at_least(float(t), top):
@@ -129,12 +128,6 @@ def _rdp_tuned(curve, want_eps, targets, tuning):
     best output released; its curve becomes the tuned algorithm's (Papernot & Steinke 2022, Thm 2 or Thm 6;
     :func:`dpcalc.engine.composition.tuning.tuned_rdp`), converted by the optimal conversion.  At δ = 0 no
     pure-ε bound is given (ε = inf): the theorems are RDP bounds, and the grid of orders is finite."""
-    import numpy as np
-
-    from dpcalc.engine.composition.tuning import tuned_rdp
-    from dpcalc.engine.conversion import methods as conversions
-    from dpcalc.engine.orders import DEFAULT_ORDERS
-
     tuned = tuned_rdp(DEFAULT_ORDERS, curve, tuning, "optimal")
     fn = conversions.eps_from_curve if want_eps else conversions.delta_from_curve
     bound = fn(DEFAULT_ORDERS, tuned, targets, method="optimal")
@@ -162,16 +155,10 @@ def _per_release(specs):
 
 
 def _per_release_dp(spec):
-    from dpcalc.engine.mechanisms.catalogue import per_release_dp
-
     return per_release_dp(spec)
 
 
 def _optimal(specs, want_eps, targets, opts):
-    import numpy as np
-
-    from dpcalc.engine.composition import theorems as composition
-
     pairs, reason = _per_release(specs)
     if pairs is None:
         return None, reason, {}
@@ -194,10 +181,6 @@ def _optimal(specs, want_eps, targets, opts):
 
 
 def _advanced(specs, want_eps, targets, opts):
-    import numpy as np
-
-    from dpcalc.engine.composition import theorems as composition
-
     pairs, reason = _per_release(specs)
     if pairs is None:
         return None, reason, {}
@@ -227,10 +210,6 @@ def _advanced(specs, want_eps, targets, opts):
 
 
 def _basic(specs, want_eps, targets, opts):
-    import numpy as np
-
-    from dpcalc.engine.composition import theorems as composition
-
     pairs, reason = _per_release(specs)
     if pairs is None:
         return None, reason, {}
@@ -254,11 +233,6 @@ def _basic(specs, want_eps, targets, opts):
 def _pld(specs, want_eps, targets, opts):
     """Tight numerical composition of privacy loss distributions, with a certified bracket
     (``dpcalc.engine.pld.accountant``: pessimistic / optimistic discretisation, FFT composition)."""
-    import numpy as np
-
-    from dpcalc.engine.pld.accountant import compose_pld
-    from dpcalc.engine.pld.grid import RDP_HINT
-
     try:
         check_targets(
             "--delta" if want_eps else "--epsilon",
@@ -291,9 +265,6 @@ def _pld(specs, want_eps, targets, opts):
         "privacy loss distributions at δ = 0: the largest privacy loss, Σ count·ε",
     )
     if not want_eps:
-        from dpcalc.engine.composition.theorems import at_least
-        from dpcalc.engine.mechanisms.catalogue import max_loss
-
         top, _ = max_loss(specs)
         if top is not None:
             notes = [_NO_LOSS_ABOVE if at_least(float(t), top) else n for t, n in zip(targets, notes)]
@@ -330,8 +301,6 @@ METHOD_ORDER = tuple(METHODS)
 
 def check_relations(specs) -> None:
     """Poisson (add/remove-one) and fixed-size (replace-one) bounds do not compose into one statement."""
-    from dpcalc.engine.mechanisms.catalogue import relations
-
     if len(relations(specs)) > 1:
         raise InputError(
             "MECHANISM: subsampled specs mix sampling=poisson (add/remove-one neighbours) and "
@@ -340,8 +309,6 @@ def check_relations(specs) -> None:
 
 
 def relation_caption(specs) -> str:
-    from dpcalc.engine.mechanisms.catalogue import relations
-
     samplings = relations(specs)
     if samplings == {"poisson"} and any(s.kind == "random-allocation" for s in specs):
         return "; neighbours: add/remove-one (Poisson sampling or random allocation)"

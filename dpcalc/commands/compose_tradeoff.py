@@ -7,9 +7,17 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from dpcalc.commands.compose_methods import check_relations, relation_caption
 from dpcalc.commands.tradeoff import CLT_NOTE, exact_rows, tradeoff_result, tradeoff_row
+from dpcalc.engine import tradeoff
+from dpcalc.engine.mechanisms.catalogue import CATALOGUE, gaussian_r2, rdp_refusal, total_rdp
+from dpcalc.engine.orders import DEFAULT_ORDERS
+from dpcalc.engine.pld.accountant import compose_pld
 from dpcalc.errors import InputError
 from dpcalc.result import Result
+from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
 
 #: the methods of compose that answer --fpr, in the order --method all shows them
 COMPOSE_METHODS = ("exact", "pld", "rdp", "clt-asymptotic")
@@ -18,9 +26,6 @@ COMPOSE_METHODS = ("exact", "pld", "rdp", "clt-asymptotic")
 def _compose_clt_mu(specs):
     """μ of the central limit theorem for Gaussian and Poisson-subsampled Gaussian specs (μ² adds up over
     compositions, Dong, Roth & Su §3 and §5), or ``None`` when some spec is of another kind."""
-    from dpcalc.engine import tradeoff
-    from dpcalc.engine.mechanisms.catalogue import CATALOGUE
-
     total = 0.0
     for s in specs:
         r = CATALOGUE[s.kind].gaussian_ratio(s.params)
@@ -39,15 +44,6 @@ MAX_PLD_FPR = 10
 
 def compose_tradeoff(texts, fpr, method, eps_error=None) -> Result:
     """``dpcalc compose --fpr``: one row per false-positive rate (and per method with ``all``)."""
-    import numpy as np
-
-    from dpcalc.commands.compose_methods import check_relations, relation_caption
-    from dpcalc.engine import tradeoff
-    from dpcalc.engine.mechanisms.catalogue import gaussian_r2, rdp_refusal, total_rdp
-    from dpcalc.engine.orders import DEFAULT_ORDERS
-    from dpcalc.engine.pld.accountant import compose_pld
-    from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
-
     if method not in (*COMPOSE_METHODS[:3], "best", "all"):
         raise InputError(f"--fpr: applies to --method exact, pld, rdp, best or all, not {method}")
     fpr = tradeoff.check_fpr(np.atleast_1d(np.asarray(fpr, float)))

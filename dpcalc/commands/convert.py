@@ -3,7 +3,7 @@ for an attacker (``--fpr``, :func:`convert_tradeoff`, docs/math.md §10).
 
 :func:`convert` checks the combination of inputs, asks :mod:`dpcalc.engine.conversion.methods` for
 every combination of the values given (or optimises over the orders of a curve, docs/math.md §1.6)
-and packs the answer into a :class:`~dpcalc.result.Result`.  numpy loads only when it runs.
+and packs the answer into a :class:`~dpcalc.result.Result`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,17 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from dpcalc.commands import sweep
 from dpcalc.commands.choices import CONVERSIONS
-from dpcalc.commands.schema import conform, names
+from dpcalc.commands.schema import conform, names, tradeoff_names
+from dpcalc.commands.tradeoff import tradeoff_plot
+from dpcalc.curvefile import load_curve
+from dpcalc.engine.conversion import methods as conversions
+from dpcalc.engine.grid import product
 from dpcalc.errors import InputError
-from dpcalc.result import PlotSpec, Result
+from dpcalc.result import PlotSpec, Result, Stream
 
 METHODS = CONVERSIONS  # the conversions, tightest first
 
@@ -106,8 +113,6 @@ def _read_curve(path: str):
     """The curve of ``--curve PATH`` (``-``: standard input), read by :mod:`dpcalc.textinput`: a
     file that cannot be read (missing, a directory, unreadable, not UTF-8, unbounded like
     ``/dev/zero``) is an :class:`InputError` naming ``--curve PATH`` (exit 2), like a malformed curve."""
-    from dpcalc.curvefile import load_curve
-
     return load_curve(path, f"--curve {path}", stdin=sys.stdin if path == "-" else None)
 
 
@@ -139,12 +144,6 @@ FROM_DP_MAX_ROWS = {"optimal": 20_000, "asoodeh": 200_000, "balle": 200_000, "mi
 
 def _points(alpha, rdp, delta, epsilon, methods, chunk=None):
     """One row per (method, α, ζ, δ or ε) combination: a Result (``chunk`` None) or a Stream of chunks."""
-    import numpy as np
-
-    from dpcalc.commands import sweep
-    from dpcalc.engine.grid import product
-    from dpcalc.result import Stream
-
     want_eps = delta is not None
     target = delta if want_eps else epsilon
     sizes = {"--alpha": len(alpha), "--rdp": len(rdp), "--delta" if want_eps else "--epsilon": len(target)}
@@ -156,8 +155,6 @@ def _points(alpha, rdp, delta, epsilon, methods, chunk=None):
     tasks = [(m, lo, hi) for m in methods for lo, hi in sweep.slices(g["alpha"].size, chunk)]
 
     def compute(task):
-        from dpcalc.engine.conversion import methods as conversions
-
         m, lo, hi = task
         a, z, t = g["alpha"][lo:hi], g["rdp"][lo:hi], g["target"][lo:hi]
         fn = getattr(conversions, f"eps_{m}" if want_eps else f"delta_{m}")
@@ -210,10 +207,6 @@ def _points_plot(alpha, rdp, target, want_eps, methods, rows):
 
 def _from_curve(alphas, zetas, delta, epsilon, methods) -> Result:
     """Optimise over the orders of a curve, for every δ (or ε) and method (docs/math.md §1.6)."""
-    import numpy as np
-
-    from dpcalc.engine.conversion import methods as conversions
-
     a = np.asarray(alphas, float)
     z = np.asarray(zetas, float)
     want_eps = delta is not None
@@ -266,12 +259,6 @@ def _from_curve(alphas, zetas, delta, epsilon, methods) -> Result:
 def _from_dp(alpha, epsilon, delta, methods) -> Result:
     """DP → RDP: the largest ζ at α such that every (α, ζ)-RDP mechanism is (ε, δ)-DP
     (docs/math.md §1.3, §1.4)."""
-    import numpy as np
-
-    from dpcalc.commands import sweep
-    from dpcalc.engine.conversion import methods as conversions
-    from dpcalc.engine.grid import product
-
     sweep.check_rows(
         {"--alpha": len(alpha), "--epsilon": len(epsilon), "--delta": len(delta)},
         len(methods),
@@ -341,10 +328,7 @@ def convert_tradeoff(params: ConvertParams, fpr) -> Result:
     Asoodeh et al. 2021 refined around each α's best ε (:func:`dpcalc.engine.tradeoff.rdp_profile`).  An
     RDP bound holds in one direction; the row assumes, as the (ε, δ) rows of ``convert`` do, that the curve
     given bounds both directions of the neighbouring relation."""
-    import numpy as np
-
-    from dpcalc.commands.schema import tradeoff_names
-    from dpcalc.commands.tradeoff import tradeoff_plot
+    # lazy: scipy (dpcalc.engine.tradeoff); only --fpr needs it: a plain sgd-epsilon or convert imports none
     from dpcalc.engine import tradeoff
 
     p = params

@@ -21,9 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
+from dpcalc.commands import sweep
 from dpcalc.commands.schema import curve_names
+from dpcalc.engine.orders import DEFAULT_ORDERS, ORDER_MAX
 from dpcalc.errors import InputError
-from dpcalc.result import PlotSpec, Result
+from dpcalc.result import PlotSpec, Result, Stream
 
 TITLE = "Rényi DP curve"
 FOR_CONVERT = "the CSV of one curve (one configuration, one method) is a curve for dpcalc convert --curve -"
@@ -32,10 +36,6 @@ FOR_CONVERT = "the CSV of one curve (one configuration, one method) is a curve f
 def orders(alphas: Sequence[float] | None):
     """The orders of a curve: ``alphas`` (checked: finite, > 1, at most ``ORDER_MAX``, distinct; in the order given) or, for
     ``None``, :data:`~dpcalc.engine.orders.DEFAULT_ORDERS`."""
-    import numpy as np
-
-    from dpcalc.engine.orders import DEFAULT_ORDERS, ORDER_MAX
-
     if alphas is None:
         return DEFAULT_ORDERS
     a = np.asarray(alphas, dtype=float).reshape(-1)
@@ -53,8 +53,6 @@ def orders(alphas: Sequence[float] | None):
 def check_curve_rows(sizes: dict[str, int], orders: int, methods: int = 1) -> None:
     """Refuse a curve of more rows than a sweep may make, or of more than :data:`MAX_CONFIGS`
     configurations (before anything is computed)."""
-    from dpcalc.commands import sweep
-
     sweep.check_rows({**sizes, "--alphas": orders, "--method": methods})
     # the configurations' inputs are held whole (one Python value each), the rows are streamed
     sweep.check_rows(sizes, limit=MAX_CONFIGS, unit="configurations")
@@ -78,8 +76,6 @@ def _rows(configs: dict, method: str, values: dict, a, extra: dict | None = None
     """Columns of one method's curves: for each of the n configurations (``configs``: column -> n values)
     one row per order of ``a`` (m orders); ``values``: column -> (n, m) array (nan: no value), ``extra``:
     column -> one value for every row (e.g. ``bound``)."""
-    import numpy as np
-
     m = a.size
     n = len(next(iter(configs.values()))) if configs else 1
     cols = {k: [v for v in col for _ in range(m)] for k, col in configs.items()}
@@ -113,9 +109,6 @@ def curve_result(
     ``values(method, lo, hi)`` (column -> (hi − lo, m) array) over the orders ``a``; ``extra(method)``:
     columns holding one value per method.  A :class:`~dpcalc.result.Stream` of chunks of about
     :data:`CHUNK_ROWS` rows (``stream``), else the whole :class:`~dpcalc.result.Result`."""
-    from dpcalc.commands import sweep
-    from dpcalc.result import Stream
-
     names = curve_names(command)
     n = len(next(iter(configs.values()))) if configs else 1
     pieces = sweep.slices(n, per_chunk(a))

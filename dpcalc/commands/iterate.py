@@ -3,7 +3,7 @@
 :func:`iterate` checks the combination of inputs, asks :mod:`dpcalc.engine.hidden_state.iteration`
 for Feldman et al.'s bound, Asoodeh et al.'s contraction bound, the composition baseline and
 (optionally) the contractive-noisy-iteration bound at every combination of the values given, and
-packs the answer into a :class:`~dpcalc.result.Result`.  numpy loads only when it runs.
+packs the answer into a :class:`~dpcalc.result.Result`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from dpcalc.commands import sweep
 from dpcalc.commands.choices import ITERATE_METHODS
 from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders
 from dpcalc.commands.schema import conform
+from dpcalc.engine.grid import product
+from dpcalc.engine.hidden_state import iteration as it
+from dpcalc.engine.hidden_state import langevin as lg
 from dpcalc.errors import InputError
 from dpcalc.render.cells import rounded
 from dpcalc.result import PlotSpec, Result
@@ -89,18 +95,11 @@ MAX_ROWS = 20_000
 
 def _check_rows(grid: dict, methods: int) -> None:
     """Refuse, before any work, a sweep of more than :data:`MAX_ROWS` rows (naming the swept options)."""
-    from dpcalc.commands import sweep
-
     sizes = {f"--{k.replace('_', '-')}": len(v) for k, v in grid.items() if v is not None}
     sweep.check_rows(sizes, methods, limit=MAX_ROWS, per="methods")
 
 
 def _compute(params, query, target, methods, conversion, feldman_log, smoothness) -> Result:
-    import numpy as np
-
-    from dpcalc.engine.grid import product
-    from dpcalc.engine.hidden_state import iteration as it
-
     g = product(**{k: np.asarray(v, float) for k, v in params.items()}, target=np.asarray(target, float))
     s, lip, lr, t, diam, x = (g[k] for k in ("sigma", "lipschitz", "lr", "steps", "diameter", "target"))
     dist = g.get("initial_distance")
@@ -169,8 +168,6 @@ def _compute(params, query, target, methods, conversion, feldman_log, smoothness
             if query == "alpha":
                 value = np.where(gone, np.inf, it.rdp_contractive_iteration(x, dist, noise, t))
             else:
-                from dpcalc.engine.hidden_state import langevin as lg
-
                 coef = np.where(gone, np.inf, it.rdp_contractive_iteration(2.0, dist, noise, t) / 2.0)
                 fn = lg.eps_linear_curve if query == "delta" else lg.delta_linear_curve
                 value, order = fn(x, coef, conversion=conversion)
@@ -245,11 +242,6 @@ def iterate_curve(params, alphas: Sequence[float] | None = None, *, stream: bool
     converted exactly, as one Gaussian), so ``convert --curve`` of a curve on a grid of orders is that ε
     or above; at the command's best order (``--alphas`` = its ``alpha`` column, ``convert --method`` = its
     ``--conversion``) the two agree to a few ulps (the curve's ζ(α) is rounded up once more)."""
-    import numpy as np
-
-    from dpcalc.engine.grid import product
-    from dpcalc.engine.hidden_state import iteration as it
-
     p = params
     if p.alpha is not None:
         raise InputError(

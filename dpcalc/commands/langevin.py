@@ -4,7 +4,6 @@
 :mod:`dpcalc.engine.hidden_state.langevin` for the dynamics bound of Chourasia, Ye and Shokri
 (NeurIPS 2021, arXiv 2102.05855), their lower bound and the composition baseline at every
 combination of the values given, and packs the answer into a :class:`~dpcalc.result.Result`.
-numpy loads only when it runs.
 """
 
 from __future__ import annotations
@@ -12,9 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from dpcalc.commands import sweep
 from dpcalc.commands.choices import LANGEVIN_METHODS
 from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders
 from dpcalc.commands.schema import conform
+from dpcalc.engine.grid import product
+from dpcalc.engine.hidden_state import langevin as lg
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result
 
@@ -76,8 +80,6 @@ MAX_ROWS = 20_000
 
 def _check_rows(grid: dict, methods: int) -> None:
     """Refuse, before any work, a sweep of more than :data:`MAX_ROWS` rows (naming the swept options)."""
-    from dpcalc.commands import sweep
-
     sizes = {f"--{k.replace('_', '-')}": len(v) for k, v in grid.items() if v is not None}
     sweep.check_rows(sizes, methods, limit=MAX_ROWS, per="methods")
 
@@ -97,11 +99,6 @@ def setting_grid(p) -> dict:
 
 
 def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Result:
-    import numpy as np
-
-    from dpcalc.engine.grid import product
-    from dpcalc.engine.hidden_state import langevin as lg
-
     lg.check_conditions(
         np.asarray(params["lr"])[:, None, None],
         np.asarray(params["strong_convexity"])[None, :, None],
@@ -241,11 +238,6 @@ def langevin_curve(params, alphas: Sequence[float] | None = None, *, stream: boo
     converted exactly, as Gaussians), so ``convert --curve`` of the dynamics curve on a grid of orders is
     that ε or above; at the command's ``best_alpha`` (with ``convert --method`` = its ``--conversion``)
     the two agree to a few ulps (the printed ζ(α) = α·c is rounded up once more)."""
-    import numpy as np
-
-    from dpcalc.engine.grid import product
-    from dpcalc.engine.hidden_state import langevin as lg
-
     p = params
     if (p.sensitivity is None) == (p.lipschitz is None):
         raise InputError("give exactly one of --sensitivity (S_g) or --lipschitz (S_g = 2L)")

@@ -3,9 +3,17 @@ converts (the machinery of every command's curve is :mod:`dpcalc.commands.curve`
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 from collections.abc import Sequence
 
+import numpy as np
+
+from dpcalc.commands import sgd_epsilon as sgd_cmd
 from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders, per_chunk
+from dpcalc.commands.samplers import ALLOCATION, relation_caption, shuffle_steps
+from dpcalc.engine.dpsgd import accounting, sgm
+from dpcalc.engine.grid import product
 from dpcalc.errors import InputError
 
 
@@ -22,15 +30,6 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
 
     Returns a :class:`~dpcalc.result.Result`, or with ``stream`` a :class:`~dpcalc.result.Stream` of
     chunks (as every function here)."""
-    import contextlib
-    import dataclasses
-
-    import numpy as np
-
-    from dpcalc.commands import sgd_epsilon as sgd_cmd
-    from dpcalc.engine.dpsgd import accounting, sgm
-    from dpcalc.engine.grid import product
-
     p = params
     if p.target_epsilon is not None:
         raise InputError(
@@ -87,8 +86,6 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
         ratio = g["epochs"] * g["n"] / g["b"] if "b" in g else g["epochs"] / g["q"]
         g["steps"] = np.maximum(np.ceil(ratio), 1.0)
         if p.sampling == "balls-in-bins":  # whole epochs of floor(N/B) steps, as the command counts them
-            from dpcalc.commands.samplers import shuffle_steps
-
             g["steps"] = shuffle_steps(g)
     n = g["q"].size
     # as the command does: a curve of one chunk may evaluate small arrays without scipy (a single query
@@ -123,7 +120,6 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
         "epochs": g["epochs"].tolist() if "epochs" in g else [None] * n,
     }
     swept = [c for c, opt in _SGD_COLUMNS.items() if sizes[opt] is not None and len(sizes[opt]) > 1]
-    from dpcalc.commands.samplers import ALLOCATION, relation_caption
 
     relation = relation_caption(p.sampling, p.neighbors)
     what = (

@@ -5,9 +5,17 @@ with ``--accountant all``, exact at q = 1 and the central-limit approximation.""
 
 from __future__ import annotations
 
+import itertools
 import math
 
+import numpy as np
+
+from dpcalc.commands.samplers import ALLOCATION, check_truncated, pld_applies, pld_setting
 from dpcalc.commands.tradeoff import CLT_NOTE, exact_rows, tradeoff_result, tradeoff_row
+from dpcalc.engine.dpsgd.accounting import rdp_total
+from dpcalc.engine.dpsgd.allocation import epoch_steps
+from dpcalc.engine.orders import DEFAULT_ORDERS
+from dpcalc.engine.pld.accountant import sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.errors import InputError
 from dpcalc.result import Result
 
@@ -15,12 +23,8 @@ from dpcalc.result import Result
 def sgd_tradeoff(params, fpr) -> Result:
     """``dpcalc sgd-epsilon --fpr``: one row per configuration, false-positive rate and accountant
     (rdp, pld; with ``all`` also exact where q = 1 and the central-limit row)."""
-    import numpy as np
-
+    # lazy: scipy (dpcalc.engine.tradeoff); only --fpr needs it: a plain sgd-epsilon or convert imports none
     from dpcalc.engine import tradeoff
-    from dpcalc.engine.dpsgd.accounting import rdp_total
-    from dpcalc.engine.orders import DEFAULT_ORDERS
-    from dpcalc.engine.pld.accountant import sgd_delta_pld, sgd_epsilon_pld
 
     fpr = tradeoff.check_fpr(np.atleast_1d(np.asarray(fpr, float)))
     if params.target_epsilon is not None:
@@ -30,7 +34,6 @@ def sgd_tradeoff(params, fpr) -> Result:
     accountant = params.accountant
     if accountant not in ("rdp", "pld", "all"):
         raise InputError(f"--fpr: applies to --accountant rdp, pld or all, not {accountant}")
-    from dpcalc.commands.samplers import ALLOCATION, pld_applies, pld_setting
 
     has_pld = pld_applies(sampling)
     if accountant == "pld" and not has_pld:
@@ -95,7 +98,6 @@ def _fpr_setting(params):
     neighbors = params.neighbors or "add-remove"
     if sampling != "poisson" and neighbors != "add-remove":
         raise InputError(f"--fpr: --sampling {sampling} is analysed under add/remove neighbours only")
-    from dpcalc.commands.samplers import check_truncated
 
     check_truncated(params)  # what truncated Poisson needs, and --max-batch-size belonging to it
     extra = {}
@@ -116,8 +118,6 @@ def _fpr_setting(params):
 
 def _sgd_configs(params):
     """(q, σ, T) of every configuration of the swept inputs."""
-    import itertools
-
     if params.sigma is None:
         raise InputError("--fpr: give --noise-multiplier")
     if params.sample_rate is not None:
@@ -133,8 +133,6 @@ def _sgd_configs(params):
         if params.steps is not None:
             lengths = [int(t) for t in params.steps]
         elif params.epochs is not None and params.sampling == "balls-in-bins":  # whole epochs of floor(N/B)
-            from dpcalc.engine.dpsgd.allocation import epoch_steps
-
             m = float(epoch_steps(q, None if params.sample_rate is not None else n))
             lengths = [max(math.ceil(e * m), 1) for e in params.epochs]
         elif params.epochs is not None:  # steps = ceil(E/q) = ceil(E·N/B), as sgd-epsilon counts them

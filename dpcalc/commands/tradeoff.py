@@ -18,13 +18,15 @@ Rows (one per false-positive rate, per configuration and per method):
   ``tpr_estimate``, its ``tpr`` empty.
 
 ``tpr`` is always a certified upper bound (or empty), as ``epsilon`` is in every command; the headline
-(``-q``, ``--max-tpr``, ``best``) is the same value, ``tpr_upper``.  numpy loads inside the functions.
+(``-q``, ``--max-tpr``, ``best``) is the same value, ``tpr_upper``.  scipy (:mod:`dpcalc.engine.tradeoff`) is
+imported inside the functions that need it: a command that merely can answer ``--fpr`` does not load it.
 """
 
 from __future__ import annotations
 
 import math
 
+from dpcalc.commands.schema import tradeoff_names
 from dpcalc.result import PlotSpec, Result
 
 CLT_NOTE = "central limit theorem (Dong, Roth & Su 2022; Bu et al. 2020): an approximation, not a guarantee"
@@ -50,6 +52,7 @@ def _f(v):
 
 
 def exact_rows(fpr, mu, method="exact"):
+    # lazy: scipy (dpcalc.engine.tradeoff); only --fpr needs it: a plain sgd-epsilon or convert imports none
     from dpcalc.engine import tradeoff
 
     hi = tradeoff.gaussian_tpr(fpr, mu)
@@ -61,8 +64,6 @@ def exact_rows(fpr, mu, method="exact"):
 
 
 def tradeoff_result(rows, command, title, caption, subtitle) -> Result:
-    from dpcalc.commands.schema import tradeoff_names
-
     cols = {
         name: [_f(r.get(name)) if name not in ("method", "note") else r.get(name) for r in rows]
         for name in tradeoff_names(command)
