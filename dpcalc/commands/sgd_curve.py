@@ -29,7 +29,7 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
     order, so ``convert`` is equal or (when the window misses the best order) lower.
 
     Returns a :class:`~dpcalc.result.Result`, or with ``stream`` a :class:`~dpcalc.result.Stream` of
-    chunks (as every function here)."""
+    chunks (as every command's curve)."""
     p = params
     if p.target_epsilon is not None:
         raise InputError(

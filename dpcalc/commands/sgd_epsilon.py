@@ -2,7 +2,7 @@
 
 :func:`sgd_epsilon` checks the combination of inputs, builds their cartesian product, asks the
 accountants of :mod:`dpcalc.engine.dpsgd` (and the PLD accountant, docs/math.md §7) and packs the
-answer into a :class:`~dpcalc.result.Result`.  numpy and scipy load only when it runs.
+answer into a :class:`~dpcalc.result.Result`.
 """
 
 from __future__ import annotations
