@@ -220,9 +220,6 @@ def command(
     a DP-SGD run (--noise-multiplier, --sample-rate/--batch-size, --steps/--epochs: its PLD ε) puts the
     accountant's upper bound beside it.
     """
-    # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
-    from dpcalc.commands import audit as cmd
-
     claimed = single(claimed_epsilon, "--claimed-epsilon")
     sgd = {
         "sigma": single(sigma, "--noise-multiplier"),
@@ -232,6 +229,9 @@ def command(
         "steps": single(steps, "--steps"),
         "epochs": single(epochs, "--epochs"),
     }
+    # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
+    from dpcalc.commands import audit as cmd
+
     params = cmd.AuditParams(
         tp=tp,
         fp=fp,

@@ -248,17 +248,32 @@ def command(
     exponential epsilon) out, to calibrate it.
     With --rdp-curve, the summed Rényi curve of the mechanisms instead (no --delta or --epsilon needed).
     """
+    eps_error = single(eps_error, "--eps-error")
+    out = with_max_tpr(out, fpr, max_tpr)
+    question = _question(fpr, method, delta, epsilon, eps_error, tuning, rdp_curve, alphas, out)
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
     from dpcalc.commands import compose as cmd
 
-    eps_error = single(eps_error, "--eps-error")
-    out = with_max_tpr(out, fpr, max_tpr)
-    if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
+    if question == "tradeoff":  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
         cmd.check_targets("--fpr", len(fpr), cmd.MAX_FPR)
         refuse_with(fpr, **{"--delta": delta, "--epsilon": epsilon, "--tuning-runs": tuning})
         refuse_with(fpr, **{"--rdp-curve": wanted(rdp_curve, alphas, out)})
         run(out, lambda: cmd.compose_tradeoff(mechanisms, fpr, method, eps_error))
-        return
+    elif question == "curve":
+        run(out, lambda: cmd.compose_curve(mechanisms, alphas, method, stream=True))
+    elif question == "calibrate":
+        run(out, lambda: cmd.calibrate(mechanisms, epsilon, delta, method, eps_error))
+    else:
+        run(out, lambda: cmd.compose(mechanisms, delta, epsilon, method, eps_error, tuning=tuning))
+
+
+def _question(fpr, method, delta, epsilon, eps_error, tuning, rdp_curve, alphas, out) -> str:
+    """The question the options ask: ``"tradeoff"`` (--fpr, whose options the command checks), ``"curve"``
+    (--rdp-curve), ``"calibrate"`` (both --delta and --epsilon) or ``"compose"``; options that cannot go
+    together are a usage error (exit 2), checked in the order the command has always reported them, before
+    the command's work loads."""
+    if fpr is not None:
+        return "tradeoff"
     if tuning is not None:
         if method not in ("rdp", "best", "all"):
             raise click.UsageError(
@@ -275,13 +290,11 @@ def command(
             raise click.UsageError(
                 "--eps-error cannot be used with --rdp-curve (it is the width of a pld bracket)"
             )
-        run(out, lambda: cmd.compose_curve(mechanisms, alphas, method, stream=True))
-        return
+        return "curve"
     if eps_error is not None and method not in ("pld", "best", "all"):
         raise click.UsageError("--eps-error applies to --method pld (or best, all)")
     if delta is not None and epsilon is not None:
-        run(out, lambda: cmd.calibrate(mechanisms, epsilon, delta, method, eps_error))
-        return
+        return "calibrate"
     if delta is None and epsilon is None:
         raise click.UsageError("give --delta (to get ε) or --epsilon (to get δ); both to calibrate σ")
-    run(out, lambda: cmd.compose(mechanisms, delta, epsilon, method, eps_error, tuning=tuning))
+    return "compose"

@@ -114,15 +114,15 @@ def command(alpha, rdp, curve, delta, epsilon, method, source, fpr, max_tpr, out
     100,000 points with the optimal conversion and 1,000,000 with the others (20,000 and 200,000
     rows with --from dp); a larger sweep is refused up front.
     """
+    out = with_max_tpr(out, fpr, max_tpr)
+    refuse_with(fpr, **{"--delta": delta, "--epsilon": epsilon})
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
     from dpcalc.commands import convert as cmd
 
     params = cmd.ConvertParams(
         alpha=alpha, rdp=rdp, curve=curve, delta=delta, epsilon=epsilon, method=method, source=source
     )
-    out = with_max_tpr(out, fpr, max_tpr)
     if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
-        refuse_with(fpr, **{"--delta": delta, "--epsilon": epsilon})
         run(out, lambda: _convert(params, lambda: cmd.convert_tradeoff(params, fpr)))
         return
     run(out, lambda: _convert(params, lambda: cmd.convert_stream(params)))

@@ -162,6 +162,7 @@ def command(
     composition baseline that releases every iterate.  Every numeric option takes sweeps.
     With --rdp-curve, the Rényi curve of each bound that has one instead (feldman, composition, cni).
     """
+    curve = wanted(rdp_curve, alphas, out)
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
     from dpcalc.commands import iterate as cmd
 
@@ -180,7 +181,7 @@ def command(
         feldman_log=feldman_log,
         smoothness=smoothness,
     )
-    if wanted(rdp_curve, alphas, out):
+    if curve:
         run(out, lambda: cmd.iterate_curve(params, alphas, stream=True))
         return
     run(out, lambda: cmd.iterate(params))

@@ -145,6 +145,7 @@ def command(
     means S_g = 2L.  One row per step count, order and bound; every numeric option takes sweeps.
     With --rdp-curve, the Rényi curve of each bound instead (rows over the orders of --alphas).
     """
+    curve = wanted(rdp_curve, alphas, out)
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
     from dpcalc.commands import langevin as cmd
 
@@ -162,7 +163,7 @@ def command(
         method=method,
         conversion=conversion,
     )
-    if wanted(rdp_curve, alphas, out):
+    if curve:
         run(out, lambda: cmd.langevin_curve(params, alphas, stream=True))
         return
     run(out, lambda: cmd.langevin(params))

@@ -229,9 +229,6 @@ def command(
     'mechanism' row, --event or --add); the curve CSV itself is not an EVENTS file.  A ledger records
     it by absolute path and SHA-256: if the file moves or changes, the ledger no longer replays.
     """
-    # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
-    from dpcalc.cli import odometer_io
-
     ctx = click.get_current_context()
     given = {
         name: ctx.get_parameter_source(param) not in (None, click.core.ParameterSource.DEFAULT)
@@ -246,23 +243,50 @@ def command(
         "gamma": gamma_kind if given["gamma"] else None,
     }
     if ledger is not None:
-        for name, value in (
-            ("EVENTS", events),
-            ("--event", inline or None),
-            ("--filter", filter_eps),
-            ("--follow", follow or None),
-        ):
-            if value is not None:
-                raise click.UsageError(f"{name} cannot be used with --ledger")
-        if check and add is None:
-            raise click.UsageError("--check needs --add MECHANISM")
-        if repair and (add is not None):
-            raise click.UsageError("--repair cannot be used with --add")
-        pins = _pins(print_head, expect_head, head_file, repair, check, add, out)
+        pins = _ledger_options(
+            events, inline, filter_eps, follow, add, check, repair, print_head, expect_head, head_file, out
+        )
+    else:
+        _stream_options(
+            events, inline, follow, delta, add, check, repair, print_head, expect_head, head_file, out
+        )
+    # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
+    from dpcalc.cli import odometer_io
+
+    if ledger is not None:
         odometer_io.use_ledger(
             ledger, add, check, repair, delta, orders, gamma_kind, conversion, expect, pins, print_head, out
         )
-        return
+    else:
+        odometer_io.stream_events(
+            events, inline, follow, delta, orders, gamma_kind, conversion, filter_eps, filter_rule, out
+        )
+
+
+def _ledger_options(
+    events, inline, filter_eps, follow, add, check, repair, print_head, expect_head, head_file, out
+):
+    """With --ledger: the events' options are refused, and --add, --check, --repair and the heads must go
+    together; returns the pinned heads (:func:`_pins`)."""
+    for name, value in (
+        ("EVENTS", events),
+        ("--event", inline or None),
+        ("--filter", filter_eps),
+        ("--follow", follow or None),
+    ):
+        if value is not None:
+            raise click.UsageError(f"{name} cannot be used with --ledger")
+    if check and add is None:
+        raise click.UsageError("--check needs --add MECHANISM")
+    if repair and (add is not None):
+        raise click.UsageError("--repair cannot be used with --add")
+    return _pins(print_head, expect_head, head_file, repair, check, add, out)
+
+
+def _stream_options(
+    events, inline, follow, delta, add, check, repair, print_head, expect_head, head_file, out
+):
+    """Without --ledger: the ledger's options are refused, and the events need a source and --delta."""
     for name, value in (
         ("--add", add),
         ("--check", check or None),
@@ -281,9 +305,6 @@ def command(
         raise click.UsageError("missing option --delta")
     if out.plot and follow:
         raise click.UsageError("--plot cannot be used with --follow (the stream has no end to draw at)")
-    odometer_io.stream_events(
-        events, inline, follow, delta, orders, gamma_kind, conversion, filter_eps, filter_rule, out
-    )
 
 
 def _orders(text: str) -> tuple[float, ...]:

@@ -17,7 +17,7 @@ from dpcalc.commands import audit_claim
 from dpcalc.commands.audit_claim import exceeded  # noqa: F401  (the command line's verdict)
 from dpcalc.commands.audit_plot import plot_spec
 from dpcalc.commands.schema import conform
-from dpcalc.engine.audit import counts, gdp, one_run, scores
+from dpcalc.engine.audit import counts, gdp, scores
 from dpcalc.engine.grid import product
 from dpcalc.errors import InputError
 from dpcalc.result import Result
@@ -167,6 +167,9 @@ def _counts(p: AuditParams, tp, fp, fn, tn, *, paired: bool, method: str = "coun
 
 
 def _one_run(p: AuditParams) -> Result:
+    # lazy: scipy.stats (~45 MB) serves one-run audits only; a 10^6-row --scores audit must stay in 500 MB
+    from dpcalc.engine.audit import one_run
+
     for name in ("canaries", "guesses", "correct"):
         if getattr(p, name) is None:
             raise InputError(f"missing option --{name} (give --canaries, --guesses and --correct)")
