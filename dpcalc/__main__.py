@@ -7,7 +7,7 @@ from dpcalc import interrupt
 
 def run() -> None:
     interrupt.install()
-    from dpcalc.cli import main
+    from dpcalc.cli import main  # lazy: Ctrl-C's handler is installed before click or a command loads
 
     main()
 

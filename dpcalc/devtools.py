@@ -15,9 +15,13 @@ import sys
 from pathlib import Path
 
 import click
+from click.shell_completion import get_completion_class
 
 from dpcalc import __version__
 from dpcalc.cli import COMMANDS, main
+from dpcalc.commands.schema import CURVE_SCHEMAS, SCHEMAS, TRADEOFF_SCHEMAS
+from dpcalc.engine.mechanisms.base import SUBSAMPLING_KEYS
+from dpcalc.engine.mechanisms.catalogue import CATALOGUE
 from dpcalc.exitcodes import ExitCode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,8 +54,6 @@ EXIT_STATUS = [
 
 
 def completion_script(shell: str) -> str:
-    from click.shell_completion import get_completion_class
-
     cls = get_completion_class(shell)
     return cls(main, {}, "dpcalc", "_DPCALC_COMPLETE").source().rstrip("\n") + "\n"
 
@@ -124,7 +126,6 @@ def man_page(name: str | None) -> str:
             lines += [".TP", f"\\fBdpcalc\\-{esc(sub)}\\fR(1)", esc(help_)]
     lines.append(".SH OPTIONS")
     lines += _option_lines(cmd, ctx)
-    from dpcalc.commands.schema import SCHEMAS
 
     if name in SCHEMAS:
         lines.append(".SH OUTPUT COLUMNS")
@@ -134,7 +135,6 @@ def man_page(name: str | None) -> str:
         ]
         for col, meaning in SCHEMAS[name]:
             lines += [".TP", f"\\fB{esc(col)}\\fR", esc(meaning)]
-    from dpcalc.commands.schema import CURVE_SCHEMAS
 
     if name in CURVE_SCHEMAS:
         lines.append(".SH RDP CURVE COLUMNS")
@@ -145,7 +145,6 @@ def man_page(name: str | None) -> str:
         ]
         for col, meaning in CURVE_SCHEMAS[name]:
             lines += [".TP", f"\\fB{esc(col)}\\fR", esc(meaning)]
-    from dpcalc.commands.schema import TRADEOFF_SCHEMAS
 
     if name in TRADEOFF_SCHEMAS:
         lines.append(".SH TRADE-OFF COLUMNS")
@@ -226,9 +225,6 @@ def available_commands() -> list[str]:
 def kinds_table() -> str:
     """``dpcalc/cli/_kinds.py``: the spec kinds, their keys (with ``q``/``sampling`` where a kind takes
     them, and ``count``), aliases and fixed choices, for shell completion without the engine."""
-    from dpcalc.engine.mechanisms.base import SUBSAMPLING_KEYS
-    from dpcalc.engine.mechanisms.catalogue import CATALOGUE
-
     kinds, aliases, choices = {}, {}, {}
     for kind, mech in CATALOGUE.items():
         keys = list(mech.keys)

@@ -1,4 +1,4 @@
-"""EVENTS: the steps of an adaptive interaction, read row by row as they arrive (pure Python).
+"""EVENTS: the steps of an adaptive interaction, read row by row as they arrive.
 
 A CSV text with a header row, one row per adaptive step (``dpcalc odometer``; see its man page):
 
@@ -27,6 +27,7 @@ from typing import IO, Any
 
 from dpcalc import textinput
 from dpcalc.errors import DpcalcWarning, InputError
+from dpcalc.spec import parse_mechanism
 from dpcalc.textinput import binary_stream, csv_records, iter_lines
 
 SGM_COLUMNS = ("sample_rate", "noise_multiplier")
@@ -92,8 +93,6 @@ def parse_row(
             raise InputError(f"{where}: the mechanism is empty")
         spec = None if cache is None else cache.get(text)
         if spec is None:
-            from dpcalc.spec import parse_mechanism
-
             try:
                 spec = parse_mechanism(text)
             except InputError as exc:

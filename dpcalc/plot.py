@@ -87,11 +87,13 @@ _MARKERS_BELOW = 30  # lines with fewer points get a marker on each point
 
 
 def _matplotlib():
+    """pyplot on the Agg backend, or a one-line usage error with the install command."""
     try:
+        # lazy: matplotlib (the optional 'plot' extra) loads only for --plot
         import matplotlib
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # lazy: as above, once the backend is chosen
     except ImportError:
         raise click.UsageError(f"--plot needs matplotlib, which is not installed: {INSTALL_HINT}") from None
     return plt
@@ -113,9 +115,10 @@ def draw(result: Result, path: str) -> None:
     """Draw ``result`` (as its :class:`~dpcalc.result.PlotSpec` says) to ``path`` atomically."""
     spec = result.plot
     if spec is not None and spec.points:  # an audit's points and boxes over trade-off curves
+        plt = _matplotlib()
+        # lazy: plot_audit imports matplotlib, which _matplotlib() has just found installed
         from dpcalc.plot_audit import draw_points
 
-        plt = _matplotlib()
         with plt.rc_context({"svg.hashsalt": "dpcalc", "font.size": 9}):
             fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120, layout="constrained")
             try:

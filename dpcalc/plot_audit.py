@@ -2,11 +2,15 @@
 curves of the claim (docs/math.md §11.6); :func:`dpcalc.plot.draw` calls :func:`draw_points` for a
 :class:`~dpcalc.result.PlotSpec` with ``points``, which :mod:`dpcalc.commands.audit_plot` computes.
 
-Both axes are logarithmic from 10⁻⁶ (:data:`FLOOR`) to 1.  A rate below the floor (no false positive at
+It imports matplotlib: :func:`dpcalc.plot.draw` imports it only for such a spec, once it has found
+matplotlib installed.  Both axes are logarithmic from 10⁻⁶ (:data:`FLOOR`) to 1.  A rate below the floor (no false positive at
 all) is drawn at the floor, with a hollow marker, and the box reaches the axis: it is never left out.
 """
 
 from __future__ import annotations
+
+from matplotlib.colors import to_rgba
+from matplotlib.patches import Rectangle
 
 from dpcalc.result import PlotSpec
 
@@ -23,9 +27,6 @@ _MORE_DASHES = (":", "-.", (0, (5, 1, 1, 1)))
 
 def draw_points(ax, spec: PlotSpec) -> None:
     """Curves first, then one box and one marker per point, the diagonal of guessing, labelled axes."""
-    from matplotlib.colors import to_rgba
-    from matplotlib.patches import Rectangle
-
     low = min([FLOOR] + [v for p in spec.points for v in (p[3], p[5]) if v > 0])
     low = max(low, 1e-12)
     seen: dict[str, int] = {}

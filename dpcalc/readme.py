@@ -17,6 +17,10 @@ import shlex
 import sys
 from pathlib import Path
 
+from click.testing import CliRunner
+
+from dpcalc import cli
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 FENCE = re.compile(r"^```console\s*$")
@@ -24,10 +28,6 @@ FENCE = re.compile(r"^```console\s*$")
 
 def run_example(command: str) -> tuple[str, int]:
     """Run one ``dpcalc ...`` command line; return (stdout, exit status)."""
-    from click.testing import CliRunner
-
-    from dpcalc.cli import main
-
     words = shlex.split(command)
     stdin = None
     if "<" in words:
@@ -39,7 +39,7 @@ def run_example(command: str) -> tuple[str, int]:
     os.chdir(ROOT)
     try:
         env = {"COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"}
-        res = CliRunner(env=env).invoke(main, words[1:], input=stdin, prog_name="dpcalc")
+        res = CliRunner(env=env).invoke(cli.main, words[1:], input=stdin, prog_name="dpcalc")
     finally:
         os.chdir(old)
     return res.stdout, res.exit_code

@@ -21,21 +21,18 @@ import difflib
 import math
 from dataclasses import dataclass, field
 
+from dpcalc.engine.mechanisms.base import DOMAINS, SUBSAMPLING_KEYS
+from dpcalc.engine.mechanisms.catalogue import CATALOGUE, KIND_ALIASES
 from dpcalc.errors import InputError
+from dpcalc.textinput import read_lines
 
 #: The largest ``count`` accepted.
 MAX_COUNT = 10**12
 
 
-def _catalogue():
-    from dpcalc.engine.mechanisms.catalogue import CATALOGUE, KIND_ALIASES
-
-    return CATALOGUE, KIND_ALIASES
-
-
-def __getattr__(name):  # KINDS: kind -> its keys, read from the catalogue when first asked for
+def __getattr__(name):  # KINDS: kind -> its keys, read from the catalogue when asked for (it may grow)
     if name == "KINDS":
-        return {kind: mech.keys for kind, mech in _catalogue()[0].items()}
+        return {kind: mech.keys for kind, mech in CATALOGUE.items()}
     raise AttributeError(name)
 
 
@@ -54,7 +51,7 @@ class MechanismSpec:
 
     def label(self) -> str:
         """The canonical spec text, e.g. ``gaussian:sigma=1.1,sensitivity=1.0,count=100``."""
-        mech = _catalogue()[0][self.kind]
+        mech = CATALOGUE[self.kind]
         keys = list(mech.label_keys or (k.name for k in mech.keys))
         keys += [k for k in ("q", "sampling") if k in self.params and k not in keys]  # subsampled
         parts = [
@@ -70,8 +67,6 @@ def _subsampling_keys(keys: dict) -> dict:
     """The generic ``q``/``sampling`` keys, for a kind that does not declare its own ``q``."""
     if "q" in keys:
         return {}
-    from dpcalc.engine.mechanisms.base import SUBSAMPLING_KEYS
-
     return {k.name: k for k in SUBSAMPLING_KEYS}
 
 
@@ -123,8 +118,6 @@ def _check(text: str, key, raw: str):
         "delta": 0 <= v < 1,
     }[key.check]
     if not ok:
-        from dpcalc.engine.mechanisms.base import DOMAINS
-
         _fail(text, f"bad value {key.name}={raw!r} (must be {DOMAINS[key.check]})")
     return v
 
@@ -147,7 +140,7 @@ def _count(text: str, raw: str) -> int:
 
 
 def _kind(text: str, raw: str) -> str:
-    kinds, kind_aliases = _catalogue()
+    kinds, kind_aliases = CATALOGUE, KIND_ALIASES
     kind = raw.strip().lower()
     kind = kind_aliases.get(kind, kind)
     if kind not in kinds:
@@ -168,7 +161,7 @@ def parse_mechanism(text: str, omit: tuple[str, ...] = ()) -> MechanismSpec:
     text = text.strip()
     head, sep, body = text.partition(":")
     kind = _kind(text, head)
-    mech = _catalogue()[0][kind]
+    mech = CATALOGUE[kind]
     keys = {k.name: k for k in mech.keys}
     sub = _subsampling_keys(keys)
     aliases = {a: k.name for k in (*mech.keys, *sub.values()) for a in k.aliases}
@@ -252,8 +245,6 @@ def expand_sources(texts, stdin=None) -> list[str]:
         if text != "-" and not text.startswith("@"):
             out.append(text)
             continue
-        from dpcalc.textinput import read_lines
-
         path = text[1:] if text.startswith("@") else "-"
         name = "MECHANISM -" if path == "-" else f"MECHANISM @{path}"
         if not path:

@@ -178,7 +178,7 @@ def test_a_sweep_past_the_limit_is_refused_up_front():
 
 @pytest.mark.filterwarnings("ignore::dpcalc.errors.DpcalcWarning")
 def test_pld_past_its_target_limit_is_a_note_or_alone_an_error():
-    from dpcalc.commands.compose import MAX_PLD_TARGETS
+    from dpcalc.commands.compose_methods import MAX_PLD_TARGETS
 
     targets = [1e-6 * (1 + i) for i in range(MAX_PLD_TARGETS + 1)]
     with pytest.raises(InputError, match=rf"above the limit of {MAX_PLD_TARGETS} for --method pld"):
@@ -191,7 +191,7 @@ def test_pld_past_its_target_limit_is_a_note_or_alone_an_error():
 
 
 def test_fpr_rates_past_the_pld_limit_are_refused():
-    from dpcalc.commands.tradeoff import MAX_PLD_FPR, compose_tradeoff
+    from dpcalc.commands.compose_tradeoff import MAX_PLD_FPR, compose_tradeoff
 
     rates = [1e-6 * (1 + i) for i in range(MAX_PLD_FPR + 1)]
     with pytest.raises(

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from dpcalc import ledger as L
+from dpcalc.textinput import BOM
 
 ADD = ["--add", "gaussian:sigma=5", "--delta", "1e-6"]
 
@@ -270,7 +271,7 @@ def _ledger(tmp_path, invoke, n=2):
 
 @pytest.mark.parametrize(
     "edit",
-    [lambda d: L.BOM + d, lambda d: d.replace(b"\n", b"\r\n"), lambda d: L.BOM + d.replace(b"\n", b"\r\n")],
+    [lambda d: BOM + d, lambda d: d.replace(b"\n", b"\r\n"), lambda d: BOM + d.replace(b"\n", b"\r\n")],
     ids=["bom", "crlf", "bom-crlf"],
 )
 def test_bom_and_crlf_ledgers_read_back_and_appends_keep_their_line_ends(invoke, tmp_path, edit):

@@ -1,4 +1,4 @@
-"""``--rdp-curve``: the Rényi curve of sgd-epsilon, compose, iterate and langevin (dpcalc/commands/curve.py).
+"""``--rdp-curve``: the Rényi curve of sgd-epsilon, compose, iterate and langevin (dpcalc/commands/curve.py and each command's module).
 
 What is checked: the columns are the documented schema (and the man pages list it); every output format
 carries the curve; ``convert --curve -`` reads the CSV as it is and gives the command's own RDP ε (the

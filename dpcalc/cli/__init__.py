@@ -2,7 +2,8 @@
 
 Only click is imported here: ``dpcalc --help`` and shell completion never load numpy, scipy or
 rich.  Each subcommand lives in ``dpcalc/cli/<name>.py`` and is imported only when it runs (or when
-its help is asked for).  Errors leave as one ``Error: ...`` line on stderr with the exit statuses of
+its help is asked for); that module declares its options with click alone and imports its command's work
+(a module of :mod:`dpcalc.commands`: numpy, the engine) once, inside its callback.  Errors leave as one ``Error: ...`` line on stderr with the exit statuses of
 :class:`dpcalc.exitcodes.ExitCode`; no traceback reaches a user (set ``DPCALC_DEBUG=1`` to see one).
 """
 

@@ -9,6 +9,7 @@ KINDS = {
     "randomized-response": ("epsilon", "p", "q", "sampling", "count"),
     "exponential": ("epsilon", "q", "sampling", "count"),
     "subsampled-gaussian": ("q", "sigma", "sampling", "dataset_size", "max_batch_size", "count"),
+    "mixture-gaussian": ("sigma", "sensitivities", "probs", "group", "q", "count"),
     "random-allocation": ("sigma", "steps", "k", "q", "sampling", "count"),
     "tree-aggregation": ("sigma", "steps", "epochs", "q", "sampling", "count"),
     "zcdp": ("rho", "q", "sampling", "count"),
@@ -20,6 +21,8 @@ ALIASES = {
     "rr": "randomized-response",
     "em": "exponential",
     "sgm": "subsampled-gaussian",
+    "mog": "mixture-gaussian",
+    "mixture-of-gaussians": "mixture-gaussian",
     "balls-in-bins": "random-allocation",
     "dp-ftrl": "tree-aggregation",
 }

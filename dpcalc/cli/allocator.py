@@ -11,6 +11,7 @@ process is left alone) and only where glibc's ``mallopt`` exists; anything else 
 
 from __future__ import annotations
 
+import ctypes
 import sys
 
 #: glibc's ``mallopt`` parameters (malloc.h).
@@ -25,8 +26,6 @@ def keep_freed_blocks() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        import ctypes
-
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):  # not glibc (musl has no mallopt) or no libc handle
         return False

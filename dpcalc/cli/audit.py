@@ -8,9 +8,10 @@ import functools
 import click
 
 from dpcalc.cli.common import BudgetExceeded, common_options, run, single
-from dpcalc.cli.sgd_epsilon import run_option
+from dpcalc.cli.run_options import run_options
 from dpcalc.cli.spec_complete import complete_mechanism
 from dpcalc.cli.types import SEED_MAX, Grid
+from dpcalc.textinput import open_error
 
 #: The confidence's distance from 0 and 1: closer to 1, the level 1 − (1 − c)/2 of each one-sided
 #: Clopper–Pearson interval rounds to 1 (an interval with no end).
@@ -74,6 +75,26 @@ ends), over the claimed curve min(e^ε·α + δ, 1 − e^(−ε)(1 − δ − α
 profile curve, the curve of the proved epsilon_lower and the diagonal of guessing, on log axes down
 to 1e-6.  A box above a claimed curve contradicts the claim.
 Formulas: docs/math.md §11."""
+
+
+#: The words of the DP-SGD run options (declared in dpcalc.cli.run_options) in audit's help: the run is the claim.
+RUN_HELP = {
+    "--noise-multiplier": "Claim from DP-SGD (as for sgd-epsilon): its noise multiplier; with the sample rate and "
+    "the length.",
+    "--sample-rate": "Claim from DP-SGD: Poisson rate q in (0, 1].",
+    "--batch-size": "Claim from DP-SGD: batch size B (q = B/N, with --dataset-size).",
+    "--dataset-size": "Claim from DP-SGD: dataset size N.",
+    "--steps": "Claim from DP-SGD: steps T.",
+    "--epochs": "Claim from DP-SGD: epochs E (steps = ceil(E / q)).",
+}
+RUN_METAVAR = {
+    "--noise-multiplier": "S",
+    "--sample-rate": "Q",
+    "--batch-size": "B",
+    "--dataset-size": "N",
+    "--steps": "T",
+    "--epochs": "E",
+}
 
 
 def _without_budget(cmd: click.Command) -> click.Command:
@@ -166,16 +187,7 @@ def _without_budget(cmd: click.Command) -> click.Command:
     help="The claim as a composition (repeatable; specs as for compose, e.g. laplace:scale=1,count=100): "
     "its ε at each row's δ by compose's best method.",
 )
-@run_option(
-    "--noise-multiplier",
-    "Claim from DP-SGD (as for sgd-epsilon): its noise multiplier; with the sample rate and the length.",
-    "S",
-)
-@run_option("--sample-rate", "Claim from DP-SGD: Poisson rate q in (0, 1].", "Q")
-@run_option("--batch-size", "Claim from DP-SGD: batch size B (q = B/N, with --dataset-size).", "B")
-@run_option("--dataset-size", "Claim from DP-SGD: dataset size N.", "N")
-@run_option("--steps", "Claim from DP-SGD: steps T.", "T")
-@run_option("--epochs", "Claim from DP-SGD: epochs E (steps = ceil(E / q)).", "E")
+@run_options(RUN_HELP, RUN_METAVAR)
 @common_options
 def command(
     tp,
@@ -208,8 +220,6 @@ def command(
     a DP-SGD run (--noise-multiplier, --sample-rate/--batch-size, --steps/--epochs: its PLD ε) puts the
     accountant's upper bound beside it.
     """
-    from dpcalc.commands.audit import AuditParams
-
     claimed = single(claimed_epsilon, "--claimed-epsilon")
     sgd = {
         "sigma": single(sigma, "--noise-multiplier"),
@@ -219,7 +229,10 @@ def command(
         "steps": single(steps, "--steps"),
         "epochs": single(epochs, "--epochs"),
     }
-    params = AuditParams(
+    # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
+    from dpcalc.commands import audit as cmd
+
+    params = cmd.AuditParams(
         tp=tp,
         fp=fp,
         fn=fn,
@@ -238,25 +251,21 @@ def command(
         plot=bool(out.plot),
     )
     done = []
-    run(out, lambda: _audit(params, done))
-    from dpcalc.commands.audit import exceeded
-
-    verdict = exceeded(done[0]) if done else None
+    run(out, lambda: _audit(cmd.audit, params, done))
+    verdict = cmd.exceeded(done[0]) if done else None
     if verdict:
         raise BudgetExceeded(verdict)
 
 
-def _audit(params, done):
-    from dpcalc.commands.audit import audit
-
+def _audit(audit, params, done):
+    """``audit(params)``, kept in ``done``; an --input or --scores file that cannot be read is bad input
+    (exit 2, naming the option and the file)."""
     path = params.input if params.input is not None else params.scores
     try:
         result = audit(params)
     except OSError as exc:
         if path is None or exc.filename != path:
             raise
-        from dpcalc.textinput import open_error
-
         raise open_error(
             exc, path, f"{'--input' if params.input is not None else '--scores'} {path}"
         ) from None

@@ -4,8 +4,7 @@
 ``--max-delta`` and ``--plot`` and hands the command an :class:`Output`.  :func:`run` is the only
 place that
 
-1. calls the command's ``compute()`` (which imports the engine: numpy/scipy load here, never at
-   ``--help``), mapping :class:`~dpcalc.errors.InputError` to exit 2 and
+1. calls the command's ``compute()``, mapping :class:`~dpcalc.errors.InputError` to exit 2 and
    :class:`~dpcalc.errors.UncertifiedError` to exit 1, *before anything is written to stdout*;
 2. prints the engine's warnings once each on stderr;
 3. renders the result (table, CSV, TSV, JSON, JSON Lines, or ``-q`` headline values; the formats
@@ -30,10 +29,15 @@ from dataclasses import dataclass
 
 import click
 
+from dpcalc.cli import _quiet_broken_pipe, allocator
 from dpcalc.cli.types import Grid
 from dpcalc.errors import DpcalcWarning
 from dpcalc.exitcodes import ExitCode
-from dpcalc.render.configs import sound_row  # noqa: F401  (re-exported: the rows a budget judges)
+from dpcalc.plot import draw
+from dpcalc.render import FORMATS, ChunkWriter, pick_columns, render, resolve_format
+from dpcalc.render.cells import for_terminal
+from dpcalc.render.configs import Tightest, sound_row  # noqa: F401  (sound_row: re-exported)
+from dpcalc.result import Stream, budget_column
 
 
 @dataclass(frozen=True)
@@ -49,8 +53,6 @@ class Output:
     max_tpr: float | None = None  # --max-tpr (compose, sgd-epsilon, convert with --fpr): judges tpr_upper
 
     def resolved_format(self) -> str:
-        from dpcalc.render import resolve_format
-
         return resolve_format(self.fmt)
 
 
@@ -88,10 +90,6 @@ def _columns(ctx, param, value):
     if not names:
         raise click.BadParameter("name at least one column, e.g. --columns method,epsilon", ctx, param)
     return names
-
-
-#: the choices of -f (dpcalc.render.FORMATS, repeated here so that --help imports nothing more)
-FORMATS = ("table", "csv", "tsv", "json", "jsonl")
 
 
 def common_options(func):
@@ -204,10 +202,7 @@ def run(out: Output, compute) -> None:
     A :class:`~dpcalc.result.Stream` (a large sweep) is written chunk by chunk in CSV, TSV, JSON,
     JSON Lines and ``-q`` output; its first chunk is computed before anything is written, so an error
     there leaves stdout empty.  A table or a plot needs every row, so the chunks are joined first."""
-    from dpcalc.cli.allocator import keep_freed_blocks
-    from dpcalc.result import Stream
-
-    keep_freed_blocks()
+    allocator.keep_freed_blocks()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DpcalcWarning)
         result = compute()  # InputError / UncertifiedError propagate to the group: nothing printed yet
@@ -222,23 +217,17 @@ def run(out: Output, compute) -> None:
 
 def _notes(notes, out: Output) -> None:
     """The result's notes on stderr, unless ``-q`` asked for the values alone."""
-    from dpcalc.render.cells import for_terminal
-
     for note in [] if out.quiet else notes:
         click.echo(for_terminal(f"Note: {note}", sys.stderr), err=True)
 
 
 def _warn(caught) -> None:
-    from dpcalc.render.cells import for_terminal
-
     for msg in warn_lines(w for w in caught if issubclass(w.category, DpcalcWarning)):
         click.echo(for_terminal(f"Warning: {msg}", sys.stderr), err=True)
 
 
 def _stream(stream, out: Output, caught) -> None:
     """Write a Stream as it is computed; warnings and the budget verdict follow the rows."""
-    from dpcalc.render import ChunkWriter
-
     chunks = iter(stream.chunks)
     chunk = next(chunks, None)  # computed before anything is written: an error here leaves stdout empty
     judge = BudgetJudge(out)
@@ -272,13 +261,13 @@ def writing():
     try:
         yield
     except BrokenPipeError:
-        _discard_stdout()
+        _quiet_broken_pipe()
         raise click.exceptions.Exit(ExitCode.OK) from None
     except OSError as exc:
-        _discard_stdout()
+        _quiet_broken_pipe()
         raise click.ClickException(f"cannot write to stdout: {exc.strerror or exc}") from None
     except UnicodeEncodeError as exc:
-        _discard_stdout()
+        _quiet_broken_pipe()
         bad = exc.object[exc.start : exc.end]
         raise click.ClickException(
             f"cannot write to stdout: its encoding {exc.encoding} cannot write {bad!r} "
@@ -286,18 +275,10 @@ def writing():
         ) from None
 
 
-def _discard_stdout() -> None:
-    from dpcalc.cli import _quiet_broken_pipe
-
-    _quiet_broken_pipe()
-
-
 def emit(result, out: Output, before=None) -> None:
     """Render ``result`` to stdout, draw ``--plot``, then apply the budget checks.  ``before`` (the
     warnings and notes) runs once every check that can refuse the command has passed, so that a
     refusal (exit 2) is the one line on stderr."""
-    from dpcalc.render import pick_columns, render
-
     fmt = out.resolved_format()
     if out.columns and not out.quiet:
         pick_columns(result.names, out.columns)  # an unknown name: exit 2 before anything is written
@@ -308,9 +289,7 @@ def emit(result, out: Output, before=None) -> None:
     except BudgetExceeded as exc:
         verdict = exc  # exit 3 after the rows are printed
     if out.plot:
-        from dpcalc.plot import draw  # raises a one-line error when matplotlib is missing
-
-        draw(result, out.plot)
+        draw(result, out.plot)  # raises a one-line error when matplotlib is missing
     if before is not None:
         before()
     with warnings.catch_warnings(record=True) as caught:  # -q's warning about configurations left out
@@ -353,8 +332,6 @@ class BudgetJudge:
     def refuse_unjudgeable(self, names) -> None:
         """A usage error (exit 2) for a budget on a quantity the output has no column for, decided from
         the column names before anything is written."""
-        from dpcalc.result import budget_column
-
         for quantity, _ in self.limits:
             if budget_column(quantity, names) is None:
                 raise click.UsageError(f"--max-{quantity}: this command reports no {quantity}")
@@ -365,9 +342,6 @@ class BudgetJudge:
             return
         self.refuse_unjudgeable(result.names)
         if self.tight is None:
-            from dpcalc.render.configs import Tightest
-            from dpcalc.result import budget_column
-
             self.names = [budget_column(q, result.names) for q, _ in self.limits]
             self.tight = Tightest(result.names, result.headline, self.names, getattr(result, "derived", ()))
         self.tight.feed(result)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from dpcalc.cli.common import common_options, eps_error_option, run
+from dpcalc.cli.common import common_options, eps_error_option, run, single
 from dpcalc.cli.rdp_curve import curve_options, wanted
 from dpcalc.cli.spec_complete import complete_mechanism
 from dpcalc.cli.tradeoff import refuse_with, tradeoff_options, with_max_tpr
 from dpcalc.cli.tuning import tuning_option
 from dpcalc.cli.types import Grid
-from dpcalc.commands.compose import METHOD_ORDER  # pure Python: numpy loads only when a method runs
+from dpcalc.commands.choices import COMPOSE_METHODS
 
 MAN_EXAMPLES = [
     (
@@ -212,7 +212,7 @@ guessing (sweep --fpr, e.g. 1e-6:0.5:x2).  The columns are those of TRADE-OFF CO
 @click.option("--epsilon", type=Grid(lo=0, lo_open=False), help="Target ε >= 0: report δ.")
 @click.option(
     "--method",
-    type=click.Choice([*METHOD_ORDER, "best", "all"]),
+    type=click.Choice([*COMPOSE_METHODS, "best", "all"]),
     default="best",
     show_default=True,
     help="exact (Gaussian compositions), pld (privacy loss distributions, bracketed), rdp, optimal "
@@ -248,19 +248,32 @@ def command(
     exponential epsilon) out, to calibrate it.
     With --rdp-curve, the summed Rényi curve of the mechanisms instead (no --delta or --epsilon needed).
     """
-    from dpcalc.cli.common import single
-    from dpcalc.commands import compose as cmd
-
     eps_error = single(eps_error, "--eps-error")
     out = with_max_tpr(out, fpr, max_tpr)
-    if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
-        cmd._check_targets("--fpr", len(fpr), cmd.MAX_FPR)
+    question = _question(fpr, method, delta, epsilon, eps_error, tuning, rdp_curve, alphas, out)
+    # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
+    from dpcalc.commands import compose as cmd
+
+    if question == "tradeoff":  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
+        cmd.check_targets("--fpr", len(fpr), cmd.MAX_FPR)
         refuse_with(fpr, **{"--delta": delta, "--epsilon": epsilon, "--tuning-runs": tuning})
         refuse_with(fpr, **{"--rdp-curve": wanted(rdp_curve, alphas, out)})
-        from dpcalc.commands.tradeoff import compose_tradeoff
+        run(out, lambda: cmd.compose_tradeoff(mechanisms, fpr, method, eps_error))
+    elif question == "curve":
+        run(out, lambda: cmd.compose_curve(mechanisms, alphas, method, stream=True))
+    elif question == "calibrate":
+        run(out, lambda: cmd.calibrate(mechanisms, epsilon, delta, method, eps_error))
+    else:
+        run(out, lambda: cmd.compose(mechanisms, delta, epsilon, method, eps_error, tuning=tuning))
 
-        run(out, lambda: compose_tradeoff(mechanisms, fpr, method, eps_error))
-        return
+
+def _question(fpr, method, delta, epsilon, eps_error, tuning, rdp_curve, alphas, out) -> str:
+    """The question the options ask: ``"tradeoff"`` (--fpr, whose options the command checks), ``"curve"``
+    (--rdp-curve), ``"calibrate"`` (both --delta and --epsilon) or ``"compose"``; options that cannot go
+    together are a usage error (exit 2), checked in the order the command has always reported them, before
+    the command's work loads."""
+    if fpr is not None:
+        return "tradeoff"
     if tuning is not None:
         if method not in ("rdp", "best", "all"):
             raise click.UsageError(
@@ -277,17 +290,11 @@ def command(
             raise click.UsageError(
                 "--eps-error cannot be used with --rdp-curve (it is the width of a pld bracket)"
             )
-        from dpcalc.commands.curve import compose_curve
-
-        run(out, lambda: compose_curve(mechanisms, alphas, method, stream=True))
-        return
+        return "curve"
     if eps_error is not None and method not in ("pld", "best", "all"):
         raise click.UsageError("--eps-error applies to --method pld (or best, all)")
     if delta is not None and epsilon is not None:
-        from dpcalc.commands.compose_calibration import calibrate
-
-        run(out, lambda: calibrate(mechanisms, epsilon, delta, method, eps_error))
-        return
+        return "calibrate"
     if delta is None and epsilon is None:
         raise click.UsageError("give --delta (to get ε) or --epsilon (to get δ); both to calibrate σ")
-    run(out, lambda: cmd.compose(mechanisms, delta, epsilon, method, eps_error, tuning=tuning))
+    return "compose"

@@ -8,7 +8,8 @@ import click
 from dpcalc.cli.common import common_options, run
 from dpcalc.cli.tradeoff import refuse_with, tradeoff_options, with_max_tpr
 from dpcalc.cli.types import Grid
-from dpcalc.commands.convert import METHODS, ConvertParams, convert_stream
+from dpcalc.commands.choices import CONVERSIONS
+from dpcalc.textinput import open_error
 
 MAN_EXAMPLES = [
     (
@@ -89,7 +90,7 @@ HELP_METHOD = (
 @click.option("--epsilon", type=Grid(lo=0, lo_open=False), help="Target ε >= 0: report δ.")
 @click.option(
     "--method",
-    type=click.Choice([*METHODS, "all"]),
+    type=click.Choice([*CONVERSIONS, "all"]),
     default="optimal",
     show_default=True,
     help=HELP_METHOD,
@@ -113,27 +114,26 @@ def command(alpha, rdp, curve, delta, epsilon, method, source, fpr, max_tpr, out
     100,000 points with the optimal conversion and 1,000,000 with the others (20,000 and 200,000
     rows with --from dp); a larger sweep is refused up front.
     """
-    params = ConvertParams(
+    out = with_max_tpr(out, fpr, max_tpr)
+    refuse_with(fpr, **{"--delta": delta, "--epsilon": epsilon})
+    # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
+    from dpcalc.commands import convert as cmd
+
+    params = cmd.ConvertParams(
         alpha=alpha, rdp=rdp, curve=curve, delta=delta, epsilon=epsilon, method=method, source=source
     )
-    out = with_max_tpr(out, fpr, max_tpr)
     if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
-        refuse_with(fpr, **{"--delta": delta, "--epsilon": epsilon})
-        from dpcalc.commands.tradeoff_convert import convert_tradeoff
-
-        run(out, lambda: _convert(params, lambda: convert_tradeoff(params, fpr)))
+        run(out, lambda: _convert(params, lambda: cmd.convert_tradeoff(params, fpr)))
         return
-    run(out, lambda: _convert(params))
+    run(out, lambda: _convert(params, lambda: cmd.convert_stream(params)))
 
 
-def _convert(params: ConvertParams, compute=None):
-    """:func:`convert`; a --curve file that cannot be opened or read is bad input (exit 2), like a
+def _convert(params, compute):
+    """``compute()`` (a convert question); a --curve file that cannot be opened or read is bad input (exit 2), like a
     malformed one (dpcalc.textinput names it; an OSError that escapes it is mapped the same way)."""
     try:
-        return convert_stream(params) if compute is None else compute()
+        return compute()
     except OSError as exc:
         if params.curve is None or exc.filename != params.curve:
             raise
-        from dpcalc.textinput import open_error
-
         raise open_error(exc, params.curve, f"--curve {params.curve}") from None

@@ -8,7 +8,7 @@ import click
 from dpcalc.cli.common import common_options, run
 from dpcalc.cli.rdp_curve import curve_options, wanted
 from dpcalc.cli.types import Grid
-from dpcalc.commands.iterate import CONVERSIONS, METHODS, IterateParams, iterate
+from dpcalc.commands.choices import CONVERSIONS, ITERATE_METHODS
 
 #: Why --delta must be > 0 (docs/math.md §2.7).
 _GAUSSIAN_NOISE = "the noise is Gaussian, whose privacy loss is unbounded: no finite ε holds at δ = 0"
@@ -100,7 +100,7 @@ are converted over continuous α, so dpcalc convert --curve of a curve on a grid
 @click.option("--alpha", type=Grid(lo=1), help="Rényi order α > 1: report the Rényi bound.")
 @click.option(
     "--method",
-    type=click.Choice([*METHODS, "cni", "all"]),
+    type=click.Choice([*ITERATE_METHODS, "cni", "all"]),
     default="all",
     show_default=True,
     help="feldman (Feldman et al. 2018, RDP), asoodeh (Asoodeh et al., E_γ contraction), composition "
@@ -162,7 +162,11 @@ def command(
     composition baseline that releases every iterate.  Every numeric option takes sweeps.
     With --rdp-curve, the Rényi curve of each bound that has one instead (feldman, composition, cni).
     """
-    params = IterateParams(
+    curve = wanted(rdp_curve, alphas, out)
+    # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
+    from dpcalc.commands import iterate as cmd
+
+    params = cmd.IterateParams(
         sigma=sigma,
         lipschitz=lipschitz,
         lr=lr,
@@ -177,9 +181,7 @@ def command(
         feldman_log=feldman_log,
         smoothness=smoothness,
     )
-    if wanted(rdp_curve, alphas, out):
-        from dpcalc.commands.curve import iterate_curve
-
-        run(out, lambda: iterate_curve(params, alphas, stream=True))
+    if curve:
+        run(out, lambda: cmd.iterate_curve(params, alphas, stream=True))
         return
-    run(out, lambda: iterate(params))
+    run(out, lambda: cmd.iterate(params))

@@ -8,7 +8,7 @@ import click
 from dpcalc.cli.common import common_options, run
 from dpcalc.cli.rdp_curve import curve_options, wanted
 from dpcalc.cli.types import Grid
-from dpcalc.commands.langevin import CONVERSIONS, METHODS, LangevinParams, langevin
+from dpcalc.commands.choices import CONVERSIONS, LANGEVIN_METHODS
 
 #: Why --delta must be > 0 (docs/math.md §2.7).
 _GAUSSIAN_NOISE = "the noise is Gaussian, whose privacy loss is unbounded: no finite ε holds at δ = 0"
@@ -105,7 +105,7 @@ a grid of orders gives its ε or above (to a few ulps at best_alpha, with conver
 )
 @click.option(
     "--method",
-    type=click.Choice([*METHODS, "all"]),
+    type=click.Choice([*LANGEVIN_METHODS, "all"]),
     default="all",
     show_default=True,
     help="dynamics (Chourasia et al. upper bound), lower (their lower bound: not a guarantee), "
@@ -145,7 +145,11 @@ def command(
     means S_g = 2L.  One row per step count, order and bound; every numeric option takes sweeps.
     With --rdp-curve, the Rényi curve of each bound instead (rows over the orders of --alphas).
     """
-    params = LangevinParams(
+    curve = wanted(rdp_curve, alphas, out)
+    # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
+    from dpcalc.commands import langevin as cmd
+
+    params = cmd.LangevinParams(
         sigma=sigma,
         lr=lr,
         strong_convexity=strong_convexity,
@@ -159,9 +163,7 @@ def command(
         method=method,
         conversion=conversion,
     )
-    if wanted(rdp_curve, alphas, out):
-        from dpcalc.commands.curve import langevin_curve
-
-        run(out, lambda: langevin_curve(params, alphas, stream=True))
+    if curve:
+        run(out, lambda: cmd.langevin_curve(params, alphas, stream=True))
         return
-    run(out, lambda: langevin(params))
+    run(out, lambda: cmd.langevin(params))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import click
 
+from dpcalc.cli.types import parse_values
+
 #: The help of ``--rdp-curve`` (the same in every command).
 CURVE_HELP = (
     "Print the Rényi-DP curve instead of ε: columns alpha,rdp (one row per order; inf where there is no "
@@ -35,7 +37,6 @@ class Orders(click.ParamType):
     def convert(self, value, param, ctx):
         if isinstance(value, tuple):
             return value
-        from dpcalc.cli.types import parse_values
 
         text = str(value).strip()
         if text.lower() == "paper":

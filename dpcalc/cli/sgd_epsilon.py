@@ -7,10 +7,11 @@ import click
 
 from dpcalc.cli.common import common_options, eps_error_option, run
 from dpcalc.cli.rdp_curve import curve_options, wanted
+from dpcalc.cli.run_options import run_options
 from dpcalc.cli.tradeoff import refuse_with, tradeoff_options, with_max_tpr
 from dpcalc.cli.tuning import tuning_option
 from dpcalc.cli.types import SEED_MAX, Grid
-from dpcalc.commands.sgd_epsilon import ACCOUNTANTS, CONVERSIONS, SgdEpsilonParams, sgd_epsilon_stream
+from dpcalc.commands.choices import SGD_ACCOUNTANTS, SGD_CONVERSIONS
 
 MAN_EXAMPLES = [
     (
@@ -195,41 +196,22 @@ al. 2020 (an approximation, not a bound, never judged), and exact at q = 1 (μ =
 replaces --delta; --max-tpr T is its budget check (exit 3)."""
 
 
-#: The options that describe a DP-SGD run, declared once (flags and value types) for sgd-epsilon and for
-#: audit's claim from a run; each command words its own help.
-RUN_OPTIONS = {
-    "--noise-multiplier": (("--noise-multiplier", "--sigma", "sigma"), Grid(lo=0)),
-    "--sample-rate": (("--sample-rate",), Grid(lo=0, hi=1)),
-    "--batch-size": (("--batch-size",), Grid(lo=1, lo_open=False, integer=True)),
-    "--dataset-size": (("--dataset-size",), Grid(lo=1, lo_open=False, integer=True)),
-    "--steps": (("--steps",), Grid(lo=1, lo_open=False, integer=True)),
-    "--epochs": (("--epochs",), Grid(lo=0)),
+#: The words of the DP-SGD run options (declared in dpcalc.cli.run_options) in sgd-epsilon's help.
+RUN_HELP = {
+    "--noise-multiplier": "Noise standard deviation / clipping norm (> 0). Leave out with --target-epsilon to solve "
+    "for it.",
+    "--sample-rate": "Sampling probability q in (0, 1].",
+    "--batch-size": "Batch size B (q = B/N).",
+    "--dataset-size": "Dataset size N (with --batch-size; also checks δ < 1/N).",
+    "--max-batch-size": "With --sampling truncated-poisson: the largest batch kept; a larger Poisson batch is cut to a "
+    "random subset of this size (needs --dataset-size).",
+    "--steps": "Number of steps T.",
+    "--epochs": "Epochs E: steps = ceil(E / sample rate).",
 }
 
 
-def run_option(name: str, help: str, metavar: str | None = None):
-    """The click option ``name`` of :data:`RUN_OPTIONS` (no default: left out unless given)."""
-    decls, kind = RUN_OPTIONS[name]
-    return click.option(*decls, type=kind, default=None, metavar=metavar, help=help)
-
-
 @click.command("sgd-epsilon")
-@run_option(
-    "--noise-multiplier",
-    "Noise standard deviation / clipping norm (> 0). Leave out with --target-epsilon to solve for it.",
-)
-@run_option("--sample-rate", "Sampling probability q in (0, 1].")
-@run_option("--batch-size", "Batch size B (q = B/N).")
-@run_option("--dataset-size", "Dataset size N (with --batch-size; also checks δ < 1/N).")
-@click.option(
-    "--max-batch-size",
-    type=Grid(lo=1, lo_open=False, integer=True),
-    default=None,
-    help="With --sampling truncated-poisson: the largest batch kept; a larger Poisson batch is cut to a "
-    "random subset of this size (needs --dataset-size).",
-)
-@run_option("--steps", "Number of steps T.")
-@run_option("--epochs", "Epochs E: steps = ceil(E / sample rate).")
+@run_options(RUN_HELP)
 @click.option(
     "--delta",
     type=Grid(lo=0, lo_open=False, hi=1, hi_open=True),
@@ -239,7 +221,7 @@ def run_option(name: str, help: str, metavar: str | None = None):
 )
 @click.option(
     "--accountant",
-    type=click.Choice([*ACCOUNTANTS, "all"]),
+    type=click.Choice([*SGD_ACCOUNTANTS, "all"]),
     default="rdp",
     show_default=True,
     help="rdp (exact RDP), pld (privacy loss distributions: a certified [lower, upper] bracket; random "
@@ -250,7 +232,7 @@ def run_option(name: str, help: str, metavar: str | None = None):
 @eps_error_option
 @click.option(
     "--conversion",
-    type=click.Choice(CONVERSIONS),
+    type=click.Choice(SGD_CONVERSIONS),
     default="optimal",
     show_default=True,
     help="RDP → (ε, δ) conversion of the rdp accountant.",
@@ -353,7 +335,10 @@ def command(
     if not wanted(rdp_curve, alphas, out) and delta is None and fpr is None:
         ctx = click.get_current_context()
         raise click.MissingParameter(ctx=ctx, param=next(q for q in ctx.command.params if q.name == "delta"))
-    params = SgdEpsilonParams(
+    # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
+    from dpcalc.commands import sgd as cmd
+
+    params = cmd.SgdEpsilonParams(
         delta=delta,
         sigma=sigma,
         sample_rate=sample_rate,
@@ -374,15 +359,11 @@ def command(
         seed=seed,
     )
     if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
-        from dpcalc.commands.tradeoff import sgd_tradeoff
-
-        run(out, lambda: sgd_tradeoff(params, fpr))
+        run(out, lambda: cmd.sgd_tradeoff(params, fpr))
         return
     if rdp_curve:
         if tuning is not None:
             raise click.UsageError("--tuning-runs cannot be used with --rdp-curve")
-        from dpcalc.commands.curve import sgd_curve
-
-        run(out, lambda: sgd_curve(params, alphas, stream=True))
+        run(out, lambda: cmd.sgd_curve(params, alphas, stream=True))
         return
-    run(out, lambda: sgd_epsilon_stream(params, jobs=jobs))
+    run(out, lambda: cmd.sgd_epsilon_stream(params, jobs=jobs))

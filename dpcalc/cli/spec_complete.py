@@ -9,23 +9,19 @@ not given yet (and ``count=``); a key with a fixed set of values (``sampling=``)
 
 from __future__ import annotations
 
+from click.shell_completion import CompletionItem
 
-def _table():
-    from dpcalc.cli._kinds import ALIASES, CHOICES, KINDS
-
-    return KINDS, ALIASES, CHOICES
+from dpcalc.cli._kinds import ALIASES, CHOICES, KINDS
 
 
 def complete_mechanism(ctx, param, incomplete: str):
     """click's ``shell_complete`` callback: the completions of one MECHANISM being typed."""
-    from click.shell_completion import CompletionItem
-
     return [CompletionItem(v) for v in candidates(incomplete)]
 
 
 def candidates(incomplete: str) -> list[str]:
     """The completions of a partly typed MECHANISM (plain strings, in catalogue order)."""
-    kinds, aliases, choices = _table()
+    kinds, aliases, choices = KINDS, ALIASES, CHOICES
     if incomplete.startswith("@"):
         return []  # @FILE: the shell's own file completion is the better help
     if ":" not in incomplete:

@@ -1,6 +1,6 @@
 """``--fpr`` and ``--max-tpr`` (compose, sgd-epsilon, convert): what ε means for an attacker, the largest
 true-positive rate of any membership test at a false-positive rate (docs/math.md §10).  Pure click: the
-computation is :mod:`dpcalc.commands.tradeoff`."""
+computation is :mod:`dpcalc.commands.tradeoff` and each command's own."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import dataclasses
 
 import click
 
+from dpcalc.cli.common import single
 from dpcalc.cli.types import Grid
 
 #: The smallest --fpr: the PLD's profile at ε about log(1/α) took seconds per decade below it (1e-300 did not
@@ -37,8 +38,6 @@ def tradeoff_options(func):
 
 def with_max_tpr(out, fpr, max_tpr):
     """``out`` with ``--max-tpr`` set (a usage error without ``--fpr``)."""
-    from dpcalc.cli.common import single
-
     if max_tpr is None:
         return out
     if fpr is None:

@@ -61,6 +61,7 @@ def parse_tuning(text: str):
             raise ValueError(f"poisson mean must be >= 1, got {mean:g}")
     elif not mean > 1:
         raise ValueError(f"{kind} mean must be > 1 (K >= 1, and mean 1 is one run: leave out --tuning-runs)")
+    # lazy: the engine (numpy) loads only when a --tuning-runs value is converted, not for --help or completion
     from dpcalc.engine.composition.tuning import TuningRuns, tnb_gamma
 
     runs = TuningRuns(kind, mean, fields.get("shape"))

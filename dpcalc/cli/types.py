@@ -9,6 +9,7 @@ value becomes one error line naming the option (click's ``BadParameter``, exit s
 from __future__ import annotations
 
 import math
+from decimal import Decimal, InvalidOperation
 
 import click
 
@@ -103,8 +104,6 @@ def _fmt(v: float) -> str:
 
 def _exact(tok: str, v: float) -> bool:
     """Whether the decimal ``tok`` is exactly the double ``v`` (``1e6`` is; ``2^53 + 1`` is not)."""
-    from decimal import Decimal, InvalidOperation
-
     try:
         return Decimal(tok.strip().replace("_", "")) == Decimal(v)
     except InvalidOperation:

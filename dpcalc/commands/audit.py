@@ -1,7 +1,7 @@
 """``dpcalc audit``: what an attack proved about ε, beside what the accountant claims (docs/math.md §11).
 
 :func:`audit` checks the inputs, asks :mod:`dpcalc.engine.audit` for the bounds and packs them into a
-:class:`~dpcalc.result.Result` with the columns of ``SCHEMAS["audit"]``.  numpy loads only when it runs.
+:class:`~dpcalc.result.Result` with the columns of ``SCHEMAS["audit"]``.
 """
 
 from __future__ import annotations
@@ -11,11 +11,17 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from dpcalc.commands import audit_claim
 from dpcalc.commands.audit_claim import exceeded  # noqa: F401  (the command line's verdict)
+from dpcalc.commands.audit_plot import plot_spec
 from dpcalc.commands.schema import conform
+from dpcalc.engine.audit import counts, gdp, scores
+from dpcalc.engine.grid import product
 from dpcalc.errors import InputError
 from dpcalc.result import Result
+from dpcalc.textinput import csv_records, open_lines
 
 COUNTS_NOTE = (
     "epsilon_lower, mu_lower: hold together with probability >= {c} if the trials are independent; "
@@ -108,19 +114,12 @@ def audit(p: AuditParams) -> Result:
     elif p.claimed_epsilon is not None:
         audit_claim.add_claim(result, [p.claimed_epsilon] * len(result))
     if p.plot:
-        from dpcalc.commands.audit_plot import plot_spec
-
         result.plot = plot_spec(result, run)
     return result
 
 
 def _counts(p: AuditParams, tp, fp, fn, tn, *, paired: bool, method: str = "counts", extra=None) -> Result:
     """Counts (one audit per row of ``tp..tn`` if ``paired``, else their product) × δ × confidence."""
-    import numpy as np
-
-    from dpcalc.engine.audit import counts, gdp
-    from dpcalc.engine.grid import product
-
     if paired:
         k = np.arange(len(tp))
         g = product(k=k, delta=np.asarray(p.delta, float), confidence=np.asarray(p.confidence, float))
@@ -168,10 +167,8 @@ def _counts(p: AuditParams, tp, fp, fn, tn, *, paired: bool, method: str = "coun
 
 
 def _one_run(p: AuditParams) -> Result:
-    import numpy as np
-
+    # lazy: scipy.stats (~45 MB) serves one-run audits only; a 10^6-row --scores audit must stay in 500 MB
     from dpcalc.engine.audit import one_run
-    from dpcalc.engine.grid import product
 
     for name in ("canaries", "guesses", "correct"):
         if getattr(p, name) is None:
@@ -229,10 +226,6 @@ def _one_run(p: AuditParams) -> Result:
 
 
 def _scores(p: AuditParams) -> Result:
-    import numpy as np
-
-    from dpcalc.engine.audit import scores
-
     member, score = _read_scores(p.scores)
     if len(p.delta) != 1 or len(p.confidence) != 1:
         raise InputError("--scores: give a single --delta and --confidence (the threshold depends on them)")
@@ -260,8 +253,6 @@ def _scores(p: AuditParams) -> Result:
 # -- reading ------------------------------------------------------------------------------------
 def _csv(path: str, option: str, need: tuple[str, ...]):
     """``(header index of each needed column, [(line, row), ...])`` of a CSV file (``-``: stdin)."""
-    from dpcalc.textinput import csv_records, open_lines
-
     name = f"{option} {path}"
     with open_lines(path, name, sys.stdin if path == "-" else None) as lines:
         records = [

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from dpcalc.commands.compose import compose
+from dpcalc.commands.sgd_epsilon import SgdEpsilonParams, sgd_epsilon
 from dpcalc.errors import InputError
 from dpcalc.render.cells import rounded
 from dpcalc.result import Result
@@ -58,8 +60,6 @@ def check(claimed_epsilon, sgd: dict | None, mechanisms=None) -> dict | None:
 def sgd_claim(sgd: dict, deltas) -> tuple[dict, str, dict]:
     """``({δ: ε}, note, run)``: the certified PLD ε of the DP-SGD run ``sgd`` at each δ, the note saying so,
     and the run's sample rate ``q``, noise multiplier ``sigma`` and ``steps``."""
-    from dpcalc.commands.sgd_epsilon import SgdEpsilonParams, sgd_epsilon
-
     wanted = sorted({float(d) for d in deltas})
     res = sgd_epsilon(SgdEpsilonParams(delta=wanted, accountant="pld", **{k: [v] for k, v in sgd.items()}))
     eps = dict(zip(res.column("delta"), res.column("epsilon")))
@@ -77,8 +77,6 @@ def mechanism_claim(texts, deltas) -> tuple[dict, str]:
     """``({δ: ε}, note)``: the ε of the composition of MECHANISM specs ``texts`` (as ``dpcalc compose``
     takes them) at each δ, by compose's ``best`` method: the smallest certified upper bound of its methods
     (docs/math.md §2, §7)."""
-    from dpcalc.commands.compose import compose
-
     wanted = sorted({float(d) for d in deltas})
     res = compose(list(texts), wanted, None, "best")
     eps = dict(zip(res.column("delta"), res.column("epsilon")))

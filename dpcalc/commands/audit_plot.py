@@ -17,6 +17,11 @@ Log axes from 10⁻⁶ to 1, like the ``--fpr --plot`` trade-off pictures.
 
 from __future__ import annotations
 
+import numpy as np
+
+from dpcalc.engine import tradeoff
+from dpcalc.engine.audit import clopper_pearson as cp
+from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.errors import InputError
 from dpcalc.render.cells import rounded
 from dpcalc.result import PlotSpec, Result
@@ -32,11 +37,6 @@ _LABELLED = 6
 def plot_spec(result: Result, run: dict | None) -> PlotSpec:
     """The picture of ``result`` (rows from counts, --input or --scores); ``run`` is the DP-SGD claim's
     ``{q, sigma, steps}`` (None: no profile curve).  One-run audits have no (FPR, TPR) point: refused."""
-    import numpy as np
-
-    from dpcalc.engine import tradeoff
-    from dpcalc.engine.audit import clopper_pearson as cp
-
     if "one-run" in result.column("method"):
         raise InputError(
             "--plot: a one-run audit (--canaries) has no (FPR, TPR) point to draw; give counts or --scores"
@@ -108,11 +108,6 @@ def plot_spec(result: Result, run: dict | None) -> PlotSpec:
 
 def _pld_curve(run: dict):
     """The certified PLD profile bound on TPR of the DP-SGD run (docs/math.md §10)."""
-    import numpy as np
-
-    from dpcalc.engine import tradeoff
-    from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
-
     q, sigma, steps = run["q"], run["sigma"], run["steps"]
     alpha = np.logspace(np.log10(FLOOR), np.log10(0.5), _PLD_POINTS)
     _, _, hi = tradeoff.pld_tpr(

@@ -1,331 +1,42 @@
-"""``dpcalc compose``: many mechanisms, one guarantee (docs/math.md §2, §7) — the part without click.
+"""``dpcalc compose``: many mechanisms, one guarantee (docs/math.md §2, §7) — the part without click, and
+the one module the command line imports for it.
 
-Each method is one entry of :data:`METHODS` (name -> function); a function returns, for an array of
-targets (δ values when ε is asked, or ε values when δ is asked), the bound per target and a note per
-target, or ``None`` and the reason the method does not apply.  Formulas live in the engine
-(:mod:`dpcalc.engine.composition`, :mod:`dpcalc.engine.mechanisms`, :mod:`dpcalc.engine.pld`,
-:mod:`dpcalc.engine.conversion`); numpy is imported only inside the functions, so that ``dpcalc compose
---help`` stays light.  :func:`compose` (and :func:`dpcalc.commands.compose_calibration.calibrate`) return the :class:`~dpcalc.result.Result`.
+:func:`compose` gives the composition's ε at each δ (or δ at each ε) by the methods of
+:mod:`dpcalc.commands.compose_methods`; :func:`compose_curve` its Rényi curve (``--rdp-curve``).  The
+command's other questions live in modules of their own and are handed on from here:
+:func:`~dpcalc.commands.compose_calibration.calibrate` (``--epsilon`` with ``--delta``: the noise that
+meets them) and :func:`~dpcalc.commands.compose_tradeoff.compose_tradeoff` (``--fpr``).
 """
 
 from __future__ import annotations
 
-import math
+import warnings
+from collections.abc import Sequence
 
+import numpy as np
+
+from dpcalc.commands.compose_calibration import calibrate
+from dpcalc.commands.compose_methods import (
+    EDGE_NOTE,
+    MAX_FPR,
+    MAX_TARGETS,
+    METHOD_ORDER,
+    METHODS,
+    TUNING_REFUSAL,
+    check_relations,
+    check_targets,
+    relation_caption,
+)
+from dpcalc.commands.compose_tradeoff import compose_tradeoff
+from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders
 from dpcalc.commands.schema import conform
+from dpcalc.engine.mechanisms.catalogue import gaussian_r2, rdp_work_refusal, total_rdp
 from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.result import PlotSpec, Result
+from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
 
-# Each takes (specs, want_eps, targets: np.ndarray, opts: dict) and returns
-# (values | None, notes | reason, extra); opts holds eps_error and strict (for pld).
-# ε at δ = 0 (docs/math.md §2.7) is the largest privacy loss of the composition, Σ ε_i over releases whose
-# loss is bounded, and ∞ (with the reason) otherwise: every method that applies answers it so (_at_zero).
-
-
-def _zero(want_eps, targets):
-    """The mask of the targets where ε is asked at δ = 0."""
-    import numpy as np
-
-    return (targets == 0) if want_eps else np.zeros(targets.shape, bool)
-
-
-def _zero_beyond_max_loss(specs, epsilons, values) -> None:
-    """δ = 0 in ``values`` (an array, one per ε of ``epsilons``) wherever ε is at least the largest privacy
-    loss Σ count·ε_i, compared exactly in the decimals given (docs/math.md §2.7)."""
-    from dpcalc.engine.composition.theorems import at_least
-    from dpcalc.engine.mechanisms.catalogue import max_loss
-
-    top, _ = max_loss(specs)
-    for i, t in enumerate(epsilons):
-        if top is not None and at_least(float(t), top):
-            values[i] = 0.0
-
-
-def _at_zero(specs, zero, values, notes, how):
-    """``values`` and ``notes`` (lists, one per target) with the rows at δ = 0 filled in: the largest
-    privacy loss Σ count·ε_i (exact, rounded up; ``how`` says why this method gives it), or ``inf`` and
-    the reason where a release's loss is unbounded (Dwork & Roth 2014, Thm 3.16; docs/math.md §2.7)."""
-    from dpcalc.engine.mechanisms.catalogue import float_up, max_loss
-
-    values = list(values)
-    notes = [notes] * len(values) if isinstance(notes, str) else list(notes)
-    if zero.any():
-        top, reason = max_loss(specs)
-        for i in zero.nonzero()[0]:
-            values[i] = math.inf if top is None else float_up(top)
-            notes[i] = f"{reason}: no finite ε at δ = 0" if top is None else how
-    return values, notes
-
-
-def _exact(specs, want_eps, targets, opts):
-    import numpy as np
-
-    from dpcalc.engine.mechanisms import gaussian_exact as gaussian
-    from dpcalc.engine.mechanisms.catalogue import gaussian_r2
-
-    r2 = gaussian_r2(specs)
-    if r2 is None:
-        return None, "only for compositions of plain gaussian specs", {}
-    r = float(np.sqrt(r2))
-    zero = _zero(want_eps, targets)
-    values = np.full(targets.shape, np.nan)
-    if want_eps:
-        values[~zero] = gaussian.eps_gaussian(targets[~zero], r)
-    else:
-        values = np.atleast_1d(gaussian.delta_gaussian(targets, r))
-    note = f"one Gaussian with sensitivity/sigma = {r:.6g}"
-    return (*_at_zero(specs, zero, values, note, note), {})
-
-
-_EDGE_NOTE = "best order at the edge of the grid"
-_INF_ORDER_NOTE = "order α = ∞: the largest privacy loss, the sum of the pure ε"
-_NO_LOSS_ABOVE = "ε >= the largest privacy loss: δ = 0"
-
-
-def _rdp(specs, want_eps, targets, opts):
-    import numpy as np
-
-    from dpcalc.engine.conversion import methods as conversions
-    from dpcalc.engine.mechanisms.catalogue import rdp_refusal, rdp_work_refusal, total_rdp
-    from dpcalc.engine.orders import DEFAULT_ORDERS
-
-    for s in specs:
-        if (refusal := rdp_refusal(s)) is not None:
-            return None, refusal, {}
-    if (refusal := rdp_work_refusal(specs)) is not None:
-        return None, refusal, {}
-    curve = total_rdp(specs, DEFAULT_ORDERS)
-    tuning = opts.get("tuning")
-    if tuning is not None:  # best of K runs of the whole composition (docs/math.md §2.10)
-        return _rdp_tuned(curve, want_eps, targets, tuning)
-    fn = conversions.eps_from_curve if want_eps else conversions.delta_from_curve
-    bound = fn(DEFAULT_ORDERS, curve, targets, method="optimal")
-    values = np.atleast_1d(np.asarray(bound.value, float))
-    alphas = np.atleast_1d(np.asarray(bound.alpha, float))
-    edge = np.atleast_1d(np.asarray(bound.at_edge))
-    notes = [_EDGE_NOTE if e else "optimal conversion over 225 orders" for e in edge]
-    # the order α = ∞: D_∞ is the largest privacy loss, Σ ε_i where every loss is bounded (docs/math.md §2.7);
-    # a finite grid of orders cannot certify δ = 0 by itself
-    zero = _zero(want_eps, targets)
-    values, notes = _at_zero(specs, zero, values, notes, _INF_ORDER_NOTE)
-    alphas = [math.inf if z and math.isfinite(v) else a for z, v, a in zip(zero, values, alphas)]
-    if not want_eps:  # δ = 0 at every ε >= D_∞
-        from dpcalc.engine.composition.theorems import at_least
-        from dpcalc.engine.mechanisms.catalogue import max_loss
-
-        top, _ = max_loss(specs)
-        for i, t in enumerate(targets):
-            if top is not None and at_least(float(t), top):
-                values[i], alphas[i], notes[i] = 0.0, math.inf, f"order α = ∞: {_NO_LOSS_ABOVE}"
-    return values, notes, {"alpha": [None if np.isnan(a) else float(a) for a in alphas]}
-
-
-#: The note of a method other than rdp under --tuning-runs.
-TUNING_REFUSAL = "does not apply with --tuning-runs (an RDP bound)"
-
-
-def _rdp_tuned(curve, want_eps, targets, tuning):
-    """The rdp method under ``--tuning-runs``: the composition is the base algorithm Q, run K times with the
-    best output released; its curve becomes the tuned algorithm's (Papernot & Steinke 2022, Thm 2 or Thm 6;
-    :func:`dpcalc.engine.composition.tuning.tuned_rdp`), converted by the optimal conversion.  At δ = 0 no
-    pure-ε bound is given (ε = inf): the theorems are RDP bounds, and the grid of orders is finite."""
-    import numpy as np
-
-    from dpcalc.engine.composition.tuning import tuned_rdp
-    from dpcalc.engine.conversion import methods as conversions
-    from dpcalc.engine.orders import DEFAULT_ORDERS
-
-    tuned = tuned_rdp(DEFAULT_ORDERS, curve, tuning, "optimal")
-    fn = conversions.eps_from_curve if want_eps else conversions.delta_from_curve
-    bound = fn(DEFAULT_ORDERS, tuned, targets, method="optimal")
-    values = np.atleast_1d(np.asarray(bound.value, float))
-    alphas = np.atleast_1d(np.asarray(bound.alpha, float))
-    edge = np.atleast_1d(np.asarray(bound.at_edge))
-    head = tuning.note()
-    notes = [f"{head}; " + (_EDGE_NOTE if e else "optimal conversion over 225 orders") for e in edge]
-    zero = _zero(want_eps, targets)
-    for i in zero.nonzero()[0]:
-        values[i], alphas[i] = math.inf, np.nan
-        notes[i] = f"{head}; δ = 0: no pure-ε bound (the tuning theorems are RDP bounds), ε = inf"
-    return values, notes, {"alpha": [None if np.isnan(a) else float(a) for a in alphas]}
-
-
-def _per_release(specs):
-    """(eps, delta, counts) arrays of every spec, or (None, reason)."""
-    pairs = []
-    for s in specs:
-        pair, reason = _per_release_dp(s)
-        if pair is None:
-            return None, reason
-        pairs.append((pair[0], pair[1], s.count))
-    return pairs, None
-
-
-def _per_release_dp(spec):
-    from dpcalc.engine.mechanisms.catalogue import per_release_dp
-
-    return per_release_dp(spec)
-
-
-def _optimal(specs, want_eps, targets, opts):
-    import numpy as np
-
-    from dpcalc.engine.composition import theorems as composition
-
-    pairs, reason = _per_release(specs)
-    if pairs is None:
-        return None, reason, {}
-    if len({(e, d) for e, d, _ in pairs}) > 1:
-        return None, "mechanisms differ: exact composition is for identical (epsilon, delta) only", {}
-    eps, delta, _ = pairs[0]
-    k = sum(c for _, _, c in pairs)
-    if k > composition.KOV_MAX_COUNT:
-        return None, f"total count {k} above {composition.KOV_MAX_COUNT}", {}
-    if not k * eps < 1e300:
-        return None, "count*epsilon overflows", {}
-    fn = composition.kov_eps if want_eps else composition.kov_delta
-    zero = _zero(want_eps, targets)
-    values = np.full(targets.shape, np.nan)
-    values[~zero] = np.atleast_1d(np.asarray(fn(eps, delta, k, targets[~zero]), float))
-    note = f"Kairouz-Oh-Viswanath, k = {k}"
-    if not want_eps:  # δ(ε_g) = 0 exactly for ε_g >= kε when δ = 0 (the i = 0 point)
-        _zero_beyond_max_loss(specs, targets, values)
-    return (*_at_zero(specs, zero, values, note, f"{note}: kε at δ = 0"), {})
-
-
-def _advanced(specs, want_eps, targets, opts):
-    import numpy as np
-
-    from dpcalc.engine.composition import theorems as composition
-
-    pairs, reason = _per_release(specs)
-    if pairs is None:
-        return None, reason, {}
-    eps, delta, counts = (np.array(x, float) for x in zip(*pairs))
-    e_basic, d_basic = composition.basic(eps, delta, counts)
-    if want_eps:
-        values = np.atleast_1d(np.asarray(composition.advanced_eps(eps, delta, counts, targets), float))
-        short = targets <= d_basic
-        notes = [
-            f"needs --delta above sum of deltas = {d_basic!r}"
-            if low
-            else ("basic is smaller" if v >= e_basic * (1 - 1e-15) else "Dwork-Rothblum-Vadhan")
-            for v, low in zip(values, short)
-        ]
-        values = [None if low else float(v) for v, low in zip(values, short)]
-        # δ = 0: min(basic, advanced) is basic's Σε (advanced needs δ > Σδ_i), or ∞
-        values, notes = _at_zero(specs, _zero(want_eps, targets), values, notes, "basic is smaller")
-    else:
-        values = np.atleast_1d(np.asarray(composition.advanced_delta(eps, delta, counts, targets), float))
-        notes = ["basic is smaller" if t >= e_basic else "Dwork-Rothblum-Vadhan" for t in targets]
-        # min(basic, advanced): basic's Σδ_i wherever ε >= Σε_i exactly (1 + 2 <= 3, as basic decides it)
-        given = composition.exact_sum(eps, counts)
-        for i, t in enumerate(targets):
-            if composition.at_least(float(t), given) and d_basic <= values[i]:
-                values[i], notes[i] = d_basic, "basic is smaller"
-    return values, notes, {}
-
-
-def _basic(specs, want_eps, targets, opts):
-    import numpy as np
-
-    from dpcalc.engine.composition import theorems as composition
-
-    pairs, reason = _per_release(specs)
-    if pairs is None:
-        return None, reason, {}
-    eps, delta, counts = zip(*pairs)
-    e_basic, d_basic = composition.basic(eps, delta, counts)
-    # the boundary is decided on the exact sums of the decimals given (1 + 2 <= 3 holds); the values
-    # reported are the sums rounded up
-    given = composition.exact_sum(delta, counts) if want_eps else composition.exact_sum(eps, counts)
-    ok = [composition.at_least(float(t), given) for t in targets]
-    if want_eps:
-        values = [e_basic if o else None for o in ok]
-        notes = ["" if o else f"needs --delta >= sum of deltas = {d_basic!r}" for o in ok]
-        zero = _zero(want_eps, targets) & ~np.array(ok)  # δ = 0 below Σδ_i: the loss is unbounded, ε = ∞
-        values, notes = _at_zero(specs, zero, values, notes, "")
-    else:
-        values = [d_basic if o else None for o in ok]
-        notes = ["" if o else f"needs --epsilon >= sum of epsilons = {e_basic!r}" for o in ok]
-    return values, notes, {}
-
-
-def _pld(specs, want_eps, targets, opts):
-    """Tight numerical composition of privacy loss distributions, with a certified bracket
-    (``dpcalc.engine.composition.pld``: pessimistic / optimistic discretisation, FFT composition)."""
-    import numpy as np
-
-    from dpcalc.engine.composition.pld import compose_pld
-    from dpcalc.engine.pld.grid import RDP_HINT
-
-    try:
-        _check_targets(
-            "--delta" if want_eps else "--epsilon",
-            targets.size,
-            MAX_PLD_TARGETS,
-            " for --method pld (a bracket each)",
-        )
-        b = compose_pld(
-            specs,
-            **({"delta": targets} if want_eps else {"epsilon": targets}),
-            eps_error=opts.get("eps_error"),
-        )
-    except InputError as exc:
-        message = str(exc).replace(RDP_HINT, "--method rdp")
-        if opts.get("strict"):  # --method pld alone: a refusal is an error, not a row
-            raise InputError(message) from None
-        return None, message, {}
-    lower, est, upper = (np.atleast_1d(np.asarray(x, float)) for x in b)
-    note = "privacy loss distributions: certified [lower, upper]"
-    if np.all(
-        np.isnan(lower)
-    ):  # random allocation: its rounds' models dominate the pair (docs/math.md §3.10)
-        note = "privacy loss distributions: certified upper bound (no lower end: random allocation's models)"
-    # δ = 0 (compose_pld): the bracket is the largest privacy loss itself, or [inf, inf]
-    _, notes = _at_zero(
-        specs,
-        _zero(want_eps, targets),
-        upper,
-        note,
-        "privacy loss distributions at δ = 0: the largest privacy loss, Σ count·ε",
-    )
-    if not want_eps:
-        from dpcalc.engine.composition.theorems import at_least
-        from dpcalc.engine.mechanisms.catalogue import max_loss
-
-        top, _ = max_loss(specs)
-        if top is not None:
-            notes = [_NO_LOSS_ABOVE if at_least(float(t), top) else n for t, n in zip(targets, notes)]
-    return upper, notes, {"lower": lower, "estimate": est}
-
-
-#: Most targets (values of --delta or --epsilon) of one ``compose``; the pld method answers at most
-#: :data:`MAX_PLD_TARGETS` (each δ is its own bracket, each ε a point of a refined profile), and so does
-#: ``--fpr`` (:data:`MAX_FPR` rates).
-MAX_TARGETS = 500
-MAX_PLD_TARGETS = 100
-MAX_FPR = 1000
-
-
-def _check_targets(name: str, n: int, limit: int, what: str = "") -> None:
-    """One-line refusal of a sweep with more than ``limit`` values."""
-    if n > limit:
-        raise InputError(f"{name}: {n} values, above the limit of {limit}{what}")
-
-
-#: Name -> method, in the order ``--method all`` shows them; ``best`` picks among them.  Adding a method
-#: is one entry here: a function ``(specs, want_eps, targets, opts) -> (values, notes, extra)``; ``extra`` may
-#: hold ``alpha`` (the best order) and ``lower``/``estimate`` (where ``values`` is the upper end of a bracket).
-METHODS = {
-    "exact": _exact,
-    "pld": _pld,
-    "rdp": _rdp,
-    "optimal": _optimal,
-    "advanced": _advanced,
-    "basic": _basic,
-}
-METHOD_ORDER = tuple(METHODS)
+#: What the command line reads here: the questions, and the limit of --fpr it checks first.
+__all__ = ["MAX_FPR", "calibrate", "check_targets", "compose", "compose_curve", "compose_tradeoff"]
 
 
 def compose(texts, delta, epsilon, method, eps_error=None, tuning=None) -> Result:
@@ -333,18 +44,14 @@ def compose(texts, delta, epsilon, method, eps_error=None, tuning=None) -> Resul
     ``delta``, or δ at each ε of ``epsilon``; ``best`` keeps the smallest certified bound per target.
     ``tuning`` (a :class:`~dpcalc.engine.composition.tuning.TuningRuns`): the whole composition is run K times
     and the best output released; only rdp applies then (docs/math.md §2.10)."""
-    import numpy as np
-
-    from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
-
     specs = merge_identical(parse_mechanisms(expand_sources(texts)))
-    _check_relations(specs)
+    check_relations(specs)
     if tuning is not None and method not in ("rdp", "best", "all"):
         raise InputError(f"--tuning-runs applies to --method rdp (or best, all), not {method}: an RDP bound")
     opts = {"eps_error": eps_error, "strict": method == "pld", "tuning": tuning}
     want_eps = delta is not None
     targets = np.asarray(delta if want_eps else epsilon, float)
-    _check_targets("--delta" if want_eps else "--epsilon", targets.size, MAX_TARGETS)
+    check_targets("--delta" if want_eps else "--epsilon", targets.size, MAX_TARGETS)
     names = METHOD_ORDER if method in ("all", "best") else (method,)
     if method == "best" and tuning is None and _exact_applies(specs):
         names = ("exact",)  # the exact profile: no other method can certify less, so none is run
@@ -408,7 +115,7 @@ def compose(texts, delta, epsilon, method, eps_error=None, tuning=None) -> Resul
         conform(cols, "compose"),
         headline=headline,  # a certified upper bound in every row, never an estimate
         title="composition",
-        caption="mechanisms: " + " + ".join(s.label() for s in specs) + _relation_caption(specs),
+        caption="mechanisms: " + " + ".join(s.label() for s in specs) + relation_caption(specs),
     )
     if len(cols["method"]) > 1:  # a curve over the targets, or the methods side by side at one target
         result.plot = PlotSpec(
@@ -430,18 +137,14 @@ def compose(texts, delta, epsilon, method, eps_error=None, tuning=None) -> Resul
 
 def _exact_applies(specs) -> bool:
     """Whether the exact method answers the composition (plain Gaussians only: docs/math.md §2.6)."""
-    from dpcalc.engine.mechanisms.catalogue import gaussian_r2
-
     return gaussian_r2(specs) is not None
 
 
 def _warn_edge(cols, headline) -> None:
     """One stderr warning when a shown rdp row's best order is at the edge of the grid (and matters)."""
-    import warnings
-
     trivial = (0.0,) if headline == "epsilon" else (0.0, 1.0)
     for m, v, note in zip(cols["method"], cols[headline], cols["note"]):
-        if m == "rdp" and note.endswith(_EDGE_NOTE) and v not in trivial:
+        if m == "rdp" and note.endswith(EDGE_NOTE) and v not in trivial:
             warnings.warn(
                 "rdp: the best Rényi order is at the edge of the grid (1.01..1e4): the bound is valid but "
                 "a wider grid might give a smaller one",
@@ -451,32 +154,34 @@ def _warn_edge(cols, headline) -> None:
             return
 
 
-def _check_relations(specs) -> None:
-    """Poisson (add/remove-one) and fixed-size (replace-one) bounds do not compose into one statement."""
-    from dpcalc.engine.mechanisms.catalogue import relations
-
-    if len(relations(specs)) > 1:
+# -- --rdp-curve ----------------------------------------------------------------------------------------
+def compose_curve(
+    texts, alphas: Sequence[float] | None = None, method: str = "best", *, stream: bool = False
+):
+    """The summed Rényi curve of the MECHANISMs ``texts`` (identical specs merged, as ``compose`` does):
+    :func:`dpcalc.engine.mechanisms.catalogue.total_rdp`, exactly the curve ``compose --method rdp``
+    converts, so ``convert --curve`` of it (optimal conversion) gives that ε exactly.  A spec without a
+    Rényi curve (``dp`` with δ > 0) is refused."""
+    if method not in ("best", "all", "rdp"):
         raise InputError(
-            "MECHANISM: subsampled specs mix sampling=poisson (add/remove-one neighbours) and "
-            "sampling=fixed-size (replace-one neighbours); no single guarantee covers both: compose them separately"
+            f"--method {method} has no Rényi curve: --rdp-curve prints the curve of the rdp method "
+            "(leave --method out, or give --method rdp)"
         )
-
-
-def _relation_caption(specs) -> str:
-    from dpcalc.engine.mechanisms.catalogue import relations
-
-    samplings = relations(specs)
-    if samplings == {"poisson"} and any(s.kind == "random-allocation" for s in specs):
-        return "; neighbours: add/remove-one (Poisson sampling or random allocation)"
-    if samplings == {"poisson"}:
-        return "; neighbours: add/remove-one (Poisson sampling)"
-    if samplings == {"fixed-size"}:
-        return "; neighbours: replace-one (fixed-size sampling)"
-    if any(s.kind == "tree-aggregation" for s in specs):
-        return "; neighbours: add/remove-one, in at most one leaf per epoch (tree-aggregation, sensitivity 1)"
-    if any(s.kind == "exponential" for s in specs):
-        return (
-            "; exponential: ε-bounded range (Durfee & Rogers 2019), its Rényi curve and PLD pair the worst "
-            "generalised randomized response (Dong, Durfee & Rogers 2020), adaptive composition"
-        )
-    return ""
+    specs = merge_identical(parse_mechanisms(expand_sources(texts)))
+    check_relations(specs)
+    a = orders(alphas)
+    check_curve_rows({}, a.size)
+    if (refusal := rdp_work_refusal(specs)) is not None:
+        raise InputError(refusal)
+    curve = np.asarray(total_rdp(specs, a), dtype=float)
+    labels = " + ".join(s.label() for s in specs)
+    return curve_result(
+        "compose",
+        {},
+        [""],
+        lambda m, lo, hi: {"rdp": curve[None, :]},
+        a,
+        f"mechanisms: {labels}; rdp: the sum of their Rényi curves (the rdp method's curve); {FOR_CONVERT}",
+        stream=stream,
+        subtitle=" + ".join(s.text for s in specs),
+    )

@@ -14,17 +14,28 @@ is more private) its *largest*.  The specs that leave it out share one value.
   method's ε(δ).  Every value returned is one at which the method's certified ε was computed and found at
   or below the target; the value one search step (a factor 1 + 1e-4 for pld, 1 + 1e-6 otherwise) to the less
   private side was computed and found above it.  ``best`` keeps the most favourable value (docs/math.md §2.13).
-
-numpy loads only when it runs.
 """
 
 from __future__ import annotations
 
-from dpcalc.commands.compose import MAX_TARGETS
+import dataclasses
+import math
+import warnings
+
+import numpy as np
+
+from dpcalc.commands.compose_methods import MAX_TARGETS
+from dpcalc.commands.compose_methods import METHODS as ALL
 from dpcalc.commands.schema import conform
-from dpcalc.errors import InputError
+from dpcalc.engine.composition.pld import calibrate_compose_pld, compose_pld
+from dpcalc.engine.grid import product
+from dpcalc.engine.mechanisms import gaussian_exact as gaussian
+from dpcalc.engine.mechanisms.catalogue import CATALOGUE, lookup, pld_pair
+from dpcalc.engine.pld.search import boundary
+from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.render.cells import rounded
 from dpcalc.result import PlotSpec, Result
+from dpcalc.spec import expand_sources, parse_mechanism
 
 #: The calibrated key -> its output column.
 COLUMN = {"sigma": "sigma", "scale": "scale", "epsilon": "release_epsilon"}
@@ -42,9 +53,6 @@ SEARCHED_EPSILON_MIN = 1e-3
 
 def _parse(texts):
     """The specs, each kind's calibrated key allowed to be left out (then ``None`` in ``params``)."""
-    from dpcalc.engine.mechanisms.catalogue import lookup
-    from dpcalc.spec import expand_sources, parse_mechanism
-
     specs = []
     for text in expand_sources(texts):
         mech = lookup(text.strip().partition(":")[0]) if isinstance(text, str) else None
@@ -54,8 +62,6 @@ def _parse(texts):
 
 def _free_key(spec):
     """``(key, direction)`` when ``spec`` left its calibrated key out, else ``None``."""
-    from dpcalc.engine.mechanisms.catalogue import CATALOGUE
-
     noise = CATALOGUE[spec.kind].noise
     return noise if noise is not None and spec.params.get(noise[0], 0) is None else None
 
@@ -94,8 +100,6 @@ def calibrate(texts, epsilon, delta, method, eps_error=None) -> Result:
 def _check_zero_delta(specs, free, delta, key) -> None:
     """δ = 0 needs every release's loss bounded (docs/math.md §2.7): refused when a spec that leaves
     ``key`` out has an unbounded loss whatever its value."""
-    from dpcalc.engine.mechanisms.catalogue import CATALOGUE
-
     if 0 not in delta:
         return
     for s, _ in free:
@@ -110,9 +114,6 @@ def _check_zero_delta(specs, free, delta, key) -> None:
 def _filler(specs, key):
     """``fill(x)``: the specs with ``x`` put into those that left ``key`` out (re-parsed, so derived
     parameters such as randomized response's p follow)."""
-    import dataclasses
-
-    from dpcalc.spec import parse_mechanism
 
     def fill(x):
         out = []
@@ -131,13 +132,6 @@ def _filler(specs, key):
 def _method_search(name, fill, e, d, direction, start, eps_error):
     """``(value, note_or_None)``: the calibrated value by method ``name`` (not pld) at target (ε, δ), or
     ``(None, reason)`` where the method does not apply or nothing in the range meets the target."""
-    import math
-
-    import numpy as np
-
-    from dpcalc.commands.compose import METHODS as ALL
-    from dpcalc.engine.pld.search import boundary
-
     fn = ALL[name]
     opts = {"eps_error": eps_error, "strict": False, "tuning": None}
     try:
@@ -167,11 +161,6 @@ def _method_search(name, fill, e, d, direction, start, eps_error):
 
 def _calibrate_methods(specs, key, direction, epsilon, delta, method, eps_error) -> Result:
     """One row per (ε, δ) and method (``all``), or the most favourable method's row (``best``)."""
-    import numpy as np
-
-    from dpcalc.engine.composition.pld import calibrate_compose_pld
-    from dpcalc.engine.grid import product
-
     fill = _filler(specs, key)
     column = COLUMN[key]
     lo, hi = RANGES[direction]
@@ -290,12 +279,6 @@ def _methods_plot(specs, key, column, side, epsilon, delta) -> PlotSpec:
 def _pld_reaches(specs, delta, target, eps_error) -> bool:
     """Whether the certified PLD ε of ``specs`` (the most private end of the range) meets ``target``: a
     spec given with its noise can leave a floor that no value of the free parameter removes."""
-    import math
-    import warnings
-
-    from dpcalc.engine.composition.pld import compose_pld
-    from dpcalc.errors import DpcalcWarning
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DpcalcWarning)
         try:
@@ -307,8 +290,6 @@ def _pld_reaches(specs, delta, target, eps_error) -> bool:
 
 def _pld_refusal(specs):
     """Why the PLD accountant does not take these specs, or ``None``."""
-    from dpcalc.engine.mechanisms.catalogue import pld_pair
-
     for s in specs:
         try:
             pair = pld_pair(s.kind, s.params)
@@ -321,13 +302,6 @@ def _pld_refusal(specs):
 
 def _calibrate_exact(specs, epsilon, delta, method) -> Result:
     """The smallest common σ of plain Gaussians by their exact profile (docs/math.md §2.6)."""
-    import math
-
-    import numpy as np
-
-    from dpcalc.engine.grid import product
-    from dpcalc.engine.mechanisms import gaussian_exact as gaussian
-
     if 0 in delta:
         raise InputError(
             "Invalid value for '--delta': 0: no σ makes a Gaussian (ε, 0)-DP (its privacy loss is unbounded); "

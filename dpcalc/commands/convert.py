@@ -1,21 +1,31 @@
-"""Conversions between Rényi DP and (ε, δ)-DP, both ways (docs/math.md §1).
+"""Conversions between Rényi DP and (ε, δ)-DP, both ways (docs/math.md §1), and what a Rényi bound means
+for an attacker (``--fpr``, :func:`convert_tradeoff`, docs/math.md §10).
 
 :func:`convert` checks the combination of inputs, asks :mod:`dpcalc.engine.conversion.methods` for
 every combination of the values given (or optimises over the orders of a curve, docs/math.md §1.6)
-and packs the answer into a :class:`~dpcalc.result.Result`.  numpy loads only when it runs.
+and packs the answer into a :class:`~dpcalc.result.Result`.
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dpcalc.commands.schema import conform, names
-from dpcalc.errors import InputError
-from dpcalc.result import PlotSpec, Result
+import numpy as np
 
-METHODS = ("optimal", "asoodeh", "balle", "mironov")
+from dpcalc.commands import sweep
+from dpcalc.commands.choices import CONVERSIONS
+from dpcalc.commands.schema import conform, names, tradeoff_names
+from dpcalc.commands.tradeoff import tradeoff_plot
+from dpcalc.curvefile import load_curve
+from dpcalc.engine.conversion import methods as conversions
+from dpcalc.engine.grid import product
+from dpcalc.errors import InputError
+from dpcalc.result import PlotSpec, Result, Stream
+
+METHODS = CONVERSIONS  # the conversions, tightest first
 
 _SYM = {"alpha": "α", "rdp": "ζ", "delta": "δ", "epsilon": "ε"}  # --plot subtitles
 _WORD = {"alpha": "Rényi order α", "rdp": "RDP level ζ", "delta": "δ", "epsilon": "ε"}
@@ -103,8 +113,6 @@ def _read_curve(path: str):
     """The curve of ``--curve PATH`` (``-``: standard input), read by :mod:`dpcalc.textinput`: a
     file that cannot be read (missing, a directory, unreadable, not UTF-8, unbounded like
     ``/dev/zero``) is an :class:`InputError` naming ``--curve PATH`` (exit 2), like a malformed curve."""
-    from dpcalc.curvefile import load_curve
-
     return load_curve(path, f"--curve {path}", stdin=sys.stdin if path == "-" else None)
 
 
@@ -136,12 +144,6 @@ FROM_DP_MAX_ROWS = {"optimal": 20_000, "asoodeh": 200_000, "balle": 200_000, "mi
 
 def _points(alpha, rdp, delta, epsilon, methods, chunk=None):
     """One row per (method, α, ζ, δ or ε) combination: a Result (``chunk`` None) or a Stream of chunks."""
-    import numpy as np
-
-    from dpcalc.commands import sweep
-    from dpcalc.engine.grid import product
-    from dpcalc.result import Stream
-
     want_eps = delta is not None
     target = delta if want_eps else epsilon
     sizes = {"--alpha": len(alpha), "--rdp": len(rdp), "--delta" if want_eps else "--epsilon": len(target)}
@@ -153,8 +155,6 @@ def _points(alpha, rdp, delta, epsilon, methods, chunk=None):
     tasks = [(m, lo, hi) for m in methods for lo, hi in sweep.slices(g["alpha"].size, chunk)]
 
     def compute(task):
-        from dpcalc.engine.conversion import methods as conversions
-
         m, lo, hi = task
         a, z, t = g["alpha"][lo:hi], g["rdp"][lo:hi], g["target"][lo:hi]
         fn = getattr(conversions, f"eps_{m}" if want_eps else f"delta_{m}")
@@ -207,10 +207,6 @@ def _points_plot(alpha, rdp, target, want_eps, methods, rows):
 
 def _from_curve(alphas, zetas, delta, epsilon, methods) -> Result:
     """Optimise over the orders of a curve, for every δ (or ε) and method (docs/math.md §1.6)."""
-    import numpy as np
-
-    from dpcalc.engine.conversion import methods as conversions
-
     a = np.asarray(alphas, float)
     z = np.asarray(zetas, float)
     want_eps = delta is not None
@@ -263,12 +259,6 @@ def _from_curve(alphas, zetas, delta, epsilon, methods) -> Result:
 def _from_dp(alpha, epsilon, delta, methods) -> Result:
     """DP → RDP: the largest ζ at α such that every (α, ζ)-RDP mechanism is (ε, δ)-DP
     (docs/math.md §1.3, §1.4)."""
-    import numpy as np
-
-    from dpcalc.commands import sweep
-    from dpcalc.engine.conversion import methods as conversions
-    from dpcalc.engine.grid import product
-
     sweep.check_rows(
         {"--alpha": len(alpha), "--epsilon": len(epsilon), "--delta": len(delta)},
         len(methods),
@@ -322,3 +312,55 @@ def _from_dp(alpha, epsilon, delta, methods) -> Result:
         plot=plot,
         caption="rdp_certifying: every (alpha, rdp_certifying)-RDP mechanism is (epsilon, delta)-DP",
     )
+
+
+# -- --fpr ------------------------------------------------------------------------------------------------
+_TRADEOFF_NOTE = "profile of the Rényi bound (Balle et al. and optimal conversions): an upper bound"
+
+
+def convert_tradeoff(params: ConvertParams, fpr) -> Result:
+    """``dpcalc convert --fpr``: the largest true-positive rate of any membership test at each false-positive
+    rate, from one Rényi-DP level (α, ζ) or a whole curve: one row per (α, ζ) combination (or one curve) and
+    false-positive rate.
+
+    Every pair (ε, δ(ε)) that an RDP guarantee certifies bounds the TPR (Kairouz, Oh & Viswanath 2015,
+    Thm 2.1); the pairs are those of Balle et al. 2020 on a dense ε grid and of the optimal conversion of
+    Asoodeh et al. 2021 refined around each α's best ε (:func:`dpcalc.engine.tradeoff.rdp_profile`).  An
+    RDP bound holds in one direction; the row assumes, as the (ε, δ) rows of ``convert`` do, that the curve
+    given bounds both directions of the neighbouring relation."""
+    # lazy: scipy (dpcalc.engine.tradeoff); only --fpr needs it: a plain sgd-epsilon or convert imports none
+    from dpcalc.engine import tradeoff
+
+    p = params
+    fpr = tradeoff.check_fpr(np.atleast_1d(np.asarray(fpr, float)))
+    if p.source != "rdp":
+        raise InputError("--fpr: applies to --from rdp (an RDP level or curve)")
+    if p.method not in ("optimal",):
+        raise InputError(
+            f"--fpr: uses the optimal and Balle et al. conversions together; not --method {p.method}"
+        )
+    _forbid("with --fpr (it replaces them as the question)", delta=p.delta, epsilon=p.epsilon)
+    if p.curve is not None:
+        _forbid("with --curve", alpha=p.alpha, rdp=p.rdp)
+        alphas, zetas = (np.asarray(x, float) for x in _read_curve(p.curve))
+        curves = [(None, None, alphas, zetas)]
+    else:
+        _require(alpha=p.alpha, rdp=p.rdp)
+        curves = [
+            (float(a), float(z), np.array([float(a)]), np.array([float(z)]))
+            for a, z in itertools.product(p.alpha, p.rdp)
+        ]
+    cols: dict[str, list] = {name: [] for name in tradeoff_names("convert")}
+    for a, z, orders, values in curves:
+        eps, delta = tradeoff.rdp_profile(orders, values, fpr)
+        hi = tradeoff.profile_tpr(fpr, eps, delta)
+        for f, h in zip(fpr, hi):
+            row = {"method": "optimal", "alpha": a, "rdp": z, "fpr": float(f), "tpr": float(h)}
+            row.update(tpr_upper=float(h), note=_TRADEOFF_NOTE)
+            for name in cols:
+                cols[name].append(row.get(name))
+    result = Result(cols, headline="tpr_upper", title="trade-off", caption="from a Rényi-DP bound")
+    result.plot = tradeoff_plot(
+        tuple(g for g in ("alpha", "rdp") if len(set(cols[g])) > 1), "one Rényi-DP bound per line"
+    )
+    return result

@@ -3,7 +3,7 @@
 :func:`iterate` checks the combination of inputs, asks :mod:`dpcalc.engine.hidden_state.iteration`
 for Feldman et al.'s bound, Asoodeh et al.'s contraction bound, the composition baseline and
 (optionally) the contractive-noisy-iteration bound at every combination of the values given, and
-packs the answer into a :class:`~dpcalc.result.Result`.  numpy loads only when it runs.
+packs the answer into a :class:`~dpcalc.result.Result`.
 """
 
 from __future__ import annotations
@@ -11,13 +11,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from dpcalc.commands import sweep
+from dpcalc.commands.choices import ITERATE_METHODS
+from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders
 from dpcalc.commands.schema import conform
+from dpcalc.engine.grid import product
+from dpcalc.engine.hidden_state import iteration as it
+from dpcalc.engine.hidden_state import langevin as lg
 from dpcalc.errors import InputError
 from dpcalc.render.cells import rounded
 from dpcalc.result import PlotSpec, Result
 
-METHODS = ("feldman", "asoodeh", "composition")
-CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
+METHODS = ITERATE_METHODS
 _SYMBOL = {"sigma": "σ", "lipschitz": "L", "lr": "η", "steps": "T", "diameter": "D", "initial_distance": "R"}
 # --plot: words for titles and subtitles, axis labels with units
 _WORD = {"delta": "δ", "epsilon": "ε", "alpha": "α", "rdp": "Rényi bound", **_SYMBOL}
@@ -37,7 +44,7 @@ class IterateParams:
     Give ``sigma``, ``lipschitz``, ``lr``, ``steps`` and exactly one of ``delta`` (to get ε),
     ``epsilon`` (to get δ) or ``alpha`` (to get the Rényi bound).  ``method`` is one of
     :data:`METHODS`, ``"cni"`` (needs ``initial_distance``) or ``"all"``; ``conversion`` one of
-    :data:`CONVERSIONS`; ``feldman_log`` a ``--feldman-log`` choice (the default, the log T form as
+    :data:`~dpcalc.commands.choices.CONVERSIONS`; ``feldman_log`` a ``--feldman-log`` choice (the default, the log T form as
     usually quoted, or ``"harmonic"``, 1 + ln T); ``smoothness`` checks feldman's condition η <= 2/β.
     """
 
@@ -88,18 +95,11 @@ MAX_ROWS = 20_000
 
 def _check_rows(grid: dict, methods: int) -> None:
     """Refuse, before any work, a sweep of more than :data:`MAX_ROWS` rows (naming the swept options)."""
-    from dpcalc.commands import sweep
-
     sizes = {f"--{k.replace('_', '-')}": len(v) for k, v in grid.items() if v is not None}
     sweep.check_rows(sizes, methods, limit=MAX_ROWS, per="methods")
 
 
 def _compute(params, query, target, methods, conversion, feldman_log, smoothness) -> Result:
-    import numpy as np
-
-    from dpcalc.engine.grid import product
-    from dpcalc.engine.hidden_state import iteration as it
-
     g = product(**{k: np.asarray(v, float) for k, v in params.items()}, target=np.asarray(target, float))
     s, lip, lr, t, diam, x = (g[k] for k in ("sigma", "lipschitz", "lr", "steps", "diameter", "target"))
     dist = g.get("initial_distance")
@@ -168,8 +168,6 @@ def _compute(params, query, target, methods, conversion, feldman_log, smoothness
             if query == "alpha":
                 value = np.where(gone, np.inf, it.rdp_contractive_iteration(x, dist, noise, t))
             else:
-                from dpcalc.engine.hidden_state import langevin as lg
-
                 coef = np.where(gone, np.inf, it.rdp_contractive_iteration(2.0, dist, noise, t) / 2.0)
                 fn = lg.eps_linear_curve if query == "delta" else lg.delta_linear_curve
                 value, order = fn(x, coef, conversion=conversion)
@@ -227,3 +225,84 @@ def _compute(params, query, target, methods, conversion, feldman_log, smoothness
             + "; projected noisy SGD, one pass, replace-one",
         )
     return result
+
+
+# -- --rdp-curve ----------------------------------------------------------------------------------------
+ITERATE_CURVES = ("feldman", "composition", "cni")
+
+
+def iterate_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = False):
+    """The Rényi bounds of ``iterate`` at every order (``params``: :class:`dpcalc.commands.iterate.
+    IterateParams`; ``delta``, ``epsilon``, ``conversion`` and ``diameter`` do not enter a curve):
+    feldman (:func:`~dpcalc.engine.hidden_state.iteration.rdp_feldman`, ``inf`` above α*), composition
+    (:func:`~dpcalc.engine.hidden_state.iteration.rdp_composition`) and, with ``initial_distance``, cni
+    (:func:`~dpcalc.engine.hidden_state.iteration.rdp_contractive_iteration`).  asoodeh has no Rényi form.
+
+    The command's ε of feldman and cni minimises the conversion over *continuous* α (composition is
+    converted exactly, as one Gaussian), so ``convert --curve`` of a curve on a grid of orders is that ε
+    or above; at the command's best order (``--alphas`` = its ``alpha`` column, ``convert --method`` = its
+    ``--conversion``) the two agree to a few ulps (the curve's ζ(α) is rounded up once more)."""
+    p = params
+    if p.alpha is not None:
+        raise InputError(
+            "--alpha cannot be used with --rdp-curve: give the orders of the curve with --alphas"
+        )
+    if p.method == "asoodeh":
+        raise InputError(
+            "--method asoodeh has no Rényi curve (its bound is (ε, δ) only): --rdp-curve prints feldman, "
+            "composition or cni"
+        )
+    if p.method == "cni" and p.initial_distance is None:
+        raise InputError("--method cni needs --initial-distance R")
+    if p.method == "all":
+        methods = [m for m in ITERATE_CURVES if m != "cni" or p.initial_distance is not None]
+    else:
+        methods = [p.method]
+    if p.smoothness is not None and "feldman" in methods:
+        worst = max(p.lr) * max(p.smoothness)
+        if worst > 2.0:
+            raise InputError(
+                f"--lr: feldman needs the step size η <= 2/β (a contractive gradient step), "
+                f"got η = {float(max(p.lr))!r} with β = {float(max(p.smoothness))!r}"
+            )
+    a = orders(alphas)
+    grid = dict(sigma=p.sigma, lipschitz=p.lipschitz, lr=p.lr, steps=p.steps)
+    if p.initial_distance is not None:
+        grid["initial_distance"] = p.initial_distance
+    check_curve_rows({f"--{k.replace('_', '-')}": len(v) for k, v in grid.items()}, a.size, len(methods))
+    g = product(**{k: np.asarray(v, float) for k, v in grid.items()})
+
+    def values(m, lo, hi):
+        s, lip, lr, t = (g[k][lo:hi, None] for k in ("sigma", "lipschitz", "lr", "steps"))
+        if m == "feldman":
+            return {"rdp": it.rdp_feldman(a, s, lip, t, log_form=p.feldman_log)}
+        if m == "composition":
+            return {"rdp": it.rdp_composition(a, s, lip)}
+        # cni, as the command computes it: noise std ησ per step
+        with np.errstate(over="ignore", under="ignore"):
+            noise = lr * s
+        gone = noise == 0
+        noise = np.where(gone, 1.0, np.minimum(noise, 1e308))
+        dist = g["initial_distance"][lo:hi, None]
+        return {"rdp": np.where(gone, np.inf, it.rdp_contractive_iteration(a, dist, noise, t))}
+
+    configs = {k: ([int(v) for v in g[k]] if k == "steps" else g[k].tolist()) for k in grid}
+    swept = [k for k, v in grid.items() if len(v) > 1]
+    caption = (
+        "randomly-stopped projected noisy SGD, one pass (T = n), replace-one; feldman: convex β-smooth loss, "
+        "η <= 2/β, inf above α*; composition: every iterate released"
+        + ("; cni: same data, starts R apart" if "cni" in methods else "")
+        + f"; {FOR_CONVERT}"
+    )
+    symbols = {"sigma": "σ", "lipschitz": "L", "lr": "η", "steps": "T", "initial_distance": "R"}
+    return curve_result(
+        "iterate",
+        configs,
+        methods,
+        values,
+        a,
+        caption,
+        stream=stream,
+        swept=swept,
+        subtitle=", ".join(f"{symbols[k]} = {v[0]:g}" for k, v in grid.items() if len(v) == 1),
+    )

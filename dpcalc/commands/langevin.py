@@ -4,7 +4,6 @@
 :mod:`dpcalc.engine.hidden_state.langevin` for the dynamics bound of Chourasia, Ye and Shokri
 (NeurIPS 2021, arXiv 2102.05855), their lower bound and the composition baseline at every
 combination of the values given, and packs the answer into a :class:`~dpcalc.result.Result`.
-numpy loads only when it runs.
 """
 
 from __future__ import annotations
@@ -12,12 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from dpcalc.commands import sweep
+from dpcalc.commands.choices import LANGEVIN_METHODS
+from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders
 from dpcalc.commands.schema import conform
+from dpcalc.engine.grid import product
+from dpcalc.engine.hidden_state import langevin as lg
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result
 
-METHODS = ("dynamics", "lower", "composition")
-CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
+METHODS = LANGEVIN_METHODS
 _SYMBOL = {
     "sigma": "σ",
     "sensitivity": "S_g",
@@ -36,7 +41,7 @@ class LangevinParams:
     Give ``sigma``, ``lr``, ``strong_convexity``, ``smoothness``, ``dataset_size``, ``steps``,
     exactly one of ``sensitivity`` (S_g, of the gradient sum under replace-one) or ``lipschitz``
     (S_g = 2L), and ``alpha`` (Rényi bounds) and/or ``delta`` (ε).  ``method`` is one of
-    :data:`METHODS` or ``"all"``; ``conversion`` one of :data:`CONVERSIONS`.
+    :data:`METHODS` or ``"all"``; ``conversion`` one of :data:`~dpcalc.commands.choices.CONVERSIONS`.
     """
 
     sigma: Sequence[float]
@@ -75,8 +80,6 @@ MAX_ROWS = 20_000
 
 def _check_rows(grid: dict, methods: int) -> None:
     """Refuse, before any work, a sweep of more than :data:`MAX_ROWS` rows (naming the swept options)."""
-    from dpcalc.commands import sweep
-
     sizes = {f"--{k.replace('_', '-')}": len(v) for k, v in grid.items() if v is not None}
     sweep.check_rows(sizes, methods, limit=MAX_ROWS, per="methods")
 
@@ -96,11 +99,6 @@ def setting_grid(p) -> dict:
 
 
 def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Result:
-    import numpy as np
-
-    from dpcalc.engine.grid import product
-    from dpcalc.engine.hidden_state import langevin as lg
-
     lg.check_conditions(
         np.asarray(params["lr"])[:, None, None],
         np.asarray(params["strong_convexity"])[None, :, None],
@@ -227,3 +225,81 @@ def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Resul
             + "; noisy GD, last model released, replace-one",
         )
     return result
+
+
+# -- --rdp-curve ----------------------------------------------------------------------------------------
+def langevin_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = False):
+    """The Rényi bounds of ``langevin`` at every order (``params``: :class:`dpcalc.commands.langevin.
+    LangevinParams`; ``delta`` and ``conversion`` do not enter a curve), each linear in α: dynamics and
+    composition in ``rdp`` (:func:`dpcalc.engine.hidden_state.langevin.rdp`, upper bounds), the paper's
+    lower bound in ``rdp_lower`` (``bound`` = lower: never a guarantee, and not a curve ``convert`` reads).
+
+    The command's ε of dynamics minimises the conversion over continuous α (composition and lower are
+    converted exactly, as Gaussians), so ``convert --curve`` of the dynamics curve on a grid of orders is
+    that ε or above; at the command's ``best_alpha`` (with ``convert --method`` = its ``--conversion``)
+    the two agree to a few ulps (the printed ζ(α) = α·c is rounded up once more)."""
+    p = params
+    if (p.sensitivity is None) == (p.lipschitz is None):
+        raise InputError("give exactly one of --sensitivity (S_g) or --lipschitz (S_g = 2L)")
+    if p.alpha is not None:
+        raise InputError(
+            "--alpha cannot be used with --rdp-curve: give the orders of the curve with --alphas"
+        )
+    methods = list(METHODS) if p.method == "all" else [p.method]
+    grid = setting_grid(p)
+    lg.check_conditions(
+        np.asarray(grid["lr"])[:, None, None],
+        np.asarray(grid["strong_convexity"])[None, :, None],
+        np.asarray(grid["smoothness"])[None, None, :],
+        np.asarray(grid["dataset_size"]),
+    )
+    a = orders(alphas)
+    names = {"sensitivity": "--lipschitz" if p.lipschitz is not None else "--sensitivity"}
+    check_curve_rows(
+        {names.get(k, f"--{k.replace('_', '-')}"): len(v) for k, v in grid.items()}, a.size, len(methods)
+    )
+    g = product(**{k: np.asarray(v, float) for k, v in grid.items()})
+
+    def values(m, lo, hi):
+        s, sg, lr, lam, n, k = (
+            g[x][lo:hi, None]
+            for x in ("sigma", "sensitivity", "lr", "strong_convexity", "dataset_size", "steps")
+        )
+        if m == "lower":  # a lower bound, never a guarantee: its own column
+            with np.errstate(over="ignore"):
+                return {"rdp_lower": a * np.asarray(lg.coef_lower(s, sg, lr, n, k), float)}
+        coef = (
+            lg.coef_dynamics(s, sg, lr, lam, n, k)
+            if m == "dynamics"
+            else lg.coef_composition(s, sg, lr, n, k)
+        )
+        return {"rdp": np.asarray(lg.rdp(a, np.asarray(coef, float)), float)}
+
+    configs = {x: ([int(v) for v in g[x]] if x in ("dataset_size", "steps") else g[x].tolist()) for x in grid}
+    notes = []
+    if "lower" in methods and (np.any(g["strong_convexity"] > 1.0) or np.any(g["smoothness"] < 1.0)):
+        notes.append(
+            "lower: the squared loss (λ = β = 1) is outside a class with λ > 1 or β < 1; there the lower bound "
+            "describes that loss only, not your class"
+        )
+    caption = (
+        "noisy GD, last model released, replace-one; S_g = sensitivity of the gradient sum"
+        + (" = 2L (from --lipschitz)" if p.lipschitz is not None else "")
+        + "; lower = a lower bound for ℓ = ‖θ−x‖²/2, not a guarantee"
+        + f"; {FOR_CONVERT} (of an upper bound)"
+    )
+    symbols = _SYMBOL
+    return curve_result(
+        "langevin",
+        configs,
+        methods,
+        values,
+        a,
+        caption,
+        stream=stream,
+        headline="rdp_lower" if methods == ["lower"] else "rdp",
+        swept=[x for x, v in grid.items() if len(v) > 1],
+        notes=notes,
+        extra=lambda m: {"bound": "lower" if m == "lower" else "upper"},
+        subtitle=", ".join(f"{symbols[x]} = {v[0]:g}" for x, v in grid.items() if len(v) == 1),
+    )

@@ -2,23 +2,29 @@
 
 Lécuyer, "Practical Privacy Filters and Odometers with Rényi Differential Privacy" (2021); docs/math.md §6.
 The numerics live in :mod:`dpcalc.engine.adaptive.odometer`; this module turns events (``dpcalc.events``) and
-ledger entries (``dpcalc.ledger``) into the rows, tables and figures the command prints.  Only light
-modules are imported at top level (numpy and the engine inside the functions), so that the command
-line's ``--help`` and TAB completion stay fast.
+ledger entries (``dpcalc.ledger``) into the rows, tables and figures the command prints; the command line
+(:mod:`dpcalc.cli.odometer_io`) reads the input and writes them.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 
+import numpy as np
+
+from dpcalc.commands.schema import names
+from dpcalc.engine.adaptive.odometer import Accountant, running_bounds, sgm_curve
+from dpcalc.engine.mechanisms.catalogue import rdp_curve
 from dpcalc.errors import DpcalcWarning, InputError
+from dpcalc.ledger import LedgerDamaged
+from dpcalc.plot import draw
 from dpcalc.result import PlotSpec, Result
+from dpcalc.spec import parse_mechanism
 
 
 def parse_spec(text: str, option: str):
     """A MECHANISM (as in ``dpcalc compose``); errors are InputError prefixed with ``option``."""
-    from dpcalc.spec import parse_mechanism
-
     try:
         return parse_mechanism(text.strip())
     except InputError as exc:
@@ -30,16 +36,12 @@ class Curves:
     """RDP curves of events over the orders, computed once per distinct event."""
 
     def __init__(self, orders) -> None:
-        import numpy as np
-
         self.orders = np.asarray(orders, dtype=float)
         self._cache: dict = {}
 
     def of_spec(self, spec):
         key = ("mechanism", spec.text)
         if key not in self._cache:
-            from dpcalc.engine.mechanisms.catalogue import rdp_curve
-
             self._cache[key] = rdp_curve(spec, self.orders)
         return self._cache[key]
 
@@ -53,8 +55,6 @@ class Curves:
                 )
                 raise InputError(f"{where}: {exc}") from None
         if ev.key not in self._cache:
-            from dpcalc.engine.adaptive.odometer import sgm_curve
-
             self._cache[ev.key] = sgm_curve(ev.sample_rate, ev.noise_multiplier, ev.steps, self.orders)
         return self._cache[ev.key]
 
@@ -63,8 +63,6 @@ class Curves:
 def stream_columns(filtering: bool) -> list[str]:
     """The columns of every odometer row (streamed events, ``--add``, a ledger report): one schema,
     :data:`dpcalc.commands.schema.SCHEMAS` ``["odometer"]``, whatever the inputs."""
-    from dpcalc.commands.schema import names
-
     return names("odometer")
 
 
@@ -78,8 +76,6 @@ class Stream:
     def __init__(
         self, orders, delta, gamma_kind, conversion, filter_eps, filter_rule, keep_rows=False
     ) -> None:
-        from dpcalc.engine.adaptive.odometer import Accountant
-
         self.acct = Accountant(
             orders,
             delta,
@@ -108,8 +104,6 @@ class Stream:
 
         Returns ``(rows, error)``: an event whose curve is refused stops the batch, and the rows of
         the events before it come back with the error (the caller writes them, then reports it)."""
-        import numpy as np
-
         curves, error = [], None
         for ev in events:
             try:
@@ -147,8 +141,6 @@ class Stream:
 
 def draw_stream(rows, filtering, filter_eps, delta, orders, gamma_kind, path) -> None:
     """--plot for EVENTS: the odometer (or, with --filter, the spent RDP ε) against plain RDP, by step."""
-    from dpcalc.plot import draw
-
     columns = {c: [r[c] for r in rows] for c in rows[0]}
     sub = f"δ = {delta:g}; {len(orders)} orders from {min(orders):g} to {max(orders):g}; γ: {gamma_kind}"
     if filtering:
@@ -170,12 +162,6 @@ def draw_stream(rows, filtering, filter_eps, delta, orders, gamma_kind, path) ->
 # -- the ledger -------------------------------------------------------------------------------
 def account(header, mechanisms, conversion, curves=None, last_only=False) -> list[dict]:
     """Rows of the running odometer over a ledger's mechanisms (under its header's δ, Λ, γ)."""
-    import math
-
-    import numpy as np
-
-    from dpcalc.engine.adaptive.odometer import running_bounds
-
     if not mechanisms:
         return []
     if curves is None or tuple(curves.orders) != tuple(header.alphas):
@@ -185,8 +171,6 @@ def account(header, mechanisms, conversion, curves=None, last_only=False) -> lis
         try:
             stack.append(curves.of_spec(parse_spec(text, f"entry {i}")))
         except InputError as exc:
-            from dpcalc.ledger import LedgerDamaged
-
             raise LedgerDamaged(f"entry {i} cannot be accounted ({exc})") from None
     b = running_bounds(
         header.alphas, np.array(stack), header.delta, header.gamma, conversion, last_only=last_only

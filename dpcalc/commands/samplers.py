@@ -1,11 +1,17 @@
 """The batch samplers of ``dpcalc sgd-epsilon --sampling`` beyond the classic pairs: which accountant
 covers which (sampling, neighbouring relation), the caption and the note of each row (docs/math.md §3.5).
 
-Imports nothing heavy: the command line reads it before any engine module loads.
+The engine modules that import scipy (shuffle, the Monte Carlo accountant) are imported where they are
+used, so that a single query of the other samplers loads no scipy.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
+from dpcalc.engine.dpsgd import accounting as sgd
+from dpcalc.engine.dpsgd.accounting import check_setting as classic
+from dpcalc.engine.dpsgd.allocation import rounds
 from dpcalc.errors import InputError
 
 #: The samplers analysed per allocation round (dpcalc.engine.dpsgd.allocation, docs/math.md §3.8).
@@ -126,7 +132,6 @@ def check_setting(sampling: str, neighbors: str) -> None:
                 "permutation are analysed under replace-one); use --neighbors replace-one"
             )
         return
-    from dpcalc.engine.dpsgd.accounting import check_setting as classic
 
     classic(sampling, neighbors)
 
@@ -179,10 +184,7 @@ MC_WORK_MAX = 2.5e8
 def mc_rows(p, g) -> dict:
     """The Monte Carlo rows of balls-in-bins (:mod:`dpcalc.engine.dpsgd.balls_in_bins_mc`): ε holding with
     probability ``p.confidence`` over the sampling, and the estimate."""
-    import numpy as np
-
-    from dpcalc.engine.dpsgd import accounting as sgd
-    from dpcalc.engine.dpsgd.allocation import rounds
+    # lazy: scipy (this engine module imports it); only --accountant mc needs it, a single query imports none
     from dpcalc.engine.dpsgd.balls_in_bins_mc import DEFAULT_SAMPLES, epsilon_balls_in_bins_mc
 
     m, _, epochs = rounds(g["q"], g["steps"], "balls-in-bins", g.get("n"))
@@ -251,8 +253,7 @@ def caption(sampling: str) -> str:
 
 def shuffle_steps(g):
     """The steps of ``g["epochs"]`` shuffled epochs of ⌊N/B⌋ batches each."""
-    import numpy as np
-
+    # lazy: scipy (dpcalc.engine.dpsgd.shuffle imports it); only shuffled and balls-in-bins epochs need it
     from dpcalc.engine.dpsgd.shuffle import steps_per_epoch
 
     m = steps_per_epoch(g["q"], g.get("n"), g.get("b"))
@@ -262,9 +263,7 @@ def shuffle_steps(g):
 def shuffle_rows(g) -> dict:
     """The shuffle row of each combination of ``g`` (flat arrays): the upper and the lower bound on ε
     (:mod:`dpcalc.engine.dpsgd.shuffle`)."""
-    import numpy as np
-
-    from dpcalc.engine.dpsgd import accounting as sgd
+    # lazy: scipy (dpcalc.engine.dpsgd.shuffle imports it); only --sampling shuffle needs it
     from dpcalc.engine.dpsgd import shuffle
 
     m = shuffle.steps_per_epoch(g["q"], g.get("n"), g.get("b"))

@@ -2,24 +2,29 @@
 
 :func:`sgd_epsilon` checks the combination of inputs, builds their cartesian product, asks the
 accountants of :mod:`dpcalc.engine.dpsgd` (and the PLD accountant, docs/math.md §7) and packs the
-answer into a :class:`~dpcalc.result.Result`.  numpy and scipy load only when it runs.
+answer into a :class:`~dpcalc.result.Result`.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from dpcalc.commands import samplers, schema, sweep
+from dpcalc.commands.choices import SGD_ACCOUNTANTS, SGD_CONVERSIONS
 from dpcalc.commands.sgd_rows import SIGMA_RTOL, accountant_rows
-from dpcalc.errors import InputError
+from dpcalc.engine.dpsgd.allocation import epoch_steps
+from dpcalc.engine.grid import product
+from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.result import PlotSpec, Result, Stream
 
-#: The accountants offered (static so that --help needs no numpy); each is an entry of
-#: ``dpcalc.engine.dpsgd.accounting.ACCOUNTANTS``.
-ACCOUNTANTS = ("rdp", "pld", "abadi", "bassily", "mc")
-CONVERSIONS = ("optimal", "balle", "mironov")
+#: The accountants and conversions offered (dpcalc.commands.choices, read by --help without numpy).
+ACCOUNTANTS = SGD_ACCOUNTANTS
+CONVERSIONS = SGD_CONVERSIONS
 METHOD_LABEL = {
     "rdp": "rdp",
     "pld": "pld",
@@ -331,10 +336,6 @@ def _applies(name, sampling, neighbors, dataset_size, solve=None) -> bool:
 
 def _grid(p: SgdEpsilonParams):
     """The cartesian product of the inputs, as flat arrays (q from ``sample_rate`` or B/N)."""
-    import numpy as np
-
-    from dpcalc.engine.grid import product
-
     axes = {}
     if p.sample_rate is not None:
         axes["q"] = np.asarray(p.sample_rate, float)
@@ -370,12 +371,6 @@ def _grid(p: SgdEpsilonParams):
 
 def _prepare(p: SgdEpsilonParams, names):
     """The grid of combinations and the accountants' keyword arguments (warning where δ >= 1/N)."""
-    import warnings
-
-    import numpy as np
-
-    from dpcalc.errors import DpcalcWarning
-
     samplers.check_setting(p.sampling, p.neighbors)
     g = _grid(p)
     if "n" in g and np.any(g["delta"] >= 1.0 / g["n"]):
@@ -444,8 +439,6 @@ def _caption(p: SgdEpsilonParams, names, solve, g) -> str:
 
 def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns) -> dict:
     """The output columns of ``rows`` ((accountant, answers) pairs) on the combinations ``g``."""
-    import numpy as np
-
     n = g["q"].size
     out: dict[str, list] = {k: [] for k in columns}
     for name, cols in rows:
@@ -519,8 +512,6 @@ def _unsolved_notes(solve: str, by_batch: bool, values: dict) -> list:
     """The notes of an inverse question's rows, each row without an answer (no ε: σ = inf, 0 steps, a
     sample rate of 0) saying why first, unless its note already does (δ = 0, a tuned row's miss) or the
     accountant does not apply."""
-    import math
-
     solved = {"sigma": "noise_multiplier", "steps": "steps", "q": "sample_rate"}[solve]
     why = _UNSOLVED["b" if solve == "q" and by_batch else solve]
     out = []
@@ -539,8 +530,6 @@ def _unsolved_notes(solve: str, by_batch: bool, values: dict) -> list:
 
 def _numbers(x) -> list:
     """Floats, None where nan (a value the row does not have)."""
-    import numpy as np
-
     return [None if np.isnan(v) else float(v) for v in np.asarray(x, float).reshape(-1)]
 
 
@@ -610,11 +599,7 @@ _PLOT_HEADLINE = {
 def _whole_epochs(steps, g, sampling="poisson"):
     """The whole epochs E with ceil(E/q) <= steps (checked with the same arithmetic as ``epochs``); for
     balls-in-bins, the whole epochs of floor(N/B) steps within them."""
-    import numpy as np
-
     if sampling == "balls-in-bins":
-        from dpcalc.engine.dpsgd.allocation import epoch_steps
-
         return np.floor(steps / epoch_steps(g["q"], g.get("n")))
 
     e = np.floor(steps * g["q"])

@@ -2,12 +2,26 @@
 ε of each configuration, or the answer to the inverse question asked — the smallest noise multiplier,
 the largest number of steps, the largest sample rate or batch size within ``--target-epsilon`` — by the
 RDP-family accountants (:mod:`dpcalc.engine.dpsgd`, vectorised) or the PLD accountant, one distinct
-configuration at a time (:mod:`dpcalc.engine.dpsgd.pld_calibration`).  numpy loads only when it runs.
+configuration at a time (:mod:`dpcalc.engine.dpsgd.pld_calibration`).
 """
 
 from __future__ import annotations
 
-from dpcalc.commands.samplers import ALLOCATION, pld_setting
+import contextlib
+import math
+
+import numpy as np
+
+from dpcalc.commands.samplers import ALLOCATION, mc_rows, pld_setting, shuffle_rows
+from dpcalc.commands.sgd_searched import searched_rows
+from dpcalc.engine.composition.tuning import tuned_rdp
+from dpcalc.engine.dpsgd import accounting as sgd
+from dpcalc.engine.dpsgd import noise_calibration, pld_calibration, rate_budget, step_budget
+from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
+from dpcalc.engine.mechanisms import sgm
+from dpcalc.engine.orders import DEFAULT_ORDERS
+from dpcalc.engine.pld.grid import RDP_HINT
+from dpcalc.engine.pld.search import boundary
 from dpcalc.errors import InputError
 
 #: Relative tolerance of the noise calibration and the rate budget (the σ reported is within this
@@ -26,13 +40,6 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
     (:mod:`dpcalc.engine.dpsgd.pld_calibration`).  A configuration it cannot discretise (or that needs more
     memory than the cap) is an error when pld alone was asked for (``strict``), else a row with no value
     and the reason in ``note``."""
-    import numpy as np
-
-    from dpcalc.engine.dpsgd import accounting as sgd
-    from dpcalc.engine.dpsgd import pld_calibration as calibration
-    from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
-    from dpcalc.engine.pld.grid import RDP_HINT
-
     n = g["q"].size
     nan = np.full(n, np.nan)
     length = "epochs" if "epochs" in g and solve == "q" else "steps"
@@ -58,7 +65,7 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
             return (v["sigma"], v["steps"], v["q"], 0.0, 0.0, 0.0)
         setting = pld_setting(p.sampling, p.neighbors, v["n"], v["bmax"])
         if solve == "sigma":
-            s, b = calibration.calibrate_noise_pld(
+            s, b = pld_calibration.calibrate_noise_pld(
                 v["q"],
                 v["steps"],
                 v["delta"],
@@ -69,12 +76,12 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
             )
             return (float(s), v["steps"], v["q"], *map(float, b))
         if solve == "steps":
-            t, b = calibration.max_steps_pld(
+            t, b = pld_calibration.max_steps_pld(
                 v["q"], v["sigma"], v["delta"], v["target"], eps_error=p.eps_error, setting=setting
             )
             return (v["sigma"], float(t), v["q"], *map(float, b))
         if solve == "q":
-            q, b = calibration.max_sample_rate_pld(
+            q, b = pld_calibration.max_sample_rate_pld(
                 v["sigma"],
                 None if length == "epochs" else v["steps"],
                 v["delta"],
@@ -125,10 +132,6 @@ def _certified_zero(p, g):
     bracket is [0, 0]: answered in milliseconds where discretising the PLD of an ε = 0 run (δ near
     1, or a run that barely touches each example) took seconds and hundreds of MB.  Poisson sampling
     only (either relation); elsewhere nothing is skipped."""
-    import numpy as np
-
-    from dpcalc.engine.dpsgd import accounting as sgd
-
     if p.sampling != "poisson":
         return np.zeros(g["q"].size, bool)
     with np.errstate(all="ignore"):  # a σ at the ends of the double range: its bound is inf, not 0
@@ -140,8 +143,6 @@ def _certified_zero(p, g):
 
 def _steps_at(q: float, v: dict, length: str) -> float:
     """The steps of the run at the rate found: as given, or ceil(E/q) = ceil(E·N/B) for ``--epochs``."""
-    import math
-
     if length != "epochs":
         return v["steps"]
     if q <= 0:
@@ -153,31 +154,17 @@ def _steps_at(q: float, v: dict, length: str) -> float:
 def accountant_rows(p, name, solve, g, kw, light=True, strict=True) -> dict:
     """One accountant's answers on the combinations ``g`` (flat arrays); ``light``: small arrays may
     skip scipy (see :class:`dpcalc.engine.mechanisms.sgm.light_start`)."""
-    import contextlib
-
-    import numpy as np
-
-    from dpcalc.engine.dpsgd import accounting as sgd
-    from dpcalc.engine.dpsgd import noise_calibration, step_budget
-    from dpcalc.engine.mechanisms import sgm
-
     with sgm.light_start() if light else contextlib.nullcontext():
         if p.tuning is not None:
             return _tuned_rows(p, name, g, kw, solve)
         if name == "pld":
             return _pld_rows(p, g, solve, strict)
         if name == "shuffle":
-            from dpcalc.commands.samplers import shuffle_rows
-
             return shuffle_rows(g)
         if name == "mc":  # Monte Carlo of balls-in-bins
-            from dpcalc.commands.samplers import mc_rows
-
             return mc_rows(p, g)
         if solve is not None and ("max_batch_size" in kw or kw["sampling"] in ALLOCATION):
             # truncated Poisson, random allocation: one search per configuration
-            from dpcalc.commands.sgd_searched import searched_rows
-
             return searched_rows(name, g, kw, solve, SIGMA_RTOL)
         if solve is None:
             e = sgd.epsilon(name, g["q"], g["sigma"], g["steps"], g["delta"], **kw)
@@ -207,10 +194,6 @@ def _tuned_rows(p, name, g, kw, solve=None) -> dict:
     --conversion.  Only the rdp accountant applies; the others' rows say so.  With ``--target-epsilon``
     and the noise multiplier left out (``solve == "sigma"``): the smallest σ (within a factor 1 + 1e-4)
     whose *tuned* ε is at or below the target (:func:`_tuned_sigma`)."""
-    import numpy as np
-
-    from dpcalc.engine.dpsgd import accounting as sgd
-
     n = g["q"].size
     if name != "rdp":
         nan = np.full(n, np.nan)
@@ -236,12 +219,6 @@ def _tuned_rows(p, name, g, kw, solve=None) -> dict:
 
 def _tuned_eps(p, kw, q, sigma, steps, delta):
     """The tuned run's ε bound (a :class:`~dpcalc.engine.conversion.methods` bound) at arrays of inputs."""
-    import numpy as np
-
-    from dpcalc.engine.composition.tuning import tuned_rdp
-    from dpcalc.engine.dpsgd import accounting as sgd
-    from dpcalc.engine.orders import DEFAULT_ORDERS
-
     orders = np.asarray(DEFAULT_ORDERS, float)
     q, sigma, steps, delta = np.broadcast_arrays(*(np.asarray(x, float) for x in (q, sigma, steps, delta)))
     total = sgd.rdp_total(q, sigma, steps, orders, sampling=kw["sampling"], neighbors=kw["neighbors"])
@@ -257,12 +234,6 @@ def _tuned_sigma(p, g, kw):
     """Per row, the smallest σ in :data:`TUNED_SIGMA_RANGE` (within a factor 1 + SIGMA_RTOL) at which the
     tuned ε was computed and found at or below the target (:func:`dpcalc.engine.pld.search.boundary`: a
     monotone search, the neighbour σ/(1 + rtol) computed and found above it); inf where none is."""
-    import math
-
-    import numpy as np
-
-    from dpcalc.engine.pld.search import boundary
-
     out = np.full(g["q"].shape, np.inf)
     for i in range(out.size):  # one search per row (each evaluation is array work over the orders)
         q, steps, delta, target = (float(g[k].flat[i]) for k in ("q", "steps", "delta", "target"))
@@ -282,11 +253,6 @@ def _tuned_sigma(p, g, kw):
 
 def _rate_rows(name, g, kw) -> dict:
     """The largest sample rate (batch size, with ``--dataset-size``) within the target, and ε there."""
-    import numpy as np
-
-    from dpcalc.engine.dpsgd import accounting as sgd
-    from dpcalc.engine.dpsgd import rate_budget
-
     by_epochs = "epochs" in g
     n = g.get("n")
     kw = {k: v for k, v in kw.items() if k != "dataset_size"}

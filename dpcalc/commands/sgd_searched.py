@@ -2,7 +2,7 @@
 calibration (truncated Poisson batches, random allocation: docs/math.md §3.7, §3.8): one monotone search per
 distinct configuration (:func:`dpcalc.engine.pld.search.boundary`) over the forward ε, so that every answer
 is one at which ε was computed and found at or below the target, and the neighbour one tolerance step
-further was computed and found above it.  Imported only when such a question is asked (numpy loads then).
+further was computed and found above it.
 """
 
 from __future__ import annotations

@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import math
+import multiprocessing
 import os
 import warnings
+
+from dpcalc import interrupt
+from dpcalc.errors import InputError
 
 #: The largest number of rows a sweep may produce.
 MAX_ROWS = 10_000_000
@@ -33,8 +37,6 @@ def check_rows(
     """The number of rows ``sizes`` (option -> number of values) make, times ``per_combination`` (of ``per``);
     :class:`InputError` naming the options, the count and ``limit`` (and ``why``, what the limit is for)
     when it is above ``limit``."""
-    from dpcalc.errors import InputError
-
     rows = math.prod(sizes.values()) * per_combination
     if rows > limit:
         swept = " × ".join(f"{k} ({v:,})" for k, v in sizes.items() if v > 1)
@@ -112,9 +114,6 @@ def run(compute, tasks: list, jobs: int | None = 1, rows: int | None = None):
         for task in tasks:
             yield compute(task)
         return
-    import multiprocessing
-
-    from dpcalc import interrupt
 
     _STATE.update(compute=compute, tasks=tasks)
     try:

@@ -26,7 +26,7 @@ The machine formats are a contract scripts can build on:
   value per step, unlabelled, exactly as the streaming odometer does.
   ``--columns`` does not apply to ``-q``.
 
-``table`` is for people (rich; imported only here, only for tables).  Its rules:
+``table`` is for people (rich; imported only for tables, by :mod:`dpcalc.render.rich_table`).  Its rules:
 
 * one row: a vertical ``quantity | value`` table; several rows: one line per row, where a column
   holding the same value on every row moves to the caption (``name = value``) and a column that

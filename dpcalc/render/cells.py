@@ -1,6 +1,8 @@
 """Cells: how one value is written in each format, and the safe-side rounding of tables."""
 
 import math
+import shutil
+import textwrap
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
@@ -118,8 +120,6 @@ def for_terminal(text: str, stream) -> str:
     (a pipe, a file, a log) one line, unchanged, for the scripts that read it."""
     if not _isatty(stream):
         return text
-    import shutil
-    import textwrap
 
     width = shutil.get_terminal_size((80, 24)).columns
     lines = textwrap.wrap(

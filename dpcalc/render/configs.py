@@ -29,6 +29,7 @@ SQLite file (a sweep of millions of rows is judged in a few MB).
 from __future__ import annotations
 
 import math
+import sqlite3
 from ast import literal_eval
 from collections.abc import Iterator
 
@@ -198,8 +199,6 @@ class Tightest:
 
     # -- the SQLite spill ------------------------------------------------------------------------
     def _spill(self) -> None:
-        import sqlite3
-
         self._db = sqlite3.connect("")  # a private temporary file, deleted when closed
         cols = "".join(
             f", v{j} REAL, c{j} TEXT, m{j} TEXT, r{j} INTEGER, a{j} INTEGER" for j in range(len(self.columns))

@@ -6,9 +6,10 @@ import json
 import sys
 from typing import IO
 
+from dpcalc.errors import InputError
 from dpcalc.render.cells import _isatty, csv_cell, json_value, one_line, table_cell, tsv_cell
 from dpcalc.render.quiet import _Quiet
-from dpcalc.render.table import _encodes, _render_table, to_ascii
+from dpcalc.render.table import _encodes, to_ascii
 from dpcalc.result import Result
 
 FORMATS = ("table", "csv", "tsv", "json", "jsonl")
@@ -27,8 +28,6 @@ def resolve_format(fmt: str | None, stream: IO[str] | None = None) -> str:
 def pick_columns(available: list[str], wanted) -> list[str]:
     """The columns ``wanted`` (``--columns``), in that order and each once; an
     :class:`~dpcalc.errors.InputError` naming any unknown one and listing ``available``."""
-    from dpcalc.errors import InputError
-
     names: list[str] = []
     for w in wanted:
         if w not in names:
@@ -59,7 +58,10 @@ def render(
     if fmt == "table" and not quiet:
         if columns:
             result = result.select(pick_columns(result.names, columns))
-        _render_table(result, stream)
+        # lazy: rich, only for a table: csv, tsv, json and jsonl must not import it
+        from dpcalc.render.rich_table import render_table
+
+        render_table(result, stream)
         stream.flush()
         return
     if fmt not in FORMATS:  # pragma: no cover - click restricts the choices

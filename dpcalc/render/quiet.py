@@ -3,6 +3,7 @@
 import warnings
 from typing import IO
 
+from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.render.cells import csv_cell, one_line
 from dpcalc.render.configs import Tightest
 from dpcalc.result import Result
@@ -59,8 +60,6 @@ class _Quiet:
                     self.stream.write("".join(out))
                     out.clear()
             if missing and not printed:
-                from dpcalc.errors import InputError
-
                 rows = ", ".join(tight.uncertified[0]) if tight.uncertified else ""
                 raise InputError(
                     f"-q prints certified bounds only, and no row here is one ({rows}: an estimate, an "
@@ -68,8 +67,6 @@ class _Quiet:
                 )
             self.stream.write("".join(out))
             if missing:
-                from dpcalc.errors import DpcalcWarning
-
                 warnings.warn(
                     DpcalcWarning(
                         f"-q: {missing} of {n} configurations have no certified {self.headline} (rows: "

@@ -1,11 +1,11 @@
-"""The table for people (rich, imported only when a table is drawn): fits the width, never folds a cell."""
+"""The table for people, laid out: it fits the width and never folds a cell (pure Python; drawn with rich by
+:mod:`dpcalc.render.rich_table`)."""
 
 import textwrap
 import unicodedata
 from dataclasses import dataclass, field
-from typing import IO
 
-from dpcalc.render.cells import GLUE, MARK_DOWN, MARK_RTOL, MARK_UP, _isatty, _missing, table_cell
+from dpcalc.render.cells import GLUE, MARK_DOWN, MARK_RTOL, MARK_UP, _missing, table_cell
 from dpcalc.result import TABLE_ALIASES, Result
 
 # -- the table ----------------------------------------------------------------------------------
@@ -394,71 +394,3 @@ def _wrap(kind: str, text: str, width: int) -> list[str]:
         break_on_hyphens=False,
     )
     return [line.replace(GLUE, " ") for line in lines]
-
-
-_ASCII_RULE = None
-
-
-def _ascii_rule():
-    from rich.box import Box
-
-    return Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
-
-
-def _render_table(result: Result, stream: IO[str]) -> None:
-    """Draw ``result`` as a table for people (rules in the module docstring).  rich renders into a
-    string that is then written to ``stream``, so that a failed write raises here like any other."""
-    from rich import box
-    from rich.cells import cell_len
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    terminal = _isatty(stream)
-    plain = not _encodes(stream)
-    global _ASCII_RULE
-    _ASCII_RULE = _ASCII_RULE or _ascii_rule()
-    tx = to_ascii if plain else (lambda s: s)
-    limit = Console(file=stream).width if terminal else None
-    layout = _Table(result, tx, cell_len)
-    plan = layout.plan(limit)
-    width = limit if limit is not None else max(plan.width, 100)
-    console = Console(file=stream, width=width, highlight=False, soft_wrap=False, emoji=False, markup=False)
-    with console.capture() as capture:
-        if result.title:
-            for line in _wrap("prose", tx(result.title), width):
-                console.print(Text(line, style="table.title"), soft_wrap=True)
-        if plan.kind == "lines":
-            for i, ((q, v), prose) in enumerate(zip(plan.body, plan.prose)):
-                text = f"{q}: {v}"
-                lines = _wrap("note", text, width) if prose else [text]
-                for line in lines:
-                    console.print(Text(line), soft_wrap=True)
-                if i in plan.sections and i != len(plan.body) - 1:
-                    console.print()
-        else:
-            if plan.compact:  # no borders: a rule under the header, one space between columns
-                table = Table(
-                    box=_ASCII_RULE if plain else box.SIMPLE_HEAD,
-                    show_edge=False,
-                    pad_edge=False,
-                    padding=(0, 0),
-                )
-            else:
-                table = Table(box=box.ASCII if plain else box.HEAVY_HEAD, safe_box=plain)
-            if plan.kind == "rows":
-                for h, right in zip(plan.headers, plan.right):
-                    table.add_column(Text(h), justify="right" if right else "left", no_wrap=True)
-                for cells in plan.body:
-                    table.add_row(*(Text(c) for c in cells))
-            else:  # one block per row: only prose may wrap, between words
-                table.add_column(Text(plan.headers[0]), no_wrap=True)
-                table.add_column(Text(plan.headers[1]), justify="right", overflow="ellipsis")
-                for i, ((q, v), prose) in enumerate(zip(plan.body, plan.prose)):
-                    value = Text(v, justify="left") if prose else Text(v, no_wrap=True)
-                    table.add_row(Text(q), value, end_section=i in plan.sections)
-            console.print(table)
-        for kind, text in plan.caption:  # below the table, wrapped to the console's width
-            for line in _wrap(kind, text, width):
-                console.print(Text(line, style="dim"), soft_wrap=True)
-    stream.write(capture.get())

@@ -1,0 +1,85 @@
+"""Mechanisms and their composition (docs/math.md §2, §7): a parsed MECHANISM spec, the Rényi curve of a
+composition, and its ε at δ (or δ at ε) by privacy loss distributions, Rényi DP or the exact Gaussian."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpcalc.api.contract import Bound, choice, contract, optional, orders, real
+from dpcalc.api.conversions import delta_from_rdp, epsilon_from_rdp
+from dpcalc.engine.composition.pld import compose_pld
+from dpcalc.engine.mechanisms import gaussian_exact
+from dpcalc.engine.mechanisms.catalogue import gaussian_r2, total_rdp
+from dpcalc.errors import InputError
+from dpcalc.spec import MechanismSpec, parse_mechanism, parse_mechanisms
+
+
+@contract
+def mechanism(text: str):
+    """Parse one MECHANISM spec (``"gaussian:sigma=2,count=10"``; the grammar of ``dpcalc compose``)."""
+    if not isinstance(text, str):
+        raise InputError(f"text: must be a MECHANISM spec such as 'gaussian:sigma=1', got {text!r}")
+    return parse_mechanism(text)
+
+
+def as_specs(mechanisms):
+    """``mechanisms`` (a spec's text, a :class:`~dpcalc.spec.MechanismSpec`, or a list of them) as parsed specs."""
+    if isinstance(mechanisms, (str, MechanismSpec)):
+        mechanisms = [mechanisms]
+    try:
+        mechanisms = list(mechanisms)
+    except TypeError:
+        raise InputError(
+            f"mechanisms: must be a spec, a MechanismSpec or a list of them, got {mechanisms!r}"
+        ) from None
+    bad = [m for m in mechanisms if not isinstance(m, (str, MechanismSpec))]
+    if bad:
+        raise InputError(f"mechanisms: each must be a spec string or a MechanismSpec, got {bad[0]!r}")
+    if not mechanisms:
+        raise InputError("mechanisms: give at least one mechanism, e.g. 'gaussian:sigma=1,count=10'")
+    texts = [m for m in mechanisms if isinstance(m, str)]
+    parsed = iter(parse_mechanisms(texts)) if texts else iter(())
+    return [next(parsed) if isinstance(m, str) else m for m in mechanisms]
+
+
+@contract
+def rdp_curve(mechanisms, alphas=None):
+    """The Rényi-DP curve (an array, one value per order; +inf where there is no bound) of a composition
+    of mechanisms (specs or their text) at the orders ``alphas`` (> 1; default: dpcalc's 225 orders from
+    1.01 to 1e4).  Composition adds curves (Mironov 2017, Prop. 1)."""
+    if alphas is not None:
+        alphas = real("alphas", alphas, lo=1, lo_open=True)
+    return total_rdp(as_specs(mechanisms), orders(alphas))
+
+
+@contract
+def compose(mechanisms, *, delta=None, epsilon=None, method: str = "pld", eps_error=None) -> Bound:
+    """ε at ``delta`` (or δ at ``epsilon``) of a composition of mechanisms.
+
+    ``method``: ``pld`` (privacy loss distributions: a certified bracket, the tightest for every kind
+    with a loss distribution), ``rdp`` (Rényi-DP curves and the optimal conversion; every kind but
+    ``dp`` specs with δ > 0) or ``exact`` (compositions of plain Gaussians: Balle & Wang 2018).
+    ``delta`` (in [0, 1]) or ``epsilon`` (>= 0) may be arrays.  docs/math.md §2, §7.
+    """
+    if (delta is None) == (epsilon is None):
+        raise InputError("compose: give exactly one of delta and epsilon")
+    method = choice("method", method, ("pld", "rdp", "exact"))
+    delta = optional("delta", delta, lo=0, hi=1)
+    epsilon = optional("epsilon", epsilon, lo=0)
+    eps_error = optional("eps_error", eps_error, lo=0, lo_open=True, single=True)
+    specs = as_specs(mechanisms)
+    if method == "pld":
+        lower, estimate, upper = compose_pld(specs, delta=delta, epsilon=epsilon, eps_error=eps_error)
+        return Bound(upper, lower, estimate)
+    if method == "rdp":
+        curve = rdp_curve(specs)
+        fn = epsilon_from_rdp if delta is not None else delta_from_rdp
+        return fn(orders(None), curve, delta if delta is not None else epsilon)
+
+    r2 = gaussian_r2(specs)
+    if r2 is None:
+        raise InputError("method: 'exact' is for compositions of plain gaussian specs")
+    r = float(np.sqrt(r2))
+    if delta is not None:
+        return Bound(gaussian_exact.eps_gaussian(delta, r))
+    return Bound(gaussian_exact.delta_gaussian(epsilon, r))

@@ -1,0 +1,288 @@
+"""What ``dpcalc odometer`` does once its options are checked (:mod:`dpcalc.cli.odometer`): events read as
+they arrive and their rows written as they are accounted (a file, a pipe, ``--follow``), or a ledger
+reported, added to or repaired.  Loaded by the command's callback only: it imports the command's work,
+:mod:`dpcalc.commands.odometer` (numpy, the engine)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import select
+import sys
+import warnings
+
+import click
+
+from dpcalc import ledger as L
+from dpcalc import ledger_head as H
+from dpcalc import textinput
+from dpcalc.cli import _quiet_broken_pipe
+from dpcalc.cli.common import BudgetExceeded, emit, run
+from dpcalc.commands import odometer as session
+from dpcalc.errors import DpcalcWarning, InputError
+from dpcalc.events import Event, follow_lines, iter_events, stream_lines
+from dpcalc.exitcodes import ExitCode
+from dpcalc.render import RowWriter
+
+# -- streaming --------------------------------------------------------------------------------
+#: Events computed together (the numbers do not depend on it; rows are written as each batch is done).
+BATCH = 2048
+
+
+class _Waiter:
+    """Calls ``idle()`` before the input would make the reader wait, so that the events already read
+    are computed and written first (a stream's rows come out as its rows arrive, and a fast stream is
+    still computed in batches).  Wraps a byte stream (:meth:`read`), or is passed to --follow."""
+
+    def __init__(self, stream=None) -> None:
+        self.idle = None
+        self._stream = stream
+        self._read = None if stream is None else (getattr(stream, "read1", None) or stream.read)
+        try:
+            self._fd = None if stream is None else stream.fileno()
+        except (AttributeError, OSError, ValueError):  # in memory (tests): never waits
+            self._fd = None
+
+    def __call__(self) -> None:
+        if self.idle is not None:
+            self.idle()
+
+    def read(self, n: int = -1) -> bytes:
+        if self._fd is not None and self.idle is not None:
+            try:
+                ready = select.select([self._fd], [], [], 0)[0]
+            except (OSError, ValueError):
+                ready = True  # the read below reports the problem
+            if not ready:
+                self.idle()
+        return self._read(n)
+
+
+def _event_source(events, inline, follow, curves):
+    """(events, streaming, waiter): the --event options first, then EVENTS' rows.
+
+    A regular file (without --follow) is read and checked whole, curves included, before anything
+    is written: an error anywhere leaves stdout empty.  Standard input, a pipe (``<(cmd)``) and
+    --follow are streams: each row is checked as it arrives (``streaming`` is True), and ``waiter``
+    (a :class:`_Waiter`) calls its ``idle`` before the input would block."""
+    given = [
+        Event(i, mechanism=text, spec=session.parse_spec(text, f"--event #{i}"), source="--event")
+        for i, text in enumerate(inline, start=1)
+    ]
+    for ev in given:  # all checked before any output
+        curves.of_event(ev)
+    if events is None:
+        return iter(given), False, None
+    if events == "-":
+        waiter = _Waiter(textinput.stdin_stream("EVENTS"))
+        return itertools.chain(given, iter_events(stream_lines(waiter, "EVENTS"), "EVENTS")), True, waiter
+    fd = textinput.open_fd(events, f"EVENTS {events}")
+    if follow and textinput.is_regular(fd):
+        os.close(fd)
+        waiter = _Waiter()
+        return itertools.chain(given, iter_events(follow_lines(events, idle=waiter), events)), True, waiter
+    fh = open(fd, "rb", buffering=0)
+    if not textinput.is_regular(fd):  # a FIFO, a device, /dev/fd/N: a stream
+        waiter = _Waiter(fh)
+        lines = stream_lines(waiter, events)
+        return itertools.chain(given, _closing(fh, iter_events(lines, events))), True, waiter
+    with fh:
+        rows = list(iter_events(stream_lines(fh, events), events))
+    for ev in rows:
+        curves.of_event(ev)  # a row without a Rényi-DP curve is refused before any output, too
+    return itertools.chain(given, rows), False, None
+
+
+def _closing(fh, iterator):
+    with fh:
+        yield from iterator
+
+
+def stream_events(
+    events, inline, follow, delta, orders, gamma_kind, conversion, filter_eps, filter_rule, out
+) -> None:
+    stream = session.Stream(
+        orders, delta, gamma_kind, conversion, filter_eps, filter_rule, keep_rows=bool(out.plot)
+    )
+    filtering = stream.filtering
+    writer = None  # created at the first good row: an input error before it leaves stdout empty
+
+    def open_writer():
+        return RowWriter(
+            stream.columns,
+            out.resolved_format(),
+            sys.stdout,
+            quiet=out.quiet,
+            headline="run" if filtering else "epsilon",  # -q with --filter: true/false per step
+            widths={"step": 6, "run": 5, "level": 5},
+            select=out.columns,
+        )
+
+    worst = None
+    said: set[str] = set()
+    written = 0
+    streaming = False  # an error before the source is open (a file checked whole) stays unchanged
+    pending: list = []  # events read, not yet computed and written
+
+    def say(caught):
+        for w in caught:
+            msg = " ".join(str(w.message).split())
+            if issubclass(w.category, DpcalcWarning) and msg not in said:
+                said.add(msg)
+                click.echo(f"Warning: {msg}", err=True)
+        caught.clear()
+
+    def flush():
+        nonlocal writer, written, worst
+        if not pending:
+            return
+        batch = pending[:]
+        pending.clear()
+        rows, error = stream.add_many(batch)
+        for row in rows:
+            writer = writer or open_writer()
+            writer.write(row)
+            written += 1
+            stream.keep(row)
+            if out.max_epsilon is not None and row["epsilon"] > out.max_epsilon and worst is None:
+                worst = (row["step"], row["epsilon"])
+        if rows:
+            sys.stdout.flush()
+        say(caught)
+        if error is not None:
+            raise error
+
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DpcalcWarning)
+            try:
+                source, streaming, waiter = _event_source(events, inline, follow, stream.curves)
+                if waiter is not None:
+                    waiter.idle = flush
+                for ev in source:
+                    pending.append(ev)
+                    if len(pending) >= BATCH:
+                        flush()
+                flush()
+            except InputError as exc:
+                if not streaming:
+                    raise  # nothing was written: the error is the first line on stderr
+                pending_error = exc
+                try:
+                    flush()  # the rows read before the error
+                except InputError as first:
+                    pending_error = first
+                say(caught)  # a stream: the warnings about what came before it, then where it stopped
+                if not written:
+                    raise pending_error from None
+                rows = "1 row was" if written == 1 else f"{written} rows were"
+                raise InputError(f"{pending_error} ({rows} written before it)") from None
+            say(caught)
+        writer = writer or open_writer()  # no rows: still a CSV header / an empty JSON array
+    except KeyboardInterrupt:
+        if not follow:
+            raise
+    except BrokenPipeError:  # `dpcalc odometer ... | head`: the reader left; stop quietly
+        _broken_pipe()
+    finally:
+        if writer is not None:
+            try:
+                writer.close()
+            except BrokenPipeError:
+                _broken_pipe()
+    if stream.rows:
+        stream.draw(out.plot)
+    if worst is not None:
+        raise BudgetExceeded(
+            f"budget exceeded: epsilon = {worst[1]!r} > {out.max_epsilon!r} (step {worst[0]})"
+        )
+
+
+def _broken_pipe():
+    _quiet_broken_pipe()
+    raise click.exceptions.Exit(ExitCode.OK)
+
+
+def use_ledger(
+    path, add, check, repair, delta, orders, gamma_kind, conversion, expect, pins, print_head, out
+) -> None:
+    """--ledger: report, --add (--check) or --repair.  A ledger that is not a regular file, a
+    missing directory, an unreadable or read-only file are bad input (exit 2, one line naming
+    --ledger PATH); damage, and a ledger that does not extend a pinned head, are exit 1 and the
+    file is never changed."""
+    try:
+        if repair:
+            torn = L.repair(path)
+            if torn is None:
+                click.echo(f"Note: {path}: nothing to repair (no incomplete last line)", err=True)
+            else:
+                click.echo(
+                    f"Note: {path}: removed the incomplete line {torn.line_no} ({torn.length} bytes: "
+                    f"{torn.preview!r})",
+                    err=True,
+                )
+            return
+        if add is None:
+            ledger = L.read(path, pins)
+            if ledger.header is not None:
+                L.check_header(ledger.header, expect)
+            if print_head:
+                if ledger.torn is not None:
+                    click.echo(f"Warning: {ledger.torn.message(path)}", err=True)
+                click.echo(str(pins.head))
+                return
+            run(out, lambda: session.report(path, ledger, conversion, quiet=out.quiet))
+            return
+        spec = session.parse_spec(add, "--add")
+        if spec.kind == "rdp-curve":  # recorded by absolute path and contents (see its module)
+            add = spec.label()
+        exists = L.exists(path, "read" if check else "write")  # a directory, a FIFO, no directory: exit 2
+        if pins is not None and not exists:
+            pins.check_missing(path)  # a deleted ledger is a rollback (exit 1), before the missing --delta
+        if delta is None and not exists:
+            raise click.UsageError("missing option --delta (needed to start a new ledger)")
+        header = L.Header(delta, tuple(orders), gamma_kind) if delta is not None else None
+        curves = session.Curves(orders)
+        curves.of_spec(spec)  # a mechanism with no RDP curve is refused before the lock (exit 2)
+        verdict: dict = {}
+
+        def admit(h, mechanisms):
+            rows = session.account(h, mechanisms, conversion, curves, last_only=True)
+            verdict["row"] = rows[-1]
+            verdict["ok"] = out.max_epsilon is None or rows[-1]["epsilon"] <= out.max_epsilon
+            return verdict["ok"] or check  # --check: judged below, never written
+
+        ledger, written = L.append(path, add, header, admit, expect=expect, dry_run=check, pins=pins)
+    except L.LedgerDamaged as exc:
+        raise click.ClickException(f"ledger {path}: {exc}; the file was not changed") from None
+    except (H.LedgerRolledBack, H.HeadNotWritten) as exc:
+        raise click.ClickException(str(exc)) from None
+    except L.LedgerTorn as exc:
+        raise click.ClickException(f"ledger {exc}") from None
+    except L.LedgerLocked as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:  # not the input's fault (a failing disk, a full file system): exit 1
+        raise click.ClickException(f"ledger {path}: {(exc.strerror or str(exc)).lower()}") from None
+    row = verdict["row"]
+    row["recorded"] = bool(written and not check)
+    if print_head:
+        click.echo(str(pins.head))
+        if not verdict["ok"]:
+            raise _refused(row, out)
+        return
+    result = session.added_result(path, row, quiet=out.quiet)
+    if not verdict["ok"]:
+        emit(result, _no_budget(out))
+        raise _refused(row, out)
+    run(out, lambda: result)
+
+
+def _refused(row, out) -> BudgetExceeded:
+    return BudgetExceeded(
+        f"budget exceeded: epsilon would be {row['epsilon']!r} > {out.max_epsilon!r}; the event was not recorded"
+    )
+
+
+def _no_budget(out):
+    return dataclasses.replace(out, max_epsilon=None, max_delta=None, plot=None)

@@ -1,0 +1,25 @@
+"""The choices the commands offer — methods, accountants, conversions — by name, in the order ``--help``
+lists them (and ``--method all`` runs them).
+
+Pure Python: the command line declares its options from these before any command loads (``--help`` and
+shell completion import no numpy), and each command reads its own here.
+"""
+
+#: The conversions RDP → (ε, δ) of :mod:`dpcalc.engine.conversion.methods`, tightest first: convert's
+#: --method, the --conversion of iterate, langevin and odometer.
+CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
+
+#: sgd-epsilon's --conversion (its rdp accountant converts over a curve's orders: no asoodeh closed form).
+SGD_CONVERSIONS = ("optimal", "balle", "mironov")
+#: sgd-epsilon's --accountant (besides "all"): each an entry of
+#: :data:`dpcalc.engine.dpsgd.accounting.ACCOUNTANTS`, or pld (:mod:`dpcalc.engine.pld`), or mc (balls-in-bins).
+SGD_ACCOUNTANTS = ("rdp", "pld", "abadi", "bassily", "mc")
+
+#: compose's --method (besides "best" and "all"): the entries of :data:`dpcalc.commands.compose_methods.METHODS`.
+COMPOSE_METHODS = ("exact", "pld", "rdp", "optimal", "advanced", "basic")
+
+#: iterate's --method (besides "cni", which needs --initial-distance, and "all").
+ITERATE_METHODS = ("feldman", "asoodeh", "composition")
+
+#: langevin's --method (besides "all").
+LANGEVIN_METHODS = ("dynamics", "lower", "composition")

@@ -1,0 +1,125 @@
+"""``dpcalc compose --fpr``: the largest true-positive rate of any membership test at each false-positive
+rate, for a composition of mechanisms (docs/math.md §10; the rows are those of
+:mod:`dpcalc.commands.tradeoff`): exact (μ-GDP), pld (a certified bracket), rdp (the profile of the Rényi
+curve) and, for subsampled Gaussians, the central-limit approximation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcalc.commands.compose_methods import check_relations, relation_caption
+from dpcalc.commands.tradeoff import CLT_NOTE, exact_rows, tradeoff_result, tradeoff_row
+from dpcalc.engine import tradeoff
+from dpcalc.engine.composition.pld import compose_pld
+from dpcalc.engine.mechanisms.catalogue import CATALOGUE, gaussian_r2, rdp_refusal, total_rdp
+from dpcalc.engine.orders import DEFAULT_ORDERS
+from dpcalc.errors import InputError
+from dpcalc.result import Result
+from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
+
+#: the methods of compose that answer --fpr, in the order --method all shows them
+COMPOSE_METHODS = ("exact", "pld", "rdp", "clt-asymptotic")
+
+
+def _compose_clt_mu(specs):
+    """μ of the central limit theorem for Gaussian and Poisson-subsampled Gaussian specs (μ² adds up over
+    compositions, Dong, Roth & Su §3 and §5), or ``None`` when some spec is of another kind."""
+    total = 0.0
+    for s in specs:
+        r = CATALOGUE[s.kind].gaussian_ratio(s.params)
+        if r is not None:
+            total += s.count * r * r
+        elif s.kind == "subsampled-gaussian" and s.params.get("sampling", "poisson") == "poisson":
+            total += float(tradeoff.clt_mu(s.params["q"], s.params["sigma"], s.count)) ** 2
+        else:
+            return None
+    return math.sqrt(total)
+
+
+#: Most false-positive rates of one ``compose --fpr`` with the pld method (each adds PLD brackets of δ(ε)).
+MAX_PLD_FPR = 10
+
+
+def compose_tradeoff(texts, fpr, method, eps_error=None) -> Result:
+    """``dpcalc compose --fpr``: one row per false-positive rate (and per method with ``all``)."""
+    if method not in (*COMPOSE_METHODS[:3], "best", "all"):
+        raise InputError(f"--fpr: applies to --method exact, pld, rdp, best or all, not {method}")
+    fpr = tradeoff.check_fpr(np.atleast_1d(np.asarray(fpr, float)))
+    specs = merge_identical(parse_mechanisms(expand_sources(texts)))
+    check_relations(specs)
+    names = COMPOSE_METHODS if method in ("all", "best") else (method,)
+    per: dict[str, list] = {}
+    for name in names:
+        reason = None
+        if name == "exact":
+            r2 = gaussian_r2(specs)
+            if r2 is None:
+                reason = "only for compositions of plain gaussian specs"
+            else:
+                per[name] = exact_rows(fpr, math.sqrt(r2))
+        elif name == "pld":
+            try:
+                if len(fpr) > MAX_PLD_FPR:  # each rate refines the profile around its own ε
+                    raise InputError(
+                        f"--fpr: {len(fpr)} rates, above the limit of {MAX_PLD_FPR} for --method pld "
+                        "(each refines the composed profile around its own ε)"
+                    )
+                lo, est, hi = tradeoff.pld_tpr(
+                    fpr,
+                    lambda e: compose_pld(specs, epsilon=e, eps_error=eps_error),
+                    lambda d: compose_pld(specs, delta=d, eps_error=eps_error).upper,
+                )
+            except InputError as exc:
+                if method == "pld":
+                    raise
+                reason = str(exc)
+            else:
+                note = "privacy profile of the composed PLD: certified tpr_upper"
+                per[name] = [
+                    tradeoff_row("pld", float(a), *map(float, t), None, note)
+                    for a, *t in zip(fpr, lo, est, hi)
+                ]
+        elif name == "rdp":
+            refusals = [r for s in specs if (r := rdp_refusal(s)) is not None]
+            if refusals:
+                reason = refusals[0]
+            else:
+                hi = tradeoff.rdp_tpr(DEFAULT_ORDERS, total_rdp(specs, DEFAULT_ORDERS), fpr)
+                note = "privacy profile of the Rényi curve (Balle et al. and optimal conversions): an upper bound"
+                per[name] = [
+                    tradeoff_row("rdp", float(a), None, None, float(h), None, note) for a, h in zip(fpr, hi)
+                ]
+        else:  # clt-asymptotic: only where some spec is subsampled (else exact is the same, and exact)
+            mu = _compose_clt_mu(specs)
+            if mu is None or gaussian_r2(specs) is not None:
+                continue
+            rows = exact_rows(fpr, mu, "clt-asymptotic")
+            per[name] = [
+                dict(r, tpr_lower=None, tpr_estimate=r["tpr"], tpr=None, tpr_upper=None, note=CLT_NOTE)
+                for r in rows
+            ]
+        if reason is not None:
+            per[name] = [
+                tradeoff_row(name, float(a), None, None, None, None, f"does not apply: {reason}") for a in fpr
+            ]
+    rows = _pick(per, fpr.size) if method == "best" else [r for m in names if m in per for r in per[m]]
+    return tradeoff_result(
+        rows,
+        "compose",
+        "trade-off",
+        "mechanisms: " + " + ".join(s.label() for s in specs) + relation_caption(specs),
+        " + ".join(s.text for s in specs),
+    )
+
+
+def _pick(per, n):
+    """``best``: per false-positive rate, the row with the smallest certified ``tpr_upper``."""
+    out = []
+    for i in range(n):
+        cands = [rows[i] for rows in per.values() if rows[i]["tpr_upper"] is not None]
+        if not cands:
+            raise InputError("MECHANISM: no method gives a trade-off bound for these mechanisms")
+        out.append(min(cands, key=lambda r: r["tpr_upper"]))
+    return out
