@@ -17,7 +17,8 @@ arXiv:2401.10294, Thm 3.1).  ``group=1`` is the subsampled Gaussian.  This kind 
 the generic subsampling of §2.11 does not wrap it.
 
 Neighbours: add/remove-one (the mixture is the remove direction; the add direction is the swap), as the
-Poisson-subsampled Gaussian.  Rényi DP: :mod:`~dpcalc.engine.mechanisms.mixture_gaussian_rdp`; privacy loss:
+Poisson-subsampled Gaussian.  Rényi DP: :mod:`~dpcalc.engine.mechanisms.mixture_gaussian_rdp` (its
+certified quadrature: :mod:`~dpcalc.engine.mechanisms.mixture_gaussian_quad`); privacy loss:
 :mod:`~dpcalc.engine.mechanisms.mixture_gaussian_loss` (both directions).  A single component is the
 Gaussian mechanism with that sensitivity.
 """

@@ -20,7 +20,8 @@ the bounds ``a_top + b_top x <= L(x) <= max(0, c_max x/σ²)`` (and, for ``ℓ <
 log(p_0 + (1 − p_0) e^{c₊ x/σ²})`` with ``c₊`` the smallest positive sensitivity); the tails use points
 whose loss is checked against the target with the rounding error of ``L`` allowed for.
 
-:class:`MixtureTerms` also serves the Rényi curve (:mod:`dpcalc.engine.mechanisms.mixture_gaussian_rdp`).
+:class:`MixtureTerms` also serves the Rényi curve (:mod:`dpcalc.engine.mechanisms.mixture_gaussian_rdp`,
+:mod:`dpcalc.engine.mechanisms.mixture_gaussian_quad`).
 """
 
 from __future__ import annotations
