@@ -11,6 +11,7 @@ from dpcalc.engine.composition.pld import compose_pld
 from dpcalc.engine.mechanisms import gaussian_exact
 from dpcalc.engine.mechanisms.catalogue import gaussian_r2, total_rdp
 from dpcalc.errors import InputError
+from dpcalc.group import check_group_size, person_forms
 from dpcalc.spec import MechanismSpec, parse_mechanism, parse_mechanisms
 
 
@@ -53,13 +54,21 @@ def rdp_curve(mechanisms, alphas=None):
 
 
 @contract
-def compose(mechanisms, *, delta=None, epsilon=None, method: str = "pld", eps_error=None) -> Bound:
+def compose(
+    mechanisms, *, delta=None, epsilon=None, method: str = "pld", eps_error=None, group_size=1
+) -> Bound:
     """ε at ``delta`` (or δ at ``epsilon``) of a composition of mechanisms.
 
     ``method``: ``pld`` (privacy loss distributions: a certified bracket, the tightest for every kind
     with a loss distribution), ``rdp`` (Rényi-DP curves and the optimal conversion; every kind but
     ``dp`` specs with δ > 0) or ``exact`` (compositions of plain Gaussians: Balle & Wang 2018).
     ``delta`` (in [0, 1]) or ``epsilon`` (>= 0) may be arrays.  docs/math.md §2, §7.
+
+    ``group_size`` K (a whole number in [1, 10000]): the guarantee for a person who contributed K examples,
+    each mechanism by its person-level form (:func:`dpcalc.group.person_form`, docs/math.md §2.15: the
+    Gaussian and Laplace kinds with sensitivity KΔ, the Poisson-subsampled Gaussian as the mixture of
+    Ganesh 2024, upper bounds for the rest); ``lower`` and ``estimate`` are ``None`` where a form is an
+    upper bound only (the bracket's lower end would not be the person's).
     """
     if (delta is None) == (epsilon is None):
         raise InputError("compose: give exactly one of delta and epsilon")
@@ -67,9 +76,16 @@ def compose(mechanisms, *, delta=None, epsilon=None, method: str = "pld", eps_er
     delta = optional("delta", delta, lo=0, hi=1)
     epsilon = optional("epsilon", epsilon, lo=0)
     eps_error = optional("eps_error", eps_error, lo=0, lo_open=True, single=True)
+    group_size = check_group_size(group_size, "group_size")
     specs = as_specs(mechanisms)
+    exact_forms = True
+    if group_size > 1:
+        forms = person_forms(specs, group_size)
+        specs, exact_forms = [f.spec for f in forms], all(f.exact for f in forms)
     if method == "pld":
         lower, estimate, upper = compose_pld(specs, delta=delta, epsilon=epsilon, eps_error=eps_error)
+        if not exact_forms:
+            return Bound(upper)
         return Bound(upper, lower, estimate)
     if method == "rdp":
         curve = rdp_curve(specs)

@@ -10,7 +10,7 @@ from dpcalc.cli.spec_complete import complete_mechanism
 from dpcalc.cli.tradeoff import refuse_with, tradeoff_options, with_max_tpr
 from dpcalc.cli.tuning import tuning_option
 from dpcalc.cli.types import Grid
-from dpcalc.commands.choices import COMPOSE_METHODS
+from dpcalc.commands.choices import COMPOSE_METHODS, GROUP_SIZE_MAX
 
 MAN_EXAMPLES = [
     (
@@ -182,6 +182,26 @@ curve from above because Rényi divergence is non-decreasing in the order (van E
 2014, Thm 3); inf above the largest order.  Only the rdp method applies to it: with the orders of
 the file, compose --method rdp gives what convert --curve gives.
 
+--group-size K: group privacy.  Every other bound here protects one example (neighbouring datasets differ
+in one); with K, the guarantee for a person who contributed K examples (datasets K neighbouring steps
+apart; docs/math.md §2.15).  Each spec becomes its person-level form, named in the caption with its route:
+gaussian, discrete-gaussian, laplace and discrete-laplace with sensitivity K·Δ (exact); the Poisson-subsampled
+Gaussian (subsampled-gaussian, or gaussian with q=) the mixture-gaussian:sigma=S/Δ,group=K,q=Q of Ganesh 2024,
+Thm 3.1 (tight; K <= 999); zcdp K²ρ (Bun and Steinke 2016, Prop. 1.9); randomized-response and dp with δ = 0
+dp:epsilon=Kε (Dwork and Roth 2014, Thm 2.2); exponential Kε-bounded range; dp:epsilon=E,delta=D
+(KE, K·e^((K−1)E)·D) (Vadhan 2017, Lemma 2.2) — upper bounds.  Every other spec (subsampled kinds but the
+Poisson Gaussian, tree-aggregation, random-allocation, rdp-curve, mixture-gaussian) by the generic routes:
+its Rényi curve by the RDP group property (Mironov 2017, Prop. 2: (α, ε)-RDP with α >= 2^(c+1) gives
+(α/2^c, 3^c·ε) for 2^c >= K examples; order β < 2 takes β = 2's value), its (ε, δ) by the group conversion,
+its loss pair that of Kε-DP where its loss is bounded.  Every method then runs on the forms (pld keeps its
+lower end only where every form is exact or tight).  --method all adds two rows of the generic routes over
+the whole example-level composition, the comparison people use today: rdp-group (the RDP group property of
+the summed curve) and dp-group (the (ε, δ) group conversion: the smallest ε' found with
+K·e^((K−1)ε')·δ(ε') <= δ, δ(ε') the certified example-level δ of the best method at δ/K, and ε = K·ε'; at
+most 10 --delta values); best weighs them too.  Calibration (--epsilon with --delta), --rdp-curve and --fpr
+use the forms (no generic rows; --fpr drops clt-asymptotic).  K = 1 is the example itself; --tuning-runs
+does not go with K > 1.
+
 --fpr X[,...]: what ε means for an attacker, instead of ε or δ: for each false-positive rate α,
 tpr_upper, a certified upper bound on the true-positive rate of every membership test (both
 directions of the neighbouring relation), from the privacy profile: TPR(α) <= e^ε·α + δ(ε) and
@@ -219,13 +239,33 @@ guessing (sweep --fpr, e.g. 1e-6:0.5:x2).  The columns are those of TRADE-OFF CO
     "(Kairouz et al.), advanced, basic; best: the smallest upper bound that applies, with its method; "
     "all: one row per method.",
 )
+@click.option(
+    "--group-size",
+    type=Grid(lo=1, hi=GROUP_SIZE_MAX, lo_open=False, integer=True),
+    default=None,
+    metavar="K",
+    help="Group privacy: the guarantee for a person who contributed K examples (1 <= K <= 10000; 1: the "
+    "example itself), each spec by its tightest route, named in the caption; with --method all, the generic "
+    "routes rdp-group and dp-group beside them.",
+)
 @eps_error_option
 @tradeoff_options
 @tuning_option
 @curve_options
 @common_options
 def command(
-    mechanisms, delta, epsilon, method, eps_error, fpr, max_tpr, tuning, out, rdp_curve=False, alphas=None
+    mechanisms,
+    delta,
+    epsilon,
+    method,
+    group_size,
+    eps_error,
+    fpr,
+    max_tpr,
+    tuning,
+    out,
+    rdp_curve=False,
+    alphas=None,
 ):
     """Compose mechanisms: one (ε, δ) guarantee for all of them.
 
@@ -249,8 +289,11 @@ def command(
     With --rdp-curve, the summed Rényi curve of the mechanisms instead (no --delta or --epsilon needed).
     """
     eps_error = single(eps_error, "--eps-error")
+    k = single(group_size, "--group-size") or 1
     out = with_max_tpr(out, fpr, max_tpr)
     question = _question(fpr, method, delta, epsilon, eps_error, tuning, rdp_curve, alphas, out)
+    if k > 1 and tuning is not None:
+        raise click.UsageError("--group-size cannot be used with --tuning-runs")
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
     from dpcalc.commands import compose as cmd
 
@@ -258,13 +301,16 @@ def command(
         cmd.check_targets("--fpr", len(fpr), cmd.MAX_FPR)
         refuse_with(fpr, **{"--delta": delta, "--epsilon": epsilon, "--tuning-runs": tuning})
         refuse_with(fpr, **{"--rdp-curve": wanted(rdp_curve, alphas, out)})
-        run(out, lambda: cmd.compose_tradeoff(mechanisms, fpr, method, eps_error))
+        run(out, lambda: cmd.compose_tradeoff(mechanisms, fpr, method, eps_error, group_size=k))
     elif question == "curve":
-        run(out, lambda: cmd.compose_curve(mechanisms, alphas, method, stream=True))
+        run(out, lambda: cmd.compose_curve(mechanisms, alphas, method, stream=True, group_size=k))
     elif question == "calibrate":
-        run(out, lambda: cmd.calibrate(mechanisms, epsilon, delta, method, eps_error))
+        run(out, lambda: cmd.calibrate(mechanisms, epsilon, delta, method, eps_error, group_size=k))
     else:
-        run(out, lambda: cmd.compose(mechanisms, delta, epsilon, method, eps_error, tuning=tuning))
+        run(
+            out,
+            lambda: cmd.compose(mechanisms, delta, epsilon, method, eps_error, tuning=tuning, group_size=k),
+        )
 
 
 def _question(fpr, method, delta, epsilon, eps_error, tuning, rdp_curve, alphas, out) -> str:

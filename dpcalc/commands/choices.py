@@ -23,3 +23,6 @@ ITERATE_METHODS = ("feldman", "asoodeh", "composition")
 
 #: langevin's --method (besides "all").
 LANGEVIN_METHODS = ("dynamics", "lower", "composition")
+
+#: compose's --group-size (and dpcalc.api.compose's group_size): the largest group of one person's examples.
+GROUP_SIZE_MAX = 10_000

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dpcalc.commands.compose_calibration import calibrate
+from dpcalc.commands.compose_group import GROUP_METHODS, check_group_question
 from dpcalc.commands.compose_methods import (
     EDGE_NOTE,
     MAX_FPR,
@@ -32,6 +33,7 @@ from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, o
 from dpcalc.commands.schema import conform
 from dpcalc.engine.mechanisms.catalogue import gaussian_r2, rdp_work_refusal, total_rdp
 from dpcalc.errors import DpcalcWarning, InputError
+from dpcalc.group import person_forms, routes_caption
 from dpcalc.result import PlotSpec, Result
 from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
 
@@ -39,11 +41,13 @@ from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
 __all__ = ["MAX_FPR", "calibrate", "check_targets", "compose", "compose_curve", "compose_tradeoff"]
 
 
-def compose(texts, delta, epsilon, method, eps_error=None, tuning=None) -> Result:
+def compose(texts, delta, epsilon, method, eps_error=None, tuning=None, group_size=1) -> Result:
     """One row per target (and per method with ``method="all"``): the composition's ε at each δ of
     ``delta``, or δ at each ε of ``epsilon``; ``best`` keeps the smallest certified bound per target.
     ``tuning`` (a :class:`~dpcalc.engine.composition.tuning.TuningRuns`): the whole composition is run K times
-    and the best output released; only rdp applies then (docs/math.md §2.10)."""
+    and the best output released; only rdp applies then (docs/math.md §2.10).  ``group_size`` K > 1: the
+    bound for a person with K examples, each method on the specs' person-level forms, and the generic
+    routes over the whole composition beside them (:mod:`dpcalc.commands.compose_group`, docs/math.md §2.15)."""
     specs = merge_identical(parse_mechanisms(expand_sources(texts)))
     check_relations(specs)
     if tuning is not None and method not in ("rdp", "best", "all"):
@@ -52,8 +56,15 @@ def compose(texts, delta, epsilon, method, eps_error=None, tuning=None) -> Resul
     want_eps = delta is not None
     targets = np.asarray(delta if want_eps else epsilon, float)
     check_targets("--delta" if want_eps else "--epsilon", targets.size, MAX_TARGETS)
-    names = METHOD_ORDER if method in ("all", "best") else (method,)
-    if method == "best" and tuning is None and _exact_applies(specs):
+    person, methods, order, forms = specs, METHODS, METHOD_ORDER, None
+    if group_size > 1:
+        check_group_question(tuning)
+        forms = person_forms(specs, group_size)
+        person = [f.spec for f in forms]
+        methods, order = {**METHODS, **GROUP_METHODS}, (*METHOD_ORDER, *GROUP_METHODS)
+        opts.update(group_size=group_size, person=person)
+    names = order if method in ("all", "best") else (method,)
+    if method == "best" and tuning is None and _exact_applies(person):
         names = ("exact",)  # the exact profile: no other method can certify less, so none is run
     headline, given = ("epsilon", "delta") if want_eps else ("delta", "epsilon")
     cols: dict[str, list] = {"method": [], given: [], headline: [], "alpha": [], "note": []}
@@ -64,11 +75,14 @@ def compose(texts, delta, epsilon, method, eps_error=None, tuning=None) -> Resul
         if tuning is not None and name != "rdp":
             per_method[name] = ([None] * n, [TUNING_REFUSAL] * n, [None] * n, [None] * n, [None] * n)
             continue
-        values, notes, extra = METHODS[name](specs, want_eps, targets, opts)
+        fn = methods[name]
+        values, notes, extra = fn(specs if name in GROUP_METHODS else person, want_eps, targets, opts)
         if values is None:
             values, notes = [None] * n, [f"does not apply: {notes}"] * n
         if isinstance(notes, str):
             notes = [notes] * n
+        if forms is not None and name == "pld" and not all(f.exact for f in forms):
+            extra, notes = {}, [n_.replace(_PLD_BRACKET, _PLD_UPPER) for n_ in notes]
         # every method's value is an upper bound; a bracketed one also has a lower end and an estimate
         values = [None if v is None or np.isnan(v) else float(v) for v in values]
         lower, estimate = (
@@ -111,11 +125,12 @@ def compose(texts, delta, epsilon, method, eps_error=None, tuning=None) -> Resul
     _warn_edge(cols, headline)
     if all(a is None for a in cols["alpha"]):
         del cols["alpha"]
+    caption = "mechanisms: " + " + ".join(s.label() for s in specs) + relation_caption(specs)
     result = Result(
         conform(cols, "compose"),
         headline=headline,  # a certified upper bound in every row, never an estimate
-        title="composition",
-        caption="mechanisms: " + " + ".join(s.label() for s in specs) + relation_caption(specs),
+        title="composition" if forms is None else f"composition for a person with {group_size} examples",
+        caption=caption if forms is None else caption + routes_caption(forms, group_size),
     )
     if len(cols["method"]) > 1:  # a curve over the targets, or the methods side by side at one target
         result.plot = PlotSpec(
@@ -130,9 +145,18 @@ def compose(texts, delta, epsilon, method, eps_error=None, tuning=None) -> Resul
             title=f"Composition: {'ε' if want_eps else 'δ'} "
             + (f"by {'δ' if want_eps else 'ε'}" if targets.size > 1 else "by method"),
             subtitle=" + ".join(s.text for s in specs)
-            + (f"; {'δ' if want_eps else 'ε'} = {float(targets[0]):g}" if targets.size == 1 else ""),
+            + (f"; {'δ' if want_eps else 'ε'} = {float(targets[0]):g}" if targets.size == 1 else "")
+            + (f"; a person with {group_size} examples" if forms is not None else ""),
         )
     return result
+
+
+#: The pld note, and what it says when a person-level form is an upper bound only (no lower end).
+_PLD_BRACKET = "privacy loss distributions: certified [lower, upper]"
+_PLD_UPPER = (
+    "privacy loss distributions: certified upper bound (no lower end: a person-level form is an upper "
+    "bound, not the person's exact pair)"
+)
 
 
 def _exact_applies(specs) -> bool:
@@ -156,7 +180,7 @@ def _warn_edge(cols, headline) -> None:
 
 # -- --rdp-curve ----------------------------------------------------------------------------------------
 def compose_curve(
-    texts, alphas: Sequence[float] | None = None, method: str = "best", *, stream: bool = False
+    texts, alphas: Sequence[float] | None = None, method: str = "best", *, stream: bool = False, group_size=1
 ):
     """The summed Rényi curve of the MECHANISMs ``texts`` (identical specs merged, as ``compose`` does):
     :func:`dpcalc.engine.mechanisms.catalogue.total_rdp`, exactly the curve ``compose --method rdp``
@@ -173,7 +197,11 @@ def compose_curve(
     check_curve_rows({}, a.size)
     if (refusal := rdp_work_refusal(specs)) is not None:
         raise InputError(refusal)
-    curve = np.asarray(total_rdp(specs, a), dtype=float)
+    person, routes = specs, ""
+    if group_size > 1:  # each spec's person-level form (docs/math.md §2.15)
+        forms = person_forms(specs, group_size)
+        person, routes = [f.spec for f in forms], routes_caption(forms, group_size)
+    curve = np.asarray(total_rdp(person, a), dtype=float)
     labels = " + ".join(s.label() for s in specs)
     return curve_result(
         "compose",
@@ -181,7 +209,8 @@ def compose_curve(
         [""],
         lambda m, lo, hi: {"rdp": curve[None, :]},
         a,
-        f"mechanisms: {labels}; rdp: the sum of their Rényi curves (the rdp method's curve); {FOR_CONVERT}",
+        f"mechanisms: {labels}; rdp: the sum of their Rényi curves (the rdp method's curve){routes}; {FOR_CONVERT}",
         stream=stream,
-        subtitle=" + ".join(s.text for s in specs),
+        subtitle=" + ".join(s.text for s in specs)
+        + (f"; a person with {group_size} examples" if routes else ""),
     )

@@ -33,6 +33,7 @@ from dpcalc.engine.mechanisms import gaussian_exact as gaussian
 from dpcalc.engine.mechanisms.catalogue import CATALOGUE, lookup, pld_pair
 from dpcalc.engine.pld.search import boundary
 from dpcalc.errors import DpcalcWarning, InputError
+from dpcalc.group import person_forms, routes_caption
 from dpcalc.render.cells import rounded
 from dpcalc.result import PlotSpec, Result
 from dpcalc.spec import expand_sources, parse_mechanism
@@ -66,9 +67,10 @@ def _free_key(spec):
     return noise if noise is not None and spec.params.get(noise[0], 0) is None else None
 
 
-def calibrate(texts, epsilon, delta, method, eps_error=None) -> Result:
+def calibrate(texts, epsilon, delta, method, eps_error=None, group_size=1) -> Result:
     """The parameter of the specs that left it out making the composition (ε, δ)-DP, one row per
-    (ε, δ) and method (module docstring)."""
+    (ε, δ) and method (module docstring); ``group_size`` K > 1: (ε, δ)-DP for a person with K examples,
+    every candidate value judged on the specs' person-level forms (docs/math.md §2.15)."""
     specs = _parse(texts)
     free = [(s, k) for s in specs if (k := _free_key(s)) is not None]
     if not free:
@@ -85,8 +87,13 @@ def calibrate(texts, epsilon, delta, method, eps_error=None) -> Result:
             "solves for one parameter, shared by the specs that leave it out"
         )
     plain = all(s.kind == "gaussian" and s.params["sigma"] is None and "q" not in s.params for s in specs)
+    routes = ""
+    if group_size > 1:
+        forms = person_forms(specs, group_size)
+        routes, exact_forms = routes_caption(forms, group_size), all(f.exact for f in forms)
     if plain and method in ("best", "all", "exact"):
-        return _calibrate_exact(specs, epsilon, delta, method)
+        person = specs if group_size == 1 else [f.spec for f in forms]  # sensitivities K·Δ
+        return _with_routes(_calibrate_exact(person, epsilon, delta, method), routes)
     if method == "exact":
         raise InputError(
             "Invalid value for '--method': exact calibrates lists of plain gaussian specs without sigma only "
@@ -94,7 +101,19 @@ def calibrate(texts, epsilon, delta, method, eps_error=None) -> Result:
         )
     key, direction = free[0][1]
     _check_zero_delta(specs, free, delta, key)
-    return _calibrate_methods(specs, key, direction, epsilon, delta, method, eps_error)
+    if group_size == 1:
+        return _calibrate_methods(specs, key, direction, epsilon, delta, method, eps_error)
+    result = _calibrate_methods(
+        specs, key, direction, epsilon, delta, method, eps_error, group=(group_size, exact_forms)
+    )
+    return _with_routes(result, routes)
+
+
+def _with_routes(result: Result, routes: str) -> Result:
+    """``result`` with the person-level routes added to its caption (nothing for K = 1)."""
+    if routes:
+        result.caption += routes
+    return result
 
 
 def _check_zero_delta(specs, free, delta, key) -> None:
@@ -129,6 +148,15 @@ def _filler(specs, key):
     return fill
 
 
+def _person(fill, k: int):
+    """``fill`` followed by each spec's person-level form for a person with ``k`` examples."""
+
+    def person(x):
+        return [f.spec for f in person_forms(fill(x), k)]
+
+    return person
+
+
 def _method_search(name, fill, e, d, direction, start, eps_error):
     """``(value, note_or_None)``: the calibrated value by method ``name`` (not pld) at target (ε, δ), or
     ``(None, reason)`` where the method does not apply or nothing in the range meets the target."""
@@ -159,9 +187,13 @@ def _method_search(name, fill, e, d, direction, start, eps_error):
     return (None, "nothing in the range searched meets the target") if found.x is None else (found.x, None)
 
 
-def _calibrate_methods(specs, key, direction, epsilon, delta, method, eps_error) -> Result:
-    """One row per (ε, δ) and method (``all``), or the most favourable method's row (``best``)."""
+def _calibrate_methods(specs, key, direction, epsilon, delta, method, eps_error, group=None) -> Result:
+    """One row per (ε, δ) and method (``all``), or the most favourable method's row (``best``); ``group``
+    ``(K, exact)``: every candidate judged on the person-level forms (``exact``: all of them exact, so a
+    pld bracket's lower end stays one)."""
     fill = _filler(specs, key)
+    if group is not None:
+        fill = _person(fill, group[0])
     column = COLUMN[key]
     lo, hi = RANGES[direction]
     names = METHODS if method in ("best", "all") else (method,)
@@ -218,6 +250,8 @@ def _calibrate_methods(specs, key, direction, epsilon, delta, method, eps_error)
                 if found
                 else (None, None, None, "nothing in the range searched meets the target")
             )
+            if found and group is not None and not group[1]:  # an upper-bound form: no lower end
+                rows[name] = (float(x), None, None, rows[name][3])
         picks = list(names)
         if method == "best":
             have = [n for n in names if rows[n][0] is not None]

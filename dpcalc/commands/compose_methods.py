@@ -100,22 +100,28 @@ def _rdp(specs, want_eps, targets, opts):
     tuning = opts.get("tuning")
     if tuning is not None:  # best of K runs of the whole composition (docs/math.md §2.10)
         return _rdp_tuned(curve, want_eps, targets, tuning)
+    return rdp_rows(specs, curve, want_eps, targets)
+
+
+def rdp_rows(specs, curve, want_eps, targets, head: str = ""):
+    """The rdp method's rows from the summed Rényi ``curve`` at :data:`DEFAULT_ORDERS` (optimal conversion),
+    the order α = ∞ read from the largest privacy loss of ``specs``; ``head`` starts every note."""
     fn = conversions.eps_from_curve if want_eps else conversions.delta_from_curve
     bound = fn(DEFAULT_ORDERS, curve, targets, method="optimal")
     values = np.atleast_1d(np.asarray(bound.value, float))
     alphas = np.atleast_1d(np.asarray(bound.alpha, float))
     edge = np.atleast_1d(np.asarray(bound.at_edge))
-    notes = [EDGE_NOTE if e else "optimal conversion over 225 orders" for e in edge]
+    notes = [head + (EDGE_NOTE if e else "optimal conversion over 225 orders") for e in edge]
     # the order α = ∞: D_∞ is the largest privacy loss, Σ ε_i where every loss is bounded (docs/math.md §2.7);
     # a finite grid of orders cannot certify δ = 0 by itself
     zero = _zero(want_eps, targets)
-    values, notes = _at_zero(specs, zero, values, notes, _INF_ORDER_NOTE)
+    values, notes = _at_zero(specs, zero, values, notes, head + _INF_ORDER_NOTE)
     alphas = [math.inf if z and math.isfinite(v) else a for z, v, a in zip(zero, values, alphas)]
     if not want_eps:  # δ = 0 at every ε >= D_∞
         top, _ = max_loss(specs)
         for i, t in enumerate(targets):
             if top is not None and at_least(float(t), top):
-                values[i], alphas[i], notes[i] = 0.0, math.inf, f"order α = ∞: {_NO_LOSS_ABOVE}"
+                values[i], alphas[i], notes[i] = 0.0, math.inf, f"{head}order α = ∞: {_NO_LOSS_ABOVE}"
     return values, notes, {"alpha": [None if np.isnan(a) else float(a) for a in alphas]}
 
 

@@ -16,6 +16,7 @@ from dpcalc.engine.composition.pld import compose_pld
 from dpcalc.engine.mechanisms.catalogue import CATALOGUE, gaussian_r2, rdp_refusal, total_rdp
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
+from dpcalc.group import person_forms, routes_caption
 from dpcalc.result import Result
 from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
 
@@ -42,13 +43,24 @@ def _compose_clt_mu(specs):
 MAX_PLD_FPR = 10
 
 
-def compose_tradeoff(texts, fpr, method, eps_error=None) -> Result:
-    """``dpcalc compose --fpr``: one row per false-positive rate (and per method with ``all``)."""
+def compose_tradeoff(texts, fpr, method, eps_error=None, group_size=1) -> Result:
+    """``dpcalc compose --fpr``: one row per false-positive rate (and per method with ``all``).
+    ``group_size`` K > 1: for a person with K examples, each spec by its person-level form (docs/math.md
+    §2.15); the central-limit row is left out (it is not a bound), and the pld rows keep their lower end
+    only where every form is exact."""
     if method not in (*COMPOSE_METHODS[:3], "best", "all"):
         raise InputError(f"--fpr: applies to --method exact, pld, rdp, best or all, not {method}")
     fpr = tradeoff.check_fpr(np.atleast_1d(np.asarray(fpr, float)))
     specs = merge_identical(parse_mechanisms(expand_sources(texts)))
     check_relations(specs)
+    caption = "mechanisms: " + " + ".join(s.label() for s in specs) + relation_caption(specs)
+    subtitle = " + ".join(s.text for s in specs)
+    exact_forms = True
+    if group_size > 1:
+        forms = person_forms(specs, group_size)
+        specs, exact_forms = [f.spec for f in forms], all(f.exact for f in forms)
+        caption += routes_caption(forms, group_size)
+        subtitle += f"; a person with {group_size} examples"
     names = COMPOSE_METHODS if method in ("all", "best") else (method,)
     per: dict[str, list] = {}
     for name in names:
@@ -77,8 +89,11 @@ def compose_tradeoff(texts, fpr, method, eps_error=None) -> Result:
                 reason = str(exc)
             else:
                 note = "privacy profile of the composed PLD: certified tpr_upper"
+                if not exact_forms:  # an upper-bound form: the bracket's lower end is not the person's
+                    lo, est = [None] * len(hi), [None] * len(hi)
+                    note += " (no lower end: a person-level form is an upper bound)"
                 per[name] = [
-                    tradeoff_row("pld", float(a), *map(float, t), None, note)
+                    tradeoff_row("pld", float(a), *(None if x is None else float(x) for x in t), None, note)
                     for a, *t in zip(fpr, lo, est, hi)
                 ]
         elif name == "rdp":
@@ -92,7 +107,7 @@ def compose_tradeoff(texts, fpr, method, eps_error=None) -> Result:
                     tradeoff_row("rdp", float(a), None, None, float(h), None, note) for a, h in zip(fpr, hi)
                 ]
         else:  # clt-asymptotic: only where some spec is subsampled (else exact is the same, and exact)
-            mu = _compose_clt_mu(specs)
+            mu = None if group_size > 1 else _compose_clt_mu(specs)
             if mu is None or gaussian_r2(specs) is not None:
                 continue
             rows = exact_rows(fpr, mu, "clt-asymptotic")
@@ -105,13 +120,7 @@ def compose_tradeoff(texts, fpr, method, eps_error=None) -> Result:
                 tradeoff_row(name, float(a), None, None, None, None, f"does not apply: {reason}") for a in fpr
             ]
     rows = _pick(per, fpr.size) if method == "best" else [r for m in names if m in per for r in per[m]]
-    return tradeoff_result(
-        rows,
-        "compose",
-        "trade-off",
-        "mechanisms: " + " + ".join(s.label() for s in specs) + relation_caption(specs),
-        " + ".join(s.text for s in specs),
-    )
+    return tradeoff_result(rows, "compose", "trade-off", caption, subtitle)
 
 
 def _pick(per, n):

@@ -29,6 +29,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpcalc.engine.mechanisms.base import _EPS, Mechanism, check_alphas, up
+from dpcalc.engine.mechanisms.group import GROUP_KEY, Grouped
 from dpcalc.engine.mechanisms.subsampling import Subsampled
 from dpcalc.errors import InputError
 
@@ -77,7 +78,11 @@ def lookup(kind: str) -> Mechanism | None:
 def mechanism(kind: str, params: dict) -> Mechanism:
     """The mechanism answering a parsed spec: the kind's own, or, where the spec gives ``q`` for a kind
     that does not declare it, that kind on a random subsample
-    (:class:`~dpcalc.engine.mechanisms.subsampling.Subsampled`, docs/math.md §2.11)."""
+    (:class:`~dpcalc.engine.mechanisms.subsampling.Subsampled`, docs/math.md §2.11); where the params hold
+    ``group_size``, that mechanism for a person with so many examples by the generic group routes
+    (:class:`~dpcalc.engine.mechanisms.group.Grouped`, docs/math.md §2.15)."""
+    if params.get(GROUP_KEY) is not None:
+        return Grouped(mechanism(kind, {k: v for k, v in params.items() if k != GROUP_KEY}))
     mech = CATALOGUE[kind]
     if params.get("q") is not None and "q" not in {k.name for k in mech.keys}:
         return Subsampled(mech)
