@@ -197,7 +197,7 @@ its loss pair that of Kε-DP where its loss is bounded.  Every method then runs 
 lower end only where every form is exact or tight).  --method all adds two rows of the generic routes over
 the whole example-level composition, the comparison people use today: rdp-group (the RDP group property of
 the summed curve) and dp-group (the (ε, δ) group conversion: the smallest ε' found with
-K·e^((K−1)ε')·δ(ε') <= δ, δ(ε') the certified example-level δ of the best method at δ/K, and ε = K·ε'; at
+K·e^((K−1)ε')·δ' <= δ, ε' the certified example-level ε at δ' of the method best at δ/K, and ε = K·ε'; at
 most 10 --delta values); best weighs them too.  Calibration (--epsilon with --delta), --rdp-curve and --fpr
 use the forms (no generic rows; --fpr drops clt-asymptotic).  K = 1 is the example itself; --tuning-runs
 does not go with K > 1.

@@ -9,11 +9,11 @@ people use today:
 * ``rdp-group`` — the RDP group property (Mironov 2017, arXiv:1702.07476, Prop. 2) on the summed curve:
   order β >= 2 of the person reads the example-level curve at 2^c·β times 3^c (2^c >= K), converted by the
   optimal conversion over the same 225 orders;
-* ``dp-group`` — the (ε, δ) group conversion (Vadhan 2017, Lemma 2.2) of the example-level bound (the
-  smallest of every method that applies): at a target δ, the smallest ε' found on a grid with
-  K·e^((K−1)ε')·δ(ε') <= δ, where δ(ε') is the certified example-level δ, and ε = K·ε' (rounded up): every
-  ε' that passes that test certifies (K·ε', δ), whether or not the grid found the best one; at a target ε,
-  δ = K·e^((K−1)ε')·δ(ε') at ε' = ε/K.
+* ``dp-group`` — the (ε, δ) group conversion (Vadhan 2017, Lemma 2.2) of the example-level bound: at a
+  target δ, the smallest ε' found (:func:`_search`) with K·e^((K−1)ε')·δ' <= δ, where ε' is the certified
+  example-level ε at δ' of the method that is best at δ/K, and ε = K·ε' (rounded up): every δ' that passes
+  that test certifies (K·ε', δ), whether or not the search found the best one; at a target ε,
+  δ = K·e^((K−1)ε')·δ(ε') at ε' = ε/K, δ(ε') the smallest of every method that applies.
 """
 
 from __future__ import annotations
