@@ -27,7 +27,6 @@ import math
 import operator
 from dataclasses import dataclass
 
-from dpcalc.commands.choices import GROUP_SIZE_MAX as MAX_GROUP_SIZE
 from dpcalc.engine.mechanisms.base import decimal
 from dpcalc.engine.mechanisms.catalogue import CATALOGUE, mechanism
 from dpcalc.engine.mechanisms.gaussian import _ratio_down
@@ -35,6 +34,10 @@ from dpcalc.engine.mechanisms.group import GROUP_KEY, exact_up, group_dp, scaled
 from dpcalc.engine.mechanisms.mixture_gaussian import MAX_COMPONENTS
 from dpcalc.errors import InputError
 from dpcalc.spec import MechanismSpec, merge_identical, parse_mechanism
+
+#: The largest group size answered (the command line's --group-size offers the same range:
+#: :data:`dpcalc.commands.choices.GROUP_SIZE_MAX`, checked equal by the tests).
+MAX_GROUP_SIZE = 10_000
 
 __all__ = ["MAX_GROUP_SIZE", "Form", "check_group_size", "person_form", "person_forms", "routes_caption"]
 

@@ -223,3 +223,11 @@ def test_api_group_size_errors():
         with pytest.raises(InputError, match="^group_size: "):
             api.compose("gaussian:sigma=1", delta=1e-5, group_size=bad)
     assert api.compose("gaussian:sigma=1", delta=1e-5, method="exact", group_size=np.int64(2)).value > 0
+
+
+def test_group_size_limit_is_one_number():
+    """The command line's --group-size range (pure Python, read at --help) and the library's check agree."""
+    from dpcalc.commands.choices import GROUP_SIZE_MAX
+    from dpcalc.group import MAX_GROUP_SIZE
+
+    assert GROUP_SIZE_MAX == MAX_GROUP_SIZE
