@@ -48,8 +48,8 @@ NEED_N = ("bassily",)
 
 def checked(p):
     """The inputs with the neighbouring relation and ``eps_error`` resolved (and the Monte Carlo
-    accountant's defaults), the accountants to run and what to solve for (None, ``"sigma"``, ``"steps"`` or
-    ``"q"``)."""
+    accountant's defaults), the accountants to run, what to solve for (None, ``"sigma"``, ``"steps"`` or
+    ``"q"``) and the sampler (its entry in :mod:`dpcalc.engine.samplers`)."""
     sampler = catalogue.sampler(p.sampling)
     neighbors = p.neighbors if p.neighbors is not None else sampler.default_relation
     solve = _question(p)
@@ -79,7 +79,7 @@ def checked(p):
             confidence=MC_CONFIDENCE if p.confidence is None else p.confidence,
             seed=0 if p.seed is None else p.seed,
         )
-    return replace(p, neighbors=neighbors, eps_error=eps_error), names, solve
+    return replace(p, neighbors=neighbors, eps_error=eps_error), names, solve, sampler
 
 
 def _question(p):
@@ -203,7 +203,7 @@ def swept(p) -> dict:
     return {k: v for k, v in options.items() if v is not None}
 
 
-def check_sweep(p, names, solve) -> None:
+def check_sweep(p, names, solve, sampler) -> None:
     """Refuse, before any work, a sweep of too many rows, too many configurations for the pld accountant, or
     more work than :data:`dpcalc.commands.sweep.WORK_SECONDS` (:func:`check_work`)."""
     sizes = {opt: len(v) for opt, v in swept(p).items()}
@@ -217,15 +217,15 @@ def check_sweep(p, names, solve) -> None:
                 f"more than {PLD_MAX_CONFIGS:,} (about a second each); narrow a range, split the sweep, or use "
                 "--accountant rdp"
             )
-    check_work(p, names, solve, sizes)
+    check_work(p, names, solve, sizes, sampler)
 
 
-def check_work(p, names, solve, sizes: dict[str, int]) -> None:
+def check_work(p, names, solve, sizes: dict[str, int], sampler=None) -> None:
     """Refuse, before any work, a sweep whose configurations would take the accountants asked for
     more than :data:`dpcalc.commands.sweep.WORK_SECONDS` (naming the swept options, the count and the limit)."""
     if p.tuning is not None:
         return  # bounded by --tuning-runs' own limits
-    sampler = catalogue.lookup(p.sampling)
+    sampler = sampler or catalogue.sampler(p.sampling)
     each = 0.0
     for name in names:
         if name == "rdp":

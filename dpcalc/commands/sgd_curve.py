@@ -53,7 +53,7 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
     if p.steps is None and p.epochs is None:
         raise InputError("give --steps or --epochs")
     p = dataclasses.replace(p, accountant="rdp")
-    p, _, _ = checked(p)  # the command's own checks of the inputs (and their messages)
+    p, _, _, _ = checked(p)  # the command's own checks of the inputs (and their messages)
     accounting.check_setting(p.sampling, p.neighbors)
     a = orders(alphas)
     sizes = {

@@ -26,9 +26,7 @@ from dpcalc.commands.sgd_checks import (  # noqa: F401 (the limits and checks, a
     checked,
 )
 from dpcalc.commands.sgd_rows import SIGMA_RTOL, accountant_rows
-from dpcalc.engine.dpsgd.accounting import check_setting
 from dpcalc.engine.grid import product
-from dpcalc.engine.samplers import catalogue
 from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.result import PlotSpec, Result, Stream
 
@@ -95,9 +93,8 @@ def sgd_epsilon_stream(
     combinations each (0: :data:`CHUNK`; ``None``: one chunk), computed by ``jobs`` processes (``None``: as many as
     the sweep can use, see :func:`dpcalc.commands.sweep.auto_jobs`).  Memory is bounded by the
     chunk, not by the sweep; the checks run before the first chunk."""
-    p, names, solve = checked(params)
-    check_sweep(p, names, solve)
-    sampler = catalogue.sampler(p.sampling)
+    p, names, solve, sampler = checked(params)
+    check_sweep(p, names, solve, sampler)
     g, kw = _prepare(p, names, sampler)
     n = g["q"].size
     columns = list(ALL_COLUMNS)  # whatever the inputs and accountants: one schema scripts can rely on
@@ -117,7 +114,7 @@ def sgd_epsilon_stream(
         name, lo, hi = task
         part = {k: v[lo:hi] for k, v in g.items()}
         part_kw = {k: (v[lo:hi] if k in ("dataset_size", "max_batch_size") else v) for k, v in kw.items()}
-        cols = accountant_rows(p, name, solve, part, part_kw, light, strict=len(names) == 1)
+        cols = accountant_rows(p, sampler, name, solve, part, part_kw, light, strict=len(names) == 1)
         return Result(
             _result_columns(p, solve, part, [(name, cols)], columns, sampler),
             headline=headline,
@@ -186,7 +183,7 @@ def _grid(p: SgdEpsilonParams, sampler):
 
 def _prepare(p: SgdEpsilonParams, names, sampler):
     """The grid of combinations and the accountants' keyword arguments (warning where δ >= 1/N)."""
-    check_setting(p.sampling, p.neighbors, None)
+    sampler.check_relation(p.neighbors)
     g = _grid(p, sampler)
     if "n" in g and np.any(g["delta"] >= 1.0 / g["n"]):
         warnings.warn(

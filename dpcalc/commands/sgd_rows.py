@@ -24,7 +24,6 @@ from dpcalc.engine.mechanisms import sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.pld.grid import RDP_HINT
 from dpcalc.engine.pld.search import boundary
-from dpcalc.engine.samplers import catalogue
 from dpcalc.errors import InputError
 
 #: Relative tolerance of the noise calibration and the rate budget (the σ reported is within this
@@ -156,10 +155,9 @@ def _steps_at(q: float, v: dict, length: str) -> float:
     return float(max(math.ceil(ratio), 1))
 
 
-def accountant_rows(p, name, solve, g, kw, light=True, strict=True) -> dict:
-    """One accountant's answers on the combinations ``g`` (flat arrays); ``light``: small arrays may
-    skip scipy (see :class:`dpcalc.engine.mechanisms.sgm.light_start`)."""
-    sampler = catalogue.sampler(p.sampling)
+def accountant_rows(p, sampler, name, solve, g, kw, light=True, strict=True) -> dict:
+    """One accountant's answers on the combinations ``g`` (flat arrays) of a run with ``sampler``;
+    ``light``: small arrays may skip scipy (see :class:`dpcalc.engine.mechanisms.sgm.light_start`)."""
     with sgm.light_start() if light else contextlib.nullcontext():
         if p.tuning is not None:
             return _tuned_rows(p, name, g, kw, solve)

@@ -102,6 +102,8 @@ class Sampler:
 
     def check_relation(self, neighbors: str) -> None:
         """Refuse a neighbouring relation no theorem here covers."""
+        if neighbors not in RELATIONS:
+            raise InputError(f"--neighbors: must be one of {', '.join(RELATIONS)}, got {neighbors!r}")
         if neighbors not in self.relations:
             raise InputError(self.refusal)
 
