@@ -20,10 +20,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpcalc.engine.dpsgd.allocation import epsilon_random_allocation
-from dpcalc.engine.dpsgd.pld_accounting import run_directions
 from dpcalc.engine.mechanisms.random_allocation.rdp import rdp_random_allocation_remove
 from dpcalc.engine.pld.epsilon import epsilon_bracket
+from dpcalc.engine.samplers.allocation import epsilon_random_allocation, run_directions
 
 #: allocation_RDP_remove(α, σ, t): the exact remove-direction RDP of one 1-of-t round.
 REMOVE = [

@@ -14,9 +14,10 @@ from click.testing import CliRunner
 
 from dpcalc.cli import main
 from dpcalc.engine.dpsgd import accounting as sgd
-from dpcalc.engine.dpsgd.allocation import epoch_steps, epsilon_random_allocation, participations, rounds
 from dpcalc.engine.dpsgd.balls_in_bins_mc import epsilon_balls_in_bins_mc
 from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
+from dpcalc.engine.samplers.allocation import epoch_steps, epsilon_random_allocation, participations
+from dpcalc.engine.samplers.catalogue import CATALOGUE
 
 RUN = ["sgd-epsilon", "--sigma", "1.1", "--batch-size", "256", "--dataset-size", "60000", "--delta", "1e-5"]
 
@@ -31,9 +32,9 @@ def test_run_maps_onto_rounds():
     """Balls-in-bins: floor(N/B) steps an epoch, ceil(T/m) epochs; random allocation: k = E for E epochs."""
     q = 256 / 60000
     assert epoch_steps(q, 60000) == 234 and epoch_steps(250 / 60000, 60000) == 240  # N/B whole: exact
-    t, k, r = rounds(q, 14040, "balls-in-bins", 60000)
+    t, k, r = CATALOGUE["balls-in-bins"].rounds(q, 14040, 60000)
     assert (t, k, r) == (234, 1, 60)
-    assert rounds(q, 14041, "balls-in-bins", 60000)[2] == 61  # a partial epoch costs a whole one
+    assert CATALOGUE["balls-in-bins"].rounds(q, 14041, 60000)[2] == 61  # a partial epoch costs a whole one
     for epochs in (1, 7, 60, 100):
         steps = math.ceil(epochs / q)
         assert participations(q, steps) == epochs
@@ -239,7 +240,7 @@ def test_fpr_refusals(extra, word):
 @pytest.mark.parametrize("extra", [["--epochs", "1", "--mc-samples", "1000000000000"], ["--epochs", "60"]])
 def test_monte_carlo_work_is_bounded_up_front(invoke, extra):
     # issue 27: --mc-samples 1e12 asked numpy for 7 TiB (internal error: MemoryError)
-    from dpcalc.commands.samplers import MC_WORK_MAX
+    from dpcalc.commands.sgd_rows import MC_WORK_MAX
 
     res = invoke([*RUN, *extra, "--sampling", "balls-in-bins", "--accountant", "mc"])
     assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1

@@ -12,10 +12,11 @@ import pytest
 from scipy import integrate, special
 
 from dpcalc.engine.dpsgd.accounting import epsilon as sgd_epsilon
-from dpcalc.engine.dpsgd.pld_accounting import run_directions, sgd_delta_pld, sgd_epsilon_pld
+from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.engine.mechanisms.random_allocation import round_loss as A
 from dpcalc.engine.pld.delta import delta_bracket
 from dpcalc.engine.pld.epsilon import epsilon_bracket
+from dpcalc.engine.samplers.allocation import run_directions
 from dpcalc.errors import InputError
 
 

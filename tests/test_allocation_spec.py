@@ -13,10 +13,10 @@ from click.testing import CliRunner
 
 from dpcalc.cli import main
 from dpcalc.engine.composition.pld import compose_pld
-from dpcalc.engine.dpsgd.allocation import epsilon_random_allocation
 from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 from dpcalc.engine.mechanisms.catalogue import rdp_curve
 from dpcalc.engine.mechanisms.random_allocation.rdp import rdp_random_allocation
+from dpcalc.engine.samplers.allocation import epsilon_random_allocation
 from dpcalc.errors import InputError
 from dpcalc.spec import parse_mechanism as parse_spec
 

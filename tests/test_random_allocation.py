@@ -20,11 +20,11 @@ from scipy import integrate
 from scipy.special import gammaln
 
 from dpcalc.engine.dpsgd.accounting import eps_of_curve
-from dpcalc.engine.dpsgd.allocation import epsilon_random_allocation
 from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
 from dpcalc.engine.mechanisms.random_allocation import rdp as ra
 from dpcalc.engine.mechanisms.sgm.poisson import rdp_poisson
 from dpcalc.engine.orders import DEFAULT_ORDERS
+from dpcalc.engine.samplers.allocation import epsilon_random_allocation
 from dpcalc.errors import InputError
 
 

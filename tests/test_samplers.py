@@ -141,7 +141,7 @@ def _gauss_delta(eps, mu):
     "sigma,n,b,epochs", [(1.1, 60000, 256, 60), (2.0, 50000, 500, 10), (0.8, 1000, 10, 3)]
 )
 def test_shuffle_upper_is_the_exact_composed_gaussian(sigma, n, b, epochs):
-    from dpcalc.engine.dpsgd.shuffle import epsilon_shuffle_upper, steps_per_epoch
+    from dpcalc.engine.samplers.shuffle import epsilon_shuffle_upper, steps_per_epoch
 
     m = steps_per_epoch(b / n, n, b)
     assert m == n // b
@@ -156,7 +156,7 @@ def test_shuffle_upper_is_the_exact_composed_gaussian(sigma, n, b, epochs):
 
 
 def test_shuffle_lower_meets_upper_with_one_batch_per_epoch():
-    from dpcalc.engine.dpsgd.shuffle import epsilon_shuffle_lower, epsilon_shuffle_upper
+    from dpcalc.engine.samplers.shuffle import epsilon_shuffle_lower, epsilon_shuffle_upper
 
     up, _ = epsilon_shuffle_upper(1.0, 1, 1e-5, 1)
     lo = epsilon_shuffle_lower(1.0, 1, 1e-5, 1)
@@ -201,7 +201,7 @@ def test_shuffle_lower_bound_against_monte_carlo():
     factor=st.floats(1.05, 3.0),
 )
 def test_shuffle_bounds_ordered_monotone_finite(sigma, m, epochs, factor):
-    from dpcalc.engine.dpsgd.shuffle import epsilon_shuffle_lower, epsilon_shuffle_upper
+    from dpcalc.engine.samplers.shuffle import epsilon_shuffle_lower, epsilon_shuffle_upper
 
     steps = m * epochs
     up = float(epsilon_shuffle_upper(sigma, steps, 1e-5, m)[0])
@@ -217,7 +217,7 @@ def test_shuffle_bounds_ordered_monotone_finite(sigma, m, epochs, factor):
 
 
 def test_shuffle_delta_zero_is_infinite():
-    from dpcalc.engine.dpsgd.shuffle import epsilon_shuffle_lower, epsilon_shuffle_upper
+    from dpcalc.engine.samplers.shuffle import epsilon_shuffle_lower, epsilon_shuffle_upper
 
     up, _ = epsilon_shuffle_upper(1.0, [10, 10], [0.0, 1e-5], 5)
     assert up[0] == math.inf and math.isfinite(up[1])

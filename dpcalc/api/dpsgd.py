@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from dpcalc.api.contract import MAX_WHOLE, Bound, broadcast, choice, contract, optional, real
 from dpcalc.engine.dpsgd import accounting, noise_calibration, rate_budget, step_budget
-from dpcalc.engine.dpsgd.allocation import SAMPLINGS
 from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 from dpcalc.engine.dpsgd.pld_calibration import calibrate_noise_pld, max_sample_rate_pld, max_steps_pld
+from dpcalc.engine.samplers import catalogue
 from dpcalc.errors import InputError
 
 _SGD_CONVERSIONS = ("optimal", "balle", "mironov")
-_SAMPLINGS = ("poisson", "fixed-size", "truncated-poisson", "balls-in-bins", "random-allocation")
 
 
 def _sgd_common(sample_rate, noise_multiplier, steps, delta, *, delta_zero=True):
@@ -56,9 +55,10 @@ def sgd_epsilon(
     """
     accountant = choice("accountant", accountant, ("rdp", "pld"))
     conversion = choice("conversion", conversion, _SGD_CONVERSIONS)
-    sampling = choice("sampling", sampling, _SAMPLINGS)
+    sampling = choice("sampling", sampling, catalogue.names("rdp"))  # the samplers with a Rényi curve
+    sampler = catalogue.sampler(sampling)
     if neighbors is None:
-        neighbors = "replace-one" if sampling == "fixed-size" else "add-remove"
+        neighbors = sampler.default_relation
     neighbors = choice("neighbors", neighbors, ("add-remove", "replace-one"))
     sample_rate, noise_multiplier, steps, delta = _sgd_common(sample_rate, noise_multiplier, steps, delta)
     dataset_size = optional("dataset_size", dataset_size, lo=1, whole=True)
@@ -72,23 +72,24 @@ def sgd_epsilon(
         dataset_size=dataset_size,
         max_batch_size=max_batch_size,
     )
-    trunc = {}
-    if sampling == "truncated-poisson":
-        trunc = dict(dataset_size=dataset_size, max_batch_size=max_batch_size)
+    run = {"dataset_size": dataset_size, "max_batch_size": max_batch_size}
     if accountant == "pld":
-        if sampling in SAMPLINGS:
-            trunc = dict(sampling=sampling, dataset_size=dataset_size)
-        elif sampling not in ("poisson", "truncated-poisson"):
+        if not sampler.covers("pld"):
             raise InputError(
                 "accountant: pld is for Poisson sampling (plain or truncated) and random allocation"
             )
         lower, estimate, upper = sgd_epsilon_pld(
-            sample_rate, noise_multiplier, steps, delta, eps_error, neighbors=neighbors, **trunc
+            sample_rate,
+            noise_multiplier,
+            steps,
+            delta,
+            eps_error,
+            neighbors=neighbors,
+            sampling=sampling,
+            **run,
         )
         return Bound(upper, lower, estimate)
 
-    if dataset_size is not None:
-        trunc["dataset_size"] = dataset_size
     e = accounting.epsilon(
         "rdp",
         sample_rate,
@@ -99,7 +100,7 @@ def sgd_epsilon(
         sampling=sampling,
         neighbors=neighbors,
         warn=False,
-        **trunc,
+        **run,
     )
     return Bound(e.epsilon, alpha=e.alpha)
 

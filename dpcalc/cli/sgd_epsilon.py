@@ -11,7 +11,7 @@ from dpcalc.cli.run_options import run_options
 from dpcalc.cli.tradeoff import refuse_with, tradeoff_options, with_max_tpr
 from dpcalc.cli.tuning import tuning_option
 from dpcalc.cli.types import SEED_MAX, Grid
-from dpcalc.commands.choices import SGD_ACCOUNTANTS, SGD_CONVERSIONS
+from dpcalc.commands.choices import SGD_ACCOUNTANTS, SGD_CONVERSIONS, SGD_SAMPLINGS
 
 MAN_EXAMPLES = [
     (
@@ -239,9 +239,7 @@ RUN_HELP = {
 )
 @click.option(
     "--sampling",
-    type=click.Choice(
-        ["poisson", "fixed-size", "truncated-poisson", "shuffle", "balls-in-bins", "random-allocation"]
-    ),
+    type=click.Choice(list(SGD_SAMPLINGS)),
     default="poisson",
     show_default=True,
     help="poisson (each example with probability q), fixed-size (a uniformly random batch of B), "

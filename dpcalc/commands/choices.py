@@ -15,6 +15,17 @@ SGD_CONVERSIONS = ("optimal", "balle", "mironov")
 #: :data:`dpcalc.engine.dpsgd.accounting.ACCOUNTANTS`, or pld (:mod:`dpcalc.engine.pld`), or mc (balls-in-bins).
 SGD_ACCOUNTANTS = ("rdp", "pld", "abadi", "bassily", "mc")
 
+#: sgd-epsilon's --sampling: the names of the sampler table :data:`dpcalc.engine.samplers.catalogue.CATALOGUE`,
+#: in its order (tests/test_sampler_catalogue.py holds them equal).
+SGD_SAMPLINGS = (
+    "poisson",
+    "fixed-size",
+    "truncated-poisson",
+    "shuffle",
+    "balls-in-bins",
+    "random-allocation",
+)
+
 #: compose's --method (besides "best" and "all"): the entries of :data:`dpcalc.commands.compose_methods.METHODS`.
 COMPOSE_METHODS = ("exact", "pld", "rdp", "optimal", "advanced", "basic")
 

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dpcalc.commands import sgd_epsilon as sgd_cmd
 from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders, per_chunk
-from dpcalc.commands.samplers import ALLOCATION, relation_caption, shuffle_steps
+from dpcalc.commands.sgd_checks import checked
 from dpcalc.engine.dpsgd import accounting
 from dpcalc.engine.grid import product
 from dpcalc.engine.mechanisms import sgm
+from dpcalc.engine.samplers import catalogue
 from dpcalc.errors import InputError
 
 
@@ -42,17 +42,18 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
             f"--accountant {p.accountant} has no Rényi curve: --rdp-curve prints the rdp accountant's "
             "(the exact Rényi DP of the subsampled Gaussian)"
         )
-    if p.sampling == "shuffle":
+    sampler = catalogue.sampler(p.sampling)
+    if not sampler.covers("rdp"):
         raise InputError(
-            "--rdp-curve: --sampling shuffle is bounded without a Rényi curve here (its upper bound composes "
-            "one Gaussian per epoch exactly); use --sampling poisson or fixed-size for a curve"
+            f"--rdp-curve: --sampling {p.sampling} is bounded without a Rényi curve here ({sampler.no_curve}); "
+            "use --sampling poisson or fixed-size for a curve"
         )
     if p.sigma is None:
         raise InputError("missing option --noise-multiplier")
     if p.steps is None and p.epochs is None:
         raise InputError("give --steps or --epochs")
     p = dataclasses.replace(p, accountant="rdp")
-    p, _, _ = sgd_cmd._checked(p)  # the command's own checks of the inputs (and their messages)
+    p, _, _, _ = checked(p)  # the command's own checks of the inputs (and their messages)
     accounting.check_setting(p.sampling, p.neighbors)
     a = orders(alphas)
     sizes = {
@@ -83,11 +84,8 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
     g = product(**axes)
     if "q" not in g:
         g["q"] = g["b"] / g["n"]
-    if "epochs" in g:  # steps = ceil(E/q) = ceil(E·N/B), as the command computes them
-        ratio = g["epochs"] * g["n"] / g["b"] if "b" in g else g["epochs"] / g["q"]
-        g["steps"] = np.maximum(np.ceil(ratio), 1.0)
-        if p.sampling == "balls-in-bins":  # whole epochs of floor(N/B) steps, as the command counts them
-            g["steps"] = shuffle_steps(g)
+    if "epochs" in g:  # as the command counts them: ceil(E/q) = ceil(E·N/B), or whole epochs of floor(N/B)
+        g["steps"] = sampler.steps_of_epochs(g["epochs"], g["q"], g.get("n"), g.get("b"))
     n = g["q"].size
     # as the command does: a curve of one chunk may evaluate small arrays without scipy (a single query
     # gives the command's digits); several chunks use scipy throughout, so that no value depends on
@@ -122,14 +120,9 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
     }
     swept = [c for c, opt in _SGD_COLUMNS.items() if sizes[opt] is not None and len(sizes[opt]) > 1]
 
-    relation = relation_caption(p.sampling, p.neighbors)
-    what = (
-        "rounds × the per-round bound of random allocation"
-        if p.sampling in ALLOCATION
-        else "steps × the per-step curve of the subsampled Gaussian"
-    )
+    relation = sampler.relation_caption(p.neighbors)
     caption = (
-        f"sampling: {p.sampling}; neighbours: {p.neighbors} ({relation}); rdp: {what}, the rdp accountant's "
+        f"sampling: {p.sampling}; neighbours: {p.neighbors} ({relation}); rdp: {sampler.curve_words}, the rdp accountant's "
         f"curve; {FOR_CONVERT}"
     )
     fixed = [

@@ -10,14 +10,22 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from dpcalc.commands import samplers, schema, sweep
+from dpcalc.commands import schema, sweep
 from dpcalc.commands.choices import SGD_ACCOUNTANTS, SGD_CONVERSIONS
+from dpcalc.commands.sgd_checks import (  # noqa: F401 (the limits and checks, also read here)
+    MC_CONFIDENCE,
+    MC_SAMPLES,
+    PLD_MAX_CONFIGS,
+    TARGET_MIN,
+    check_sweep,
+    check_work,
+    checked,
+)
 from dpcalc.commands.sgd_rows import SIGMA_RTOL, accountant_rows
-from dpcalc.engine.dpsgd.allocation import epoch_steps
 from dpcalc.engine.grid import product
 from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.result import PlotSpec, Result, Stream
@@ -30,74 +38,11 @@ METHOD_LABEL = {
     "pld": "pld",
     "abadi": "abadi-asymptotic",
     "bassily": "bassily-reference",
-    "shuffle": "shuffle-gaussian",  # dpcalc.commands.samplers
-    "mc": "balls-in-bins-mc",  # dpcalc.commands.samplers
+    "shuffle": "shuffle-gaussian",  # the shuffle sampler's own row (dpcalc.engine.samplers.shuffle)
+    "mc": "balls-in-bins-mc",  # dpcalc.engine.dpsgd.balls_in_bins_mc
 }
-#: --accountant mc: Monte Carlo samples per direction, and the confidence of its ε (defaults).
-MC_SAMPLES = 1_000_000
-MC_CONFIDENCE = 0.95
 #: Combinations per chunk of a sweep (memory is bounded by the chunk, not by the sweep).
 CHUNK = 2048
-
-
-#: The most configurations the pld accountant is asked for in one run (each takes about a second: a PLD, or
-#: a search of several); a larger sweep is refused up front (the other accountants stream it).
-PLD_MAX_CONFIGS = 1000
-
-#: The smallest --target-epsilon when solving for the noise multiplier or the sample rate (bounded work:
-#: smaller targets made the searches evaluate ε ever closer to 0, minutes per configuration).
-TARGET_MIN = 1e-3
-
-
-#: CPU seconds per configuration of each accountant at its default flags, measured (benchmarks/) with a
-#: margin: the rdp accountant's by sampling (a Rényi curve per configuration; balls-in-bins and random
-#: allocation sum over the batch's allocations), the Monte Carlo accountant's per sample.
-SECONDS_EACH = {"abadi": 1e-4, "bassily": 1e-4, "pld": 0.1, "shuffle": 2.5e-3}
-RDP_SECONDS_EACH = {
-    "poisson": 2.5e-3,
-    "fixed-size": 0.025,
-    "truncated-poisson": 0.02,
-    "shuffle": 2.5e-3,
-    "balls-in-bins": 0.5,
-    "random-allocation": 0.5,
-}
-#: samplings whose forward rdp rows share one Rényi curve across --steps, --epochs and --delta; such a
-#: row costs RDP_SECONDS_PER_ROW beside its share of the curve (measured: about 7,000 rows a second)
-CURVE_REUSED = frozenset({"poisson", "shuffle"})
-RDP_SECONDS_PER_ROW = 1.5e-4
-MC_SECONDS_PER_SAMPLE = 3e-6
-MC_SECONDS_PER_DRAW = 4e-8  # per sample and step (dpcalc.commands.samplers.MC_WORK_MAX)
-#: --target-epsilon: a search costs about this many evaluations of ε per configuration (the sample rate's
-#: more: each evaluation a new curve); the pld accountant's calibration reuses its distributions.
-SEARCH_FACTOR = {"sigma": 10, "steps": 15, "q": 100}
-PLD_SEARCH_FACTOR = {"sigma": 3, "steps": 3, "q": 10}
-
-
-def check_work(p: SgdEpsilonParams, names, solve, sizes: dict[str, int]) -> None:
-    """Refuse, before any work, a sweep whose configurations would take the accountants asked for
-    more than :data:`dpcalc.commands.sweep.WORK_SECONDS` (naming the swept options, the count and the limit)."""
-    if p.tuning is not None:
-        return  # bounded by --tuning-runs' own limits
-    each = 0.0
-    for name in names:
-        if name == "rdp":
-            cost = RDP_SECONDS_EACH.get(p.sampling, 0.5)
-            if solve is None and p.sampling in CURVE_REUSED:
-                # one Rényi curve per (rate, noise); the steps, epochs and δ of a sweep reuse it
-                configs = math.prod(sizes.values())
-                curves = math.prod(v for k, v in sizes.items() if k not in ("--steps", "--epochs", "--delta"))
-                cost = cost * curves / configs + RDP_SECONDS_PER_ROW
-        elif name == "mc":
-            steps = max(p.steps) if p.steps is not None else 0  # with --epochs: bounded by MC_WORK_MAX
-            cost = (MC_SECONDS_PER_SAMPLE + MC_SECONDS_PER_DRAW * steps) * (p.mc_samples or MC_SAMPLES)
-        else:
-            cost = SECONDS_EACH.get(name, 0.1)
-        each += cost * (PLD_SEARCH_FACTOR if name == "pld" else SEARCH_FACTOR).get(solve, 1)
-    what = f"--accountant {p.accountant}" + (f" --sampling {p.sampling}" if p.sampling != "poisson" else "")
-    if solve is not None:
-        what += " with --target-epsilon"
-    budget = sweep.WORK_SECONDS if solve is None else sweep.SEARCH_WORK_SECONDS
-    sweep.check_work(sizes, each, what, unit="configurations", budget=budget)
 
 
 @dataclass(frozen=True)
@@ -148,23 +93,12 @@ def sgd_epsilon_stream(
     combinations each (0: :data:`CHUNK`; ``None``: one chunk), computed by ``jobs`` processes (``None``: as many as
     the sweep can use, see :func:`dpcalc.commands.sweep.auto_jobs`).  Memory is bounded by the
     chunk, not by the sweep; the checks run before the first chunk."""
-    p, names, solve = _checked(params)
-    sizes = {opt: len(v) for opt, v in _swept(p).items()}
-    sweep.check_rows(sizes, len(names))
-    if "pld" in names and p.tuning is None:  # one PLD (or PLD search) per configuration
-        configs = math.prod(sizes.values())
-        if configs > PLD_MAX_CONFIGS:
-            swept = " × ".join(f"{k} ({v:,})" for k, v in sizes.items() if v > 1)
-            raise InputError(
-                f"--accountant {p.accountant}: {swept} make {configs:,} configurations for the pld accountant, "
-                f"more than {PLD_MAX_CONFIGS:,} (about a second each); narrow a range, split the sweep, or use "
-                "--accountant rdp"
-            )
-    check_work(p, names, solve, sizes)
-    g, kw = _prepare(p, names)
+    p, names, solve, sampler = checked(params)
+    check_sweep(p, names, solve, sampler)
+    g, kw = _prepare(p, names, sampler)
     n = g["q"].size
-    columns = _column_names(p, names, solve, g)
-    caption = _caption(p, names, solve, g)
+    columns = list(ALL_COLUMNS)  # whatever the inputs and accountants: one schema scripts can rely on
+    caption = _caption(p, names, solve, g, sampler)
     rate = "batch_size" if p.dataset_size is not None else "sample_rate"
     headline = {"sigma": "noise_multiplier", "steps": "steps", "q": rate}.get(
         solve, "epsilon"
@@ -180,9 +114,9 @@ def sgd_epsilon_stream(
         name, lo, hi = task
         part = {k: v[lo:hi] for k, v in g.items()}
         part_kw = {k: (v[lo:hi] if k in ("dataset_size", "max_batch_size") else v) for k, v in kw.items()}
-        cols = accountant_rows(p, name, solve, part, part_kw, light, strict=len(names) == 1)
+        cols = accountant_rows(p, sampler, name, solve, part, part_kw, light, strict=len(names) == 1)
         return Result(
-            _result_columns(p, solve, part, [(name, cols)], columns),
+            _result_columns(p, solve, part, [(name, cols)], columns, sampler),
             headline=headline,
             title="DP-SGD accounting",
             caption=caption,
@@ -215,127 +149,9 @@ def _derived(p: SgdEpsilonParams, solve) -> tuple[str, ...]:
     return ()
 
 
-def _swept(p: SgdEpsilonParams) -> dict:
-    """Option -> its values, for the options given (their product is the grid)."""
-    options = {
-        "--sample-rate": p.sample_rate,
-        "--batch-size": p.batch_size,
-        "--dataset-size": p.dataset_size,
-        "--max-batch-size": p.max_batch_size,
-        "--noise-multiplier": p.sigma,
-        "--steps": p.steps,
-        "--epochs": p.epochs,
-        "--delta": p.delta,
-        "--target-epsilon": p.target_epsilon,
-    }
-    return {k: v for k, v in options.items() if v is not None}
-
-
-def _invalid(option: str, message: str) -> InputError:
-    """An error about one option's value, worded as the command line words a bad option value."""
-    return InputError(f"Invalid value for '{option}': {message}")
-
-
-def _checked(p: SgdEpsilonParams):
-    """The inputs with the neighbouring relation and ``eps_error`` resolved, the accountants to run
-    and what to solve for (None, ``"sigma"`` or ``"steps"``); the checks run in the order the
-    command line has always reported them."""
-    neighbors = p.neighbors
-    if neighbors is None:
-        neighbors = "replace-one" if p.sampling in ("fixed-size", "shuffle") else "add-remove"
-    if p.sample_rate is not None and p.batch_size is not None:
-        raise InputError("give either --sample-rate or --batch-size with --dataset-size, not both")
-    if p.steps is not None and p.epochs is not None:
-        raise InputError("give either --steps or --epochs, not both")
-    rate_given = p.sample_rate is not None or p.batch_size is not None
-    length_given = p.steps is not None or p.epochs is not None
-    if p.batch_size is not None and p.dataset_size is None:
-        raise InputError("--batch-size needs --dataset-size (the sample rate is batch size / dataset size)")
-    solve = None
-    if p.target_epsilon is None:
-        if not rate_given:
-            raise InputError("give --sample-rate, or --batch-size with --dataset-size")
-        if p.sigma is None:
-            raise InputError("missing option --noise-multiplier (or give --target-epsilon to solve for it)")
-        if not length_given:
-            raise InputError("give --steps or --epochs (or --target-epsilon to solve for the steps)")
-    else:
-        left_out = [not rate_given, p.sigma is None, not length_given]
-        if sum(left_out) != 1:
-            raise InputError(
-                "with --target-epsilon, leave out exactly one option to solve for: --noise-multiplier, "
-                "--steps/--epochs, or --sample-rate/--batch-size"
-                + (" (give --dataset-size to solve for the batch size)" if sum(left_out) > 1 else "")
-            )
-        solve = "q" if not rate_given else ("sigma" if p.sigma is None else "steps")
-    if solve is not None and p.delta is not None and 0 in p.delta:
-        raise _invalid(
-            "--delta",
-            "0 with --target-epsilon: the subsampled Gaussian's privacy loss is unbounded, so no finite ε "
-            "holds at δ = 0 and nothing meets the target; give δ > 0",
-        )
-    if solve in ("sigma", "q") and min(p.target_epsilon) < TARGET_MIN:
-        raise _invalid(
-            "--target-epsilon",
-            f"{min(p.target_epsilon):g} is below {TARGET_MIN:g} when solving for the "
-            f"{'noise multiplier' if solve == 'sigma' else 'sample rate'}: the search evaluates ε ever closer "
-            "to 0, where the accountants' certified ε is not computed within bounded work",
-        )
-    if p.batch_size is not None:
-        bad = [(b, n) for b in p.batch_size for n in p.dataset_size if b > n]
-        if bad:
-            raise _invalid("--dataset-size", f"{bad[0][1]} is smaller than the batch size {bad[0][0]}")
-    if p.tuning is not None:
-        if solve not in (None, "sigma"):
-            raise InputError(
-                "--tuning-runs with --target-epsilon solves for the noise multiplier only: give the sample rate "
-                "and the length, and leave out --noise-multiplier"
-            )
-        if p.accountant not in ("rdp", "all"):
-            raise InputError(
-                f"--tuning-runs applies to --accountant rdp (or all), not {p.accountant}: its bound is an RDP bound"
-            )
-    samplers.check_truncated(p)
-    samplers.check_mc(p, solve)
-    if p.sampling == "shuffle":
-        names = samplers.check_shuffle(p.accountant, neighbors, solve, p.tuning)
-    elif p.accountant == "all":
-        names = [a for a in ACCOUNTANTS if _applies(a, p.sampling, neighbors, p.dataset_size, solve)]
-    else:
-        names = [p.accountant]
-    if p.accountant == "pld":
-        samplers.check_pld(p.sampling)
-    if p.eps_error is not None and "pld" not in names:
-        raise InputError("--eps-error applies to --accountant pld (or all)")
-    eps_error = p.eps_error
-    if eps_error is not None and not isinstance(eps_error, (int, float)):
-        if len(eps_error) != 1:
-            raise _invalid("--eps-error", "takes a single value, not a list or range")
-        eps_error = eps_error[0]
-    if p.accountant == "mc":  # the Monte Carlo accountant's defaults (reproducible: a fixed seed)
-        p = replace(
-            p,
-            mc_samples=MC_SAMPLES if p.mc_samples is None else p.mc_samples,
-            confidence=MC_CONFIDENCE if p.confidence is None else p.confidence,
-            seed=0 if p.seed is None else p.seed,
-        )
-    return replace(p, neighbors=neighbors, eps_error=eps_error), names, solve
-
-
-def _applies(name, sampling, neighbors, dataset_size, solve=None) -> bool:
-    if name == "mc":  # Monte Carlo: slow, and a bound with a confidence only; run when asked for
-        return False
-    if name == "pld":
-        return samplers.pld_applies(sampling)
-    if name == "abadi":
-        return (sampling, neighbors) == ("poisson", "add-remove")
-    if name == "bassily":
-        return (sampling, neighbors) == ("fixed-size", "replace-one") and dataset_size is not None
-    return True
-
-
-def _grid(p: SgdEpsilonParams):
-    """The cartesian product of the inputs, as flat arrays (q from ``sample_rate`` or B/N)."""
+def _grid(p: SgdEpsilonParams, sampler):
+    """The cartesian product of the inputs, as flat arrays (q from ``sample_rate`` or B/N; the steps of
+    ``epochs`` as the sampler counts them)."""
     axes = {}
     if p.sample_rate is not None:
         axes["q"] = np.asarray(p.sample_rate, float)
@@ -360,19 +176,15 @@ def _grid(p: SgdEpsilonParams):
     g = product(**axes)
     if "q" not in g:
         g["q"] = g["b"] / g["n"] if "b" in g else np.full(g["delta"].shape, np.nan)  # nan: solved for
-    if "epochs" in g:
-        # steps = ceil(E/q) = ceil(E·N/B) (exact for whole numbers below 2^53)
-        ratio = g["epochs"] * g["n"] / g["b"] if "b" in g else g["epochs"] / g["q"]
-        g["steps"] = np.maximum(np.ceil(ratio), 1.0)
-        if p.sampling in ("shuffle", "balls-in-bins"):  # whole epochs of floor(N/B) batches (§3.6, §3.8)
-            g["steps"] = samplers.shuffle_steps(g)
+    if "epochs" in g:  # ceil(E/q) = ceil(E·N/B), or whole epochs of floor(N/B) batches (§3.6, §3.8)
+        g["steps"] = sampler.steps_of_epochs(g["epochs"], g["q"], g.get("n"), g.get("b"))
     return g
 
 
-def _prepare(p: SgdEpsilonParams, names):
+def _prepare(p: SgdEpsilonParams, names, sampler):
     """The grid of combinations and the accountants' keyword arguments (warning where δ >= 1/N)."""
-    samplers.check_setting(p.sampling, p.neighbors)
-    g = _grid(p)
+    sampler.check_relation(p.neighbors)
+    g = _grid(p, sampler)
     if "n" in g and np.any(g["delta"] >= 1.0 / g["n"]):
         warnings.warn(
             "--delta: δ >= 1/dataset size: a mechanism that publishes one random example is then (0, δ)-DP; "
@@ -406,25 +218,19 @@ _NOTE = {
 ALL_COLUMNS = tuple(schema.names("sgd-epsilon"))
 
 
-def _column_names(p: SgdEpsilonParams, names, solve, g) -> list[str]:
-    """The columns: always :data:`ALL_COLUMNS`, whatever the inputs and accountants (a column that does
-    not apply to a row is empty), so that scripts can rely on one schema."""
-    return list(ALL_COLUMNS)
-
-
-def _caption(p: SgdEpsilonParams, names, solve, g) -> str:
-    relation = samplers.relation_caption(p.sampling, p.neighbors)
+def _caption(p: SgdEpsilonParams, names, solve, g, sampler) -> str:
+    relation = sampler.relation_caption(p.neighbors)
     caption = f"sampling: {p.sampling}; neighbours: {p.neighbors} ({relation})"
     if "rdp" in names:
         caption += f"; conversion: {p.conversion}"
-    caption += samplers.caption(p.sampling)
-    if "pld" in names and p.sampling in samplers.ALLOCATION:
+    caption += sampler.caption
+    if "pld" in names and sampler.pld_upper_only:
         caption += "; pld: epsilon is a certified upper bound (no lower end), epsilon_estimate an estimate"
     elif "pld" in names:
         caption += "; pld: [epsilon_lower, epsilon] is the certified bracket, epsilon_estimate lies inside it"
     if p.tuning is not None:
         caption += f"; tuning: {p.tuning.label()}, the best of K runs released (rdp only)"
-    if "epochs" in g and p.sampling not in ("shuffle", "balls-in-bins"):
+    if "epochs" in g and not sampler.whole_epochs:
         caption += "; steps = ceil(epochs / sample_rate)"
     if solve == "sigma":
         caption += f"; noise_multiplier: the smallest (within a factor {1 + SIGMA_RTOL:g}) with ε <= target"
@@ -437,7 +243,7 @@ def _caption(p: SgdEpsilonParams, names, solve, g) -> str:
     return caption
 
 
-def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns) -> dict:
+def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns, sampler) -> dict:
     """The output columns of ``rows`` ((accountant, answers) pairs) on the combinations ``g``."""
     n = g["q"].size
     out: dict[str, list] = {k: [] for k in columns}
@@ -464,7 +270,11 @@ def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns) -> dict:
             "steps": [None if np.isnan(t) else int(t) for t in steps],
             "epochs": g["epochs"].tolist()
             if "epochs" in g
-            else (_numbers(_whole_epochs(steps, g, p.sampling)) if solve == "steps" else None),
+            else (
+                _numbers(sampler.whole_epochs_within(steps, g["q"], g.get("n"), g.get("b")))
+                if solve == "steps"
+                else None
+            ),
             "delta": g["delta"].tolist(),
             "target_epsilon": g["target"].tolist() if solve is not None else None,
             "epsilon": np.asarray(e.epsilon, float).reshape(-1).tolist(),
@@ -474,9 +284,7 @@ def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns) -> dict:
             "samples": [p.mc_samples] * n if name == "mc" else None,
             "alpha": [None if np.isnan(a) else float(a) for a in np.asarray(e.alpha, float).reshape(-1)],
             "valid": [bool(v) for v in np.asarray(e.valid).reshape(-1)],
-            "note": samplers.row_notes(
-                name, p.sampling, p.neighbors, cols.get("note"), _NOTE.get(name, ""), n
-            ),
+            "note": _notes(sampler.note(name, p.neighbors, _NOTE.get(name, "")), cols.get("note"), n),
         }
         zero = g["delta"] == 0  # ε = inf there (docs/math.md §2.7): say why in the row
         values["note"] = [
@@ -495,6 +303,14 @@ def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns) -> dict:
         for k in columns:
             out[k] += values[k] if values[k] is not None else [None] * n
     return out
+
+
+def _notes(theorem: str, notes, n: int) -> list:
+    """The note column of one accountant's ``n`` rows: a row's own note (a refusal's reason) if it has
+    one, else the theorem and neighbouring relation of the setting (or the accountant's note)."""
+    if notes is None:
+        return [theorem] * n
+    return [note if note else theorem for note in notes]
 
 
 _ZERO_NOTE = "δ = 0: the subsampled Gaussian's privacy loss is unbounded, no finite ε"
@@ -594,14 +410,3 @@ _PLOT_HEADLINE = {
     "sample_rate": ("largest sample rate", "largest sample rate q"),
     "batch_size": ("largest batch size", "largest batch size B"),
 }
-
-
-def _whole_epochs(steps, g, sampling="poisson"):
-    """The whole epochs E with ceil(E/q) <= steps (checked with the same arithmetic as ``epochs``); for
-    balls-in-bins, the whole epochs of floor(N/B) steps within them."""
-    if sampling == "balls-in-bins":
-        return np.floor(steps / epoch_steps(g["q"], g.get("n")))
-
-    e = np.floor(steps * g["q"])
-    ratio = e * g["n"] / g["b"] if "b" in g else e / g["q"]
-    return np.where(np.ceil(ratio) > steps, e - 1, e)

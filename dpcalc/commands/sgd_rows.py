@@ -2,7 +2,9 @@
 ε of each configuration, or the answer to the inverse question asked — the smallest noise multiplier,
 the largest number of steps, the largest sample rate or batch size within ``--target-epsilon`` — by the
 RDP-family accountants (:mod:`dpcalc.engine.dpsgd`, vectorised) or the PLD accountant, one distinct
-configuration at a time (:mod:`dpcalc.engine.dpsgd.pld_calibration`).
+configuration at a time (:mod:`dpcalc.engine.dpsgd.pld_calibration`); a sampler's own row (shuffle) and the
+Monte Carlo accountant of balls-in-bins (:mod:`dpcalc.engine.dpsgd.balls_in_bins_mc`).  What each sampler
+reads and answers is its entry in :mod:`dpcalc.engine.samplers`.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ import math
 
 import numpy as np
 
-from dpcalc.commands.samplers import ALLOCATION, mc_rows, pld_setting, shuffle_rows
 from dpcalc.commands.sgd_searched import searched_rows
 from dpcalc.engine.composition.tuning import tuned_rdp
 from dpcalc.engine.dpsgd import accounting as sgd
 from dpcalc.engine.dpsgd import noise_calibration, pld_calibration, rate_budget, step_budget
+from dpcalc.engine.dpsgd.balls_in_bins_mc import DEFAULT_SAMPLES, epsilon_balls_in_bins_mc
 from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 from dpcalc.engine.mechanisms import sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
@@ -33,7 +35,7 @@ SIGMA_RTOL = 1e-4
 ZERO_NOTE = "exact: the Rényi bound certifies δ at ε = 0 (total variation at most δ), so ε = 0 exactly"
 
 
-def _pld_rows(p, g, solve, strict: bool) -> dict:
+def _pld_rows(p, sampler, g, solve, strict: bool) -> dict:
     """The pld accountant, one distinct configuration at a time: its certified bracket of ε, or (``solve``)
     the smallest noise multiplier, the largest number of steps or the largest sample rate (batch size)
     whose certified upper end meets the target, with the bracket there
@@ -49,12 +51,10 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
         "steps": ("q", "sigma", "delta", "target"),
         "q": ("sigma", length, "n", "delta", "target"),
     }[solve]
-    if "bmax" in g:  # truncated Poisson: how often a batch is cut depends on N and the cap
-        given = tuple(dict.fromkeys((*given, "n", "bmax")))
-    if p.sampling in ALLOCATION:  # balls-in-bins: an epoch is floor(N/B) steps
-        given = tuple(dict.fromkeys((*given, "n")))
+    # what the sampler's run reads besides (truncated Poisson: N and the cap; balls-in-bins: N, the epoch)
+    given = tuple(dict.fromkeys((*given, *(_AXIS[k] for k in sampler.run_inputs))))
 
-    zero = _certified_zero(p, g) if solve is None else np.zeros(n, bool)
+    zero = _certified_zero(p, sampler, g) if solve is None else np.zeros(n, bool)
 
     def one(i):
         v = {
@@ -63,7 +63,7 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
         }
         if zero[i]:  # ε = 0 is certified: the exact ε is 0, the bracket [0, 0]
             return (v["sigma"], v["steps"], v["q"], 0.0, 0.0, 0.0)
-        setting = pld_setting(p.sampling, p.neighbors, v["n"], v["bmax"])
+        setting = sampler.pld_setting(p.neighbors, v["n"], v["bmax"])
         if solve == "sigma":
             s, b = pld_calibration.calibrate_noise_pld(
                 v["q"],
@@ -124,19 +124,23 @@ def _pld_rows(p, g, solve, strict: bool) -> dict:
     return cols
 
 
-def _certified_zero(p, g):
+#: The grid's axis of each input a sampler's run reads.
+_AXIS = {"dataset_size": "n", "max_batch_size": "bmax"}
+
+
+def _certified_zero(p, sampler, g):
     """Where ε at δ is 0, certified without a PLD: the rdp accountant's bound (the exact Rényi DP of the
     Poisson-subsampled Gaussian, Mironov, Talwar & Zhang 2019, converted by Asoodeh et al.'s optimal
     conversion; docs/math.md §3.2, §1.4) is 0, i.e. the hockey-stick divergence at ε = 0 (the total
     variation between the run's two output laws) is at most δ.  The exact ε is then 0, so the PLD
     bracket is [0, 0]: answered in milliseconds where discretising the PLD of an ε = 0 run (δ near
-    1, or a run that barely touches each example) took seconds and hundreds of MB.  Poisson sampling
-    only (either relation); elsewhere nothing is skipped."""
-    if p.sampling != "poisson":
+    1, or a run that barely touches each example) took seconds and hundreds of MB.  Where the sampler says
+    so (``pld_zero_by_rdp``: Poisson sampling, either relation); elsewhere nothing is skipped."""
+    if not sampler.pld_zero_by_rdp:
         return np.zeros(g["q"].size, bool)
     with np.errstate(all="ignore"):  # a σ at the ends of the double range: its bound is inf, not 0
         e = sgd.epsilon_rdp(
-            g["q"], g["sigma"], g["steps"], g["delta"], sampling="poisson", neighbors=p.neighbors, warn=False
+            g["q"], g["sigma"], g["steps"], g["delta"], sampling=p.sampling, neighbors=p.neighbors, warn=False
         )
     return np.asarray(e.epsilon, float).reshape(-1) == 0.0
 
@@ -151,19 +155,19 @@ def _steps_at(q: float, v: dict, length: str) -> float:
     return float(max(math.ceil(ratio), 1))
 
 
-def accountant_rows(p, name, solve, g, kw, light=True, strict=True) -> dict:
-    """One accountant's answers on the combinations ``g`` (flat arrays); ``light``: small arrays may
-    skip scipy (see :class:`dpcalc.engine.mechanisms.sgm.light_start`)."""
+def accountant_rows(p, sampler, name, solve, g, kw, light=True, strict=True) -> dict:
+    """One accountant's answers on the combinations ``g`` (flat arrays) of a run with ``sampler``;
+    ``light``: small arrays may skip scipy (see :class:`dpcalc.engine.mechanisms.sgm.light_start`)."""
     with sgm.light_start() if light else contextlib.nullcontext():
         if p.tuning is not None:
             return _tuned_rows(p, name, g, kw, solve)
         if name == "pld":
-            return _pld_rows(p, g, solve, strict)
-        if name == "shuffle":
-            return shuffle_rows(g)
+            return _pld_rows(p, sampler, g, solve, strict)
         if name == "mc":  # Monte Carlo of balls-in-bins
-            return mc_rows(p, g)
-        if solve is not None and ("max_batch_size" in kw or kw["sampling"] in ALLOCATION):
+            return _mc_rows(p, sampler, g)
+        if not sampler.covers("rdp"):  # a row of its own (shuffle)
+            return _own_rows(sampler, g)
+        if solve is not None and not sampler.vectorised_inverse:
             # truncated Poisson, random allocation: one search per configuration
             return searched_rows(name, g, kw, solve, SIGMA_RTOL)
         if solve is None:
@@ -280,3 +284,45 @@ def _rate_rows(name, g, kw) -> dict:
     )
     e = e._replace(epsilon=np.where(fits, e.epsilon, np.nan), alpha=np.where(fits, e.alpha, np.nan))
     return dict(noise_multiplier=g["sigma"], steps=steps, eps=e, q=q)
+
+
+def _own_rows(sampler, g) -> dict:
+    """The row of a sampler that answers with its own bounds (shuffle: the upper and the lower bound on ε,
+    :mod:`dpcalc.engine.samplers.shuffle`) on each combination of ``g`` (flat arrays)."""
+    upper, lower = sampler.own_rows(g["sigma"], g["steps"], g["delta"], g["q"], g.get("n"), g.get("b"))
+    n = g["q"].size
+    e = sgd.Epsilon(upper, np.full(n, np.nan), np.zeros(n, bool), np.ones(n, bool))
+    return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, lower=lower)
+
+
+#: The most normal draws per direction of the Monte Carlo accountant (samples × steps of the run): the
+#: default one million samples of one 234-step epoch, about 10 s; more is refused up front.
+MC_WORK_MAX = 2.5e8
+
+
+def _mc_rows(p, sampler, g) -> dict:
+    """The Monte Carlo rows of balls-in-bins (:mod:`dpcalc.engine.dpsgd.balls_in_bins_mc`): ε holding with
+    probability ``p.confidence`` over the sampling, and the estimate."""
+    m, _, epochs = sampler.rounds(g["q"], g["steps"], g.get("n"))
+    samples = DEFAULT_SAMPLES if p.mc_samples is None else p.mc_samples
+    work = float(samples) * float(np.max(np.asarray(m, float) * np.asarray(epochs, float)))
+    if work > MC_WORK_MAX:  # bounded work, before any draw: one normal per sample and step
+        raise InputError(
+            f"--mc-samples: {samples} samples × {work / samples:.0f} steps = {work:.3g} normal draws per "
+            f"direction, more than {MC_WORK_MAX:.3g} (about 10 s); lower --mc-samples or the epochs, or use "
+            "--accountant rdp or pld"
+        )
+    upper, est = epsilon_balls_in_bins_mc(
+        g["sigma"], m, epochs, g["delta"], samples=p.mc_samples, confidence=p.confidence, seed=p.seed
+    )
+    n = g["q"].size
+    upper, est = np.asarray(upper, float).reshape(n), np.asarray(est, float).reshape(n)
+    e = sgd.Epsilon(upper, np.full(n, np.nan), np.zeros(n, bool), np.ones(n, bool))
+    note = [
+        ""
+        if np.isfinite(u)
+        else f"{p.mc_samples} samples cannot certify this δ at confidence {p.confidence}: "
+        "raise --mc-samples (epsilon = inf)"
+        for u in upper
+    ]
+    return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, estimate=est, note=note)

@@ -10,12 +10,13 @@ import math
 
 import numpy as np
 
-from dpcalc.commands.samplers import ALLOCATION, check_truncated, pld_applies, pld_setting
+from dpcalc.commands.sgd_checks import check_inputs
 from dpcalc.commands.tradeoff import CLT_NOTE, exact_rows, tradeoff_result, tradeoff_row
 from dpcalc.engine.dpsgd.accounting import rdp_total
-from dpcalc.engine.dpsgd.allocation import epoch_steps
 from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.engine.orders import DEFAULT_ORDERS
+from dpcalc.engine.samplers import catalogue
+from dpcalc.engine.samplers.base import OPTIONS
 from dpcalc.errors import InputError
 from dpcalc.result import Result
 
@@ -29,20 +30,21 @@ def sgd_tradeoff(params, fpr) -> Result:
     fpr = tradeoff.check_fpr(np.atleast_1d(np.asarray(fpr, float)))
     if params.target_epsilon is not None:
         raise InputError("--fpr cannot be used with --target-epsilon (give the noise, rate and steps)")
-    sampling, neighbors, extra = _fpr_setting(params)
+    sampler, neighbors, extra = _fpr_setting(params)
+    sampling = sampler.name
     plain = (sampling, neighbors) == ("poisson", "add-remove")
     accountant = params.accountant
     if accountant not in ("rdp", "pld", "all"):
         raise InputError(f"--fpr: applies to --accountant rdp, pld or all, not {accountant}")
 
-    has_pld = pld_applies(sampling)
+    has_pld = sampler.covers("pld")
     if accountant == "pld" and not has_pld:
         raise InputError(
             f"--fpr: --accountant pld does not apply to --sampling {sampling}; use --accountant rdp"
         )
-    pld_kw = pld_setting(sampling, neighbors, extra.get("dataset_size"), extra.get("max_batch_size"))
+    pld_kw = sampler.pld_setting(neighbors, extra.get("dataset_size"), extra.get("max_batch_size"))
     rows = []
-    for q, sigma, steps in _sgd_configs(params):
+    for q, sigma, steps in _sgd_configs(params, sampler):
         cfg = {"sample_rate": q, "noise_multiplier": sigma, "steps": steps}
         if q == 1.0 and accountant == "all" and plain:
             rows += [dict(r, **cfg) for r in exact_rows(fpr, math.sqrt(steps) / sigma)]
@@ -63,7 +65,8 @@ def sgd_tradeoff(params, fpr) -> Result:
                 lambda d, c=(q, sigma, steps): sgd_epsilon_pld(*c, d, params.eps_error, **pld_kw).upper,
             )
             note = "privacy profile of the composed PLD (both directions): certified tpr_upper"
-            if sampling in ALLOCATION:  # the rounds' models dominate the pair: an upper end only
+            if sampler.pld_upper_only:  # the models dominate the pair: an upper end only
+                # (a δ profile's lower ends are not blanked by the engine, only ε brackets are)
                 lo = [None] * len(hi)
                 note += " (no lower end: the allocation rounds' models dominate the pair, docs/math.md §3.10)"
             rows += [
@@ -80,43 +83,39 @@ def sgd_tradeoff(params, fpr) -> Result:
                 for r in exact_rows(fpr, mu, "clt-asymptotic")
             ]
     setting = f"sampling: {sampling}; neighbours: {neighbors}" + "".join(
-        f"; {k}: {v:g}" for k, v in extra.items() if k != "dataset_size" or sampling == "truncated-poisson"
+        f"; {k}: {v:g}" for k, v in extra.items() if k in sampler.captioned_inputs
     )
     return tradeoff_result(rows, "sgd-epsilon", "DP-SGD trade-off", setting, setting)
 
 
 def _fpr_setting(params):
-    """(sampling, neighbours, the keywords of the accountants) of ``--fpr``: every sampler with a Rényi curve
-    or a PLD (not shuffle); truncated Poisson with one --dataset-size and one --max-batch-size (the rows
-    have no columns for them)."""
-    sampling = params.sampling
-    if sampling in ("shuffle", "fixed-size"):
+    """(sampler, neighbours, the keywords of the accountants) of ``--fpr``: every sampler whose bound is a
+    privacy profile (not shuffle or fixed-size); the inputs its run reads with one value each (the rows have
+    no columns for them)."""
+    sampler = catalogue.sampler(params.sampling)
+    if not sampler.profile_relations:
+        profiles = [s.name for s in catalogue.CATALOGUE.values() if s.profile_relations]
         raise InputError(
-            f"--fpr: does not apply to --sampling {sampling} (its bound is not a privacy profile here); use "
-            "poisson, truncated-poisson, balls-in-bins or random-allocation"
+            f"--fpr: does not apply to --sampling {sampler.name} (its bound is not a privacy profile here); use "
+            + ", ".join(profiles[:-1])
+            + f" or {profiles[-1]}"
         )
     neighbors = params.neighbors or "add-remove"
-    if sampling != "poisson" and neighbors != "add-remove":
-        raise InputError(f"--fpr: --sampling {sampling} is analysed under add/remove neighbours only")
+    if neighbors not in sampler.profile_relations:
+        raise InputError(f"--fpr: --sampling {sampler.name} is analysed under add/remove neighbours only")
 
-    check_truncated(params)  # what truncated Poisson needs, and --max-batch-size belonging to it
-    extra = {}
-    if sampling == "truncated-poisson":
-        if len(params.max_batch_size) != 1 or len(params.dataset_size) != 1:
-            raise InputError(
-                "--fpr with --sampling truncated-poisson: give one --max-batch-size and one --dataset-size"
-            )
-        extra = dict(
-            dataset_size=float(params.dataset_size[0]), max_batch_size=float(params.max_batch_size[0])
+    check_inputs(params, sampler)  # what the sampler needs, and --max-batch-size belonging to it
+    given = [k for k in sampler.run_inputs if getattr(params, k) is not None]
+    if any(len(getattr(params, k)) != 1 for k in given):
+        raise InputError(
+            f"--fpr with --sampling {sampler.name}: give "
+            + " and ".join(f"one {OPTIONS[k]}" for k in reversed(given))  # the cap first, as it always read
         )
-    if sampling == "balls-in-bins" and params.dataset_size is not None:
-        if len(params.dataset_size) != 1:
-            raise InputError("--fpr with --sampling balls-in-bins: give one --dataset-size")
-        extra = dict(dataset_size=float(params.dataset_size[0]))
-    return sampling, neighbors, extra
+    extra = {k: float(getattr(params, k)[0]) for k in given}
+    return sampler, neighbors, extra
 
 
-def _sgd_configs(params):
+def _sgd_configs(params, sampler):
     """(q, σ, T) of every configuration of the swept inputs."""
     if params.sigma is None:
         raise InputError("--fpr: give --noise-multiplier")
@@ -132,11 +131,12 @@ def _sgd_configs(params):
     for (q, n, b), sigma in itertools.product(rates, params.sigma):
         if params.steps is not None:
             lengths = [int(t) for t in params.steps]
-        elif params.epochs is not None and params.sampling == "balls-in-bins":  # whole epochs of floor(N/B)
-            m = float(epoch_steps(q, None if params.sample_rate is not None else n))
-            lengths = [max(math.ceil(e * m), 1) for e in params.epochs]
-        elif params.epochs is not None:  # steps = ceil(E/q) = ceil(E·N/B), as sgd-epsilon counts them
-            lengths = [max(math.ceil(e * n / b), 1) for e in params.epochs]
+        elif params.epochs is not None:  # as sgd-epsilon counts them (ceil(E·N/B), or whole epochs)
+            by_rate = params.sample_rate is not None
+            lengths = [
+                int(sampler.steps_of_epochs(e, q, None if by_rate else n, None if by_rate else b))
+                for e in params.epochs
+            ]
         else:
             raise InputError("--fpr: give --steps or --epochs")
         out += [(q, float(sigma), t) for t in lengths]

@@ -13,10 +13,12 @@ Accountants (one entry each in :data:`ACCOUNTANTS`, all with the signature of :f
   row, valid only where it yields ε <= 1.
 
 Neighbouring relations and sampling (docs/math.md §0): ``noise_multiplier`` is the noise standard deviation
-divided by the clipping norm C.  Poisson sampling is analysed under add/remove-one (sensitivity C);
+divided by the clipping norm C.  Each sampler (:mod:`dpcalc.engine.samplers`, one table) says which
+relations a theorem covers for it, and its Rényi curve of a run: Poisson sampling under add/remove-one
+(sensitivity C, exact) or replace-one (:mod:`dpcalc.engine.mechanisms.sgm.replace`, docs/math.md §3.5);
 fixed-size batches (sampling without replacement) under replace-one (sensitivity 2C, so the theorem sees
-σ/2); Poisson sampling under replace-one by :mod:`dpcalc.engine.mechanisms.sgm.replace` (docs/math.md §3.5).
-Fixed-size batches under add/remove have no theorem here and raise :class:`InputError`.
+σ/2); truncated Poisson, balls-in-bins and random allocation (§3.7, §3.8).  A pair no theorem covers
+raises :class:`InputError`.
 
 Inverse questions live beside this module: :mod:`dpcalc.engine.dpsgd.noise_calibration` (the smallest σ
 whose ε <= target) and :mod:`dpcalc.engine.dpsgd.step_budget` (the largest step count whose ε <= target).
@@ -30,16 +32,9 @@ from typing import NamedTuple
 import numpy as np
 
 from dpcalc.engine.conversion.of_curve import CONVERSIONS, OPTIMAL_STRIDE, eps_of_curve  # noqa: F401 (re-exported)
-from dpcalc.engine.dpsgd.allocation import SAMPLINGS as ALLOCATION
-from dpcalc.engine.dpsgd.allocation import rdp_run
-from dpcalc.engine.mechanisms import sgm
-from dpcalc.engine.mechanisms.sgm.replace import rdp_poisson_replace
-from dpcalc.engine.mechanisms.sgm.truncated_poisson import rdp_truncated_poisson
 from dpcalc.engine.orders import DEFAULT_ORDERS
+from dpcalc.engine.samplers import catalogue
 from dpcalc.errors import DpcalcWarning, InputError
-
-SAMPLINGS = ("poisson", "fixed-size", "truncated-poisson", *ALLOCATION)
-NEIGHBORS = ("add-remove", "replace-one")
 
 
 class Epsilon(NamedTuple):
@@ -65,23 +60,13 @@ def check_whole(x, name: str, lo: float = 0.0) -> None:
 # settings
 
 
-def check_setting(sampling: str, neighbors: str) -> None:
-    """Refuse a (sampling, neighbouring relation) pair that no implemented theorem covers."""
-    if sampling not in SAMPLINGS:
-        raise InputError(f"--sampling: must be one of {', '.join(SAMPLINGS)}, got {sampling!r}")
-    if neighbors not in NEIGHBORS:
-        raise InputError(f"--neighbors: must be one of {', '.join(NEIGHBORS)}, got {neighbors!r}")
-    if sampling in ALLOCATION and neighbors != "add-remove":
-        raise InputError(
-            f"--sampling {sampling} with --neighbors replace-one: no theorem covers it here (the random "
-            "allocation bounds of Feldman & Shenfeld 2025 are for add/remove neighbours); use --neighbors add-remove"
-        )
-    if sampling == "fixed-size" and neighbors == "add-remove":
-        raise InputError(
-            "--sampling fixed-size with --neighbors add-remove: no theorem covers it here (the "
-            "Wang-Balle-Kasiviswanathan 2019 bound for sampling without replacement is for replace-one with "
-            "the dataset size public); use --neighbors replace-one, or --sampling poisson"
-        )
+def check_setting(sampling: str, neighbors: str, accountant: str | None = "rdp"):
+    """Refuse a (sampling, neighbouring relation) pair that no implemented theorem covers (a sampler of
+    :mod:`dpcalc.engine.samplers` that ``accountant`` answers: by default one with a Rényi curve; None: any);
+    returns the sampler."""
+    sampler = catalogue.sampler(sampling, accountant)
+    sampler.check_relation(neighbors)
+    return sampler
 
 
 def sensitivity_factor(neighbors: str) -> float:
@@ -99,30 +84,14 @@ def rdp_per_step(
     dataset_size=None,
     max_batch_size=None,
 ):
-    """Per-step RDP curve of DP-SGD, shape ``broadcast(q, sigma).shape + (len(alphas),)``.
-
-    Poisson/add-remove: :func:`sgm.rdp_poisson` (exact, MTZ 2019; docs/math.md §3.2) at σ.
-    Fixed-size/replace-one: :func:`sgm.rdp_without_replacement` (WBK 2019 bound; docs/math.md §3.3) at σ/2
-    (the replace-one sensitivity of the clipped sum is 2C).  Poisson/replace-one: the weak-triangle bound
-    of :mod:`dpcalc.engine.mechanisms.sgm.replace` (docs/math.md §3.5).  Truncated Poisson (``dataset_size`` N and
-    ``max_batch_size`` B broadcast with q): the revealed mixture of :mod:`dpcalc.engine.mechanisms.sgm.truncated_poisson`
-    (docs/math.md §3.7).
+    """Per-step RDP curve of DP-SGD, shape ``broadcast(q, sigma).shape + (len(alphas),)``: the sampler's
+    (:meth:`dpcalc.engine.samplers.base.Sampler.rdp_step`; Poisson: exact, MTZ 2019, docs/math.md §3.2;
+    fixed-size: the WBK 2019 bound at σ/2, §3.3; Poisson/replace-one: the weak-triangle bound, §3.5;
+    truncated Poisson with ``dataset_size`` N and ``max_batch_size`` B broadcast with q: the revealed
+    mixture, §3.7).  The allocation samplers have a curve per round, not per step.
     """
-    check_setting(sampling, neighbors)
-    if sampling in ALLOCATION:
-        raise InputError(
-            f"--sampling {sampling}: a run's Rényi DP is per allocation round, not per step (see "
-            "dpcalc.engine.dpsgd.allocation.rdp_run)"
-        )
-    if sampling == "truncated-poisson":
-        if dataset_size is None or max_batch_size is None:
-            raise InputError("--sampling truncated-poisson needs --dataset-size and --max-batch-size")
-        return rdp_truncated_poisson(q, sigma, alphas, dataset_size, max_batch_size, neighbors)
-    if sampling == "poisson" and neighbors == "replace-one":  # an upper bound (docs/math.md §3.5)
-        return rdp_poisson_replace(q, sigma, alphas)
-    sigma_eff = np.asarray(sigma, dtype=float) / sensitivity_factor(neighbors)
-    fn = sgm.rdp_poisson if sampling == "poisson" else sgm.rdp_without_replacement
-    return fn(q, sigma_eff, alphas)
+    sampler = check_setting(sampling, neighbors)
+    return sampler.rdp_step(q, sigma, alphas, neighbors, dataset_size, max_batch_size)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -144,21 +113,14 @@ def rdp_total(
     dataset_size=None,
     max_batch_size=None,
 ):
-    """The Rényi DP of a whole DP-SGD run, shape ``broadcast(q, σ, steps).shape + (len(alphas),)``: steps ×
-    the per-step curve (:func:`rdp_per_step`; truncated Poisson with ``dataset_size`` and ``max_batch_size``
-    broadcast with the rows), or rounds × the per-round bound of random allocation
-    (:func:`dpcalc.engine.dpsgd.allocation.rdp_run`, docs/math.md §3.8).  The curve the rdp accountant converts."""
+    """The Rényi DP of a whole DP-SGD run, shape ``broadcast(q, σ, steps).shape + (len(alphas),)``: the
+    sampler's curve of a run (:meth:`dpcalc.engine.samplers.base.Sampler.rdp_run`: steps × the per-step
+    curve of :func:`rdp_per_step`, or rounds × the per-round bound of random allocation, docs/math.md §3.8;
+    ``dataset_size`` and ``max_batch_size`` broadcast with the rows).  The curve the rdp accountant converts."""
     q, sigma, steps = _bcast(q, sigma, steps)
     alphas = np.asarray(alphas, dtype=float)
-    if sampling in ALLOCATION:
-        check_setting(sampling, neighbors)
-        return rdp_run(q, sigma, steps, alphas, sampling, dataset_size)
-    trunc = {}
-    if sampling == "truncated-poisson":  # N and B broadcast with the rows
-        trunc = dict(dataset_size=dataset_size, max_batch_size=max_batch_size)
-    per_step = rdp_per_step(q, sigma, alphas, sampling=sampling, neighbors=neighbors, **trunc)
-    with np.errstate(invalid="ignore", over="ignore"):
-        return np.where(per_step == 0, 0.0, steps[..., None] * per_step)
+    sampler = check_setting(sampling, neighbors)
+    return sampler.rdp_run(q, sigma, steps, alphas, neighbors, dataset_size, max_batch_size)
 
 
 def epsilon_rdp(
@@ -220,7 +182,7 @@ def epsilon_abadi(q, sigma, steps, delta, *, sampling="poisson", neighbors="add-
     curve (α, αρT).  **Asymptotic**: ``valid`` is σ >= 1, q < 1/(16σ) and α* − 1 <= σ²·log(1/(qσ))
     (Lemma 3's conditions on λ = α − 1); outside them it is not a bound.  Poisson sampling, add/remove only.
     """
-    if (sampling, neighbors) != ("poisson", "add-remove"):
+    if not applies("abadi", sampling, neighbors):
         raise InputError(
             "--accountant abadi: the moments accountant (Abadi et al. 2016) is for Poisson sampling with "
             "add/remove-one neighbours only"
@@ -249,7 +211,7 @@ def epsilon_bassily(
     ``valid`` says where.  A reference row; the constant is as on the slide, unverified (§3.4).
     Fixed-size batches, replace-one neighbours (the slide's Δ = 2L/m).
     """
-    if (sampling, neighbors) != ("fixed-size", "replace-one"):
+    if not applies("bassily", sampling, neighbors):
         raise InputError(
             "--accountant bassily: the Bassily-Smith-Thakurta analysis is for fixed-size batches with "
             "replace-one neighbours (use --sampling fixed-size --neighbors replace-one)"
@@ -274,12 +236,9 @@ USES_CONVERSION = {"rdp"}
 
 
 def applies(accountant: str, sampling: str, neighbors: str) -> bool:
-    """Whether an accountant covers a (sampling, neighbours) setting (used by ``--accountant all``)."""
-    if accountant == "abadi":
-        return (sampling, neighbors) == ("poisson", "add-remove")
-    if accountant == "bassily":
-        return (sampling, neighbors) == ("fixed-size", "replace-one")
-    return True
+    """Whether an accountant covers a (sampling, neighbours) setting, as the sampler's table entry says."""
+    sampler = catalogue.lookup(sampling)
+    return sampler is not None and sampler.covers(accountant, neighbors)
 
 
 def epsilon(accountant, q, sigma, steps, delta, **kw) -> Epsilon:

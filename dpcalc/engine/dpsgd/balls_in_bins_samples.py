@@ -48,8 +48,8 @@ import functools
 import math
 
 import numpy as np
-from scipy import special
 
+from dpcalc.engine._special import lazy_special as special
 from dpcalc.engine.mechanisms.random_allocation.rdp_add import log_laplace_lognormal_upper
 
 #: Largest number of float64 entries in one sampled block (about 48 MB; a few temporaries of that size).

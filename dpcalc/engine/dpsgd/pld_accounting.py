@@ -3,7 +3,8 @@
 * :func:`sgd_epsilon_pld` / :func:`sgd_delta_pld` — DP-SGD (Poisson-subsampled Gaussian, add/remove
   neighbours: both directions are composed and the worse is reported; Mironov, Talwar & Zhang 2019,
   docs/math.md §3.2; Zhu, Dong & Wang 2022); replace-one neighbours (§3.5), truncated Poisson batches
-  (§3.7) and the allocation samplers' rounds (§3.10).
+  (§3.7) and the allocation samplers' rounds (§3.10).  Each sampler's pair of a run is its own
+  (:meth:`dpcalc.engine.samplers.base.Sampler.pld_directions`, the table :mod:`dpcalc.engine.samplers`).
 
 Every answer is a :class:`~dpcalc.engine.pld.bracket.Bracket` ``(lower, estimate, upper)``
 (:mod:`dpcalc.engine.pld.bracket` says what is guaranteed).
@@ -20,16 +21,9 @@ Many ε for one configuration (a privacy profile) share one composition per dire
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
-from dpcalc.engine.dpsgd.allocation import SAMPLINGS, rounds
-from dpcalc.engine.mechanisms.gaussian_loss import gaussian_loss, sgm_loss
-from dpcalc.engine.mechanisms.loss_models import approx_dp
-from dpcalc.engine.mechanisms.random_allocation.round_loss import PRECISE_TAIL, round_loss_models
-from dpcalc.engine.mechanisms.sgm.truncated_poisson import loss_directions
-from dpcalc.engine.mechanisms.sgm_replace_loss import sgm_replace_loss
 from dpcalc.engine.pld.bracket import (
     _INF_BRACKET,
     Bracket,
@@ -46,32 +40,22 @@ from dpcalc.engine.pld.bracket import (
     _unbounded,
     dominates_only,
 )
-from dpcalc.engine.pld.grid import DEFAULT_MEMORY_CAP, Component
+from dpcalc.engine.pld.grid import DEFAULT_MEMORY_CAP
+from dpcalc.engine.samplers import catalogue
+from dpcalc.engine.samplers.base import Sampler
 from dpcalc.errors import InputError
 
 __all__ = ["sgd_delta_pld", "sgd_epsilon_pld", "sgd_epsilon_pld_remove"]
 
 
 def _sgm_directions(
-    q: float, sigma: float, steps: int, neighbors: str = "add-remove", trunc=None, delta=None
+    q: float, sigma: float, steps: int, neighbors: str = "add-remove", sampler=None, config=(), delta=None
 ):
-    """The directions of DP-SGD's pair, each a list of components; ``trunc``: None (Poisson), ``(N, B)``
-    (truncated Poisson) or an :class:`_Allocation` (``delta``, when the question is ε(δ), sets the
-    precision its rounds need)."""
-    if isinstance(trunc, _Allocation):  # allocation rounds (docs/math.md §3.10)
-        n = None if math.isnan(trunc.dataset_size) else trunc.dataset_size
-        t, k, r = (int(v) for v in rounds(q, steps, trunc.sampling, n))
-        return run_directions(sigma, t, k, r, delta)
-    if trunc is not None:  # truncated Poisson batches: a revealed mixture per step (docs/math.md §3.7)
-        return [[Component(d[0], steps)] for d in loss_directions(q, sigma, *trunc, neighbors)]
-    if neighbors == "replace-one":  # one symmetric pair (docs/math.md §3.5)
-        return [[Component(sgm_replace_loss(q, sigma), steps)]]
-    if q == 1.0:
-        return [[Component(gaussian_loss(sigma), steps)]]
-    return [
-        [Component(sgm_loss(q, sigma, "remove"), steps)],
-        [Component(sgm_loss(q, sigma, "add"), steps)],
-    ]
+    """The directions of DP-SGD's pair, each a list of components: the sampler's (plain Poisson when None;
+    ``config``: one row of its :meth:`~dpcalc.engine.samplers.base.Sampler.pld_config`; ``delta``, when the
+    question is ε(δ), may set the precision)."""
+    sampler = sampler or catalogue.sampler("poisson")
+    return sampler.pld_directions(q, sigma, steps, neighbors, config, delta)
 
 
 def _sgd_args(q, sigma, steps):
@@ -99,45 +83,32 @@ def sgd_epsilon_pld(
     neighbors="add-remove",
     dataset_size=None,
     max_batch_size=None,
-    sampling="poisson",
+    sampling=None,
 ) -> Bracket:
     """ε(δ) bracket of DP-SGD: ``steps`` compositions of the Poisson-subsampled Gaussian with sampling
     rate ``q`` and noise multiplier ``sigma`` (add/remove neighbours, worse direction reported; with
     ``neighbors="replace-one"`` the symmetric replace-one pair of docs/math.md §3.5).  With ``dataset_size`` N
     and ``max_batch_size`` B (broadcast with the rest): truncated Poisson batches (docs/math.md §3.7).
     ``sampling="balls-in-bins"`` or ``"random-allocation"`` (add/remove; N optional): the certified PLD of
-    the allocation rounds (docs/math.md §3.10) — an upper bound only: ``lower`` is nan there.
+    the allocation rounds (docs/math.md §3.10) — an upper bound only: ``lower`` is nan there.  ``sampling``
+    (None: truncated Poisson where ``max_batch_size`` is given, else Poisson) names the sampler.
 
     Arguments broadcast; returns a :class:`Bracket` of arrays of the broadcast shape.  ``eps_error``
     is the target bracket width (``upper − lower``); default 0.5 % of ε.  ``memory_cap`` (bytes)
     bounds one computation; a request above it raises :class:`InputError` naming ``--eps-error``.
     One grid and FFT per distinct configuration (a loop over configurations).
     """
-    trunc = _truncation(dataset_size, max_batch_size, sampling)
-    return _sgd_epsilon(
-        q, sigma, steps, delta, eps_error, memory_cap, neighbors, directions=None, trunc=trunc
-    )
+    sampler, config = _setting(sampling, dataset_size, max_batch_size)
+    return _sgd_epsilon(q, sigma, steps, delta, eps_error, memory_cap, neighbors, None, sampler, config)
 
 
-class _Allocation(NamedTuple):
-    """An allocation sampler and its dataset size N (nan when not given: ⌊1/q⌋ steps an epoch)."""
-
-    sampling: str
-    dataset_size: object
-
-
-def _truncation(dataset_size, max_batch_size, sampling="poisson"):
-    """``(N, B)`` arrays of truncated Poisson sampling, an :class:`_Allocation` of an allocation sampler, or
-    None (plain Poisson)."""
-    if sampling in SAMPLINGS:
-        return _Allocation(
-            sampling, np.asarray(np.nan if dataset_size is None else dataset_size, dtype=float)
-        )
-    if max_batch_size is None:
-        return None
-    if dataset_size is None:
-        raise InputError("--sampling truncated-poisson needs --dataset-size")
-    return np.asarray(dataset_size, dtype=float), np.asarray(max_batch_size, dtype=float)
+def _setting(sampling, dataset_size, max_batch_size) -> tuple[Sampler, tuple]:
+    """The sampler (``sampling``; None: truncated Poisson where a cap is given, else Poisson) and the arrays
+    its pair reads per configuration (:meth:`~dpcalc.engine.samplers.base.Sampler.pld_config`)."""
+    if sampling is None:
+        sampling = "poisson" if max_batch_size is None else "truncated-poisson"
+    sampler = catalogue.sampler(sampling, "pld")
+    return sampler, sampler.pld_config(dataset_size, max_batch_size)
 
 
 def sgd_epsilon_pld_remove(
@@ -149,7 +120,9 @@ def sgd_epsilon_pld_remove(
     return _sgd_epsilon(q, sigma, steps, delta, eps_error, memory_cap, "add-remove", directions=1)
 
 
-def _sgd_epsilon(q, sigma, steps, delta, eps_error, memory_cap, neighbors, directions, trunc=None) -> Bracket:
+def _sgd_epsilon(
+    q, sigma, steps, delta, eps_error, memory_cap, neighbors, directions, sampler=None, config=()
+) -> Bracket:
     """The body of :func:`sgd_epsilon_pld` (``directions=None``: all of the pair's) and
     :func:`sgd_epsilon_pld_remove` (``directions=1``: the first, "remove")."""
     q, sigma, steps = _sgd_args(q, sigma, steps)
@@ -161,7 +134,7 @@ def _sgd_epsilon(q, sigma, steps, delta, eps_error, memory_cap, neighbors, direc
             return _pair(dirs, _INF_BRACKET)
         return _eps_worst(dirs[:directions], d, eps_error, memory_cap)
 
-    return _per_config(q, sigma, steps, delta, solve, neighbors, trunc, target_is_delta=True)
+    return _per_config(q, sigma, steps, delta, solve, neighbors, sampler, config, target_is_delta=True)
 
 
 def sgd_delta_pld(
@@ -175,19 +148,19 @@ def sgd_delta_pld(
     neighbors="add-remove",
     dataset_size=None,
     max_batch_size=None,
-    sampling="poisson",
+    sampling=None,
 ) -> Bracket:
     """δ(ε) bracket of DP-SGD (as :func:`sgd_epsilon_pld`, with ``epsilon`` given instead of δ)."""
     q, sigma, steps = _sgd_args(q, sigma, steps)
     epsilon = _check_eps(epsilon)
     eps_error = _check_eps_error(eps_error)
-    trunc = _truncation(dataset_size, max_batch_size, sampling)
-    if trunc is None and epsilon.size > 1 and all(np.unique(a).size == 1 for a in (q, sigma, steps)):
+    sampler, config = _setting(sampling, dataset_size, max_batch_size)
+    if not config and epsilon.size > 1 and all(np.unique(a).size == 1 for a in (q, sigma, steps)):
         # one configuration, many ε (a privacy profile): one composition per direction
         shape = np.broadcast_shapes(q.shape, sigma.shape, steps.shape, epsilon.shape)
         q1, s1, t1 = float(q.ravel()[0]), float(sigma.ravel()[0]), int(steps.ravel()[0])
         what = f"sample rate {q1:g}, noise multiplier {s1:g}, {t1} steps"
-        dirs = _sgm_directions(q1, s1, t1, neighbors)
+        dirs = _sgm_directions(q1, s1, t1, neighbors, sampler)
         key = ("sgd", q1, s1, t1, neighbors)
         out = _in_range(what, lambda: _delta_worst(dirs, epsilon.ravel(), eps_error, memory_cap, key))
         return Bracket(*(np.broadcast_to(o.reshape(epsilon.shape), shape).copy() for o in out))
@@ -198,18 +171,17 @@ def sgd_delta_pld(
         epsilon,
         lambda dirs, e: _delta_worst_at(dirs, e, eps_error, memory_cap),
         neighbors,
-        trunc,
+        sampler,
+        config,
     )
 
 
 def _per_config(
-    q, sigma, steps, target, solve, neighbors="add-remove", trunc=None, target_is_delta=False
+    q, sigma, steps, target, solve, neighbors="add-remove", sampler=None, config=(), target_is_delta=False
 ) -> Bracket:
-    """Broadcast (q, σ, steps, target[, N, B | N]) and run ``solve(directions, target)`` once per distinct
+    """Broadcast (q, σ, steps, target, *config) and run ``solve(directions, target)`` once per distinct
     configuration (each needs its own grid and FFT, so this is a loop over configurations)."""
-    alloc = isinstance(trunc, _Allocation)
-    rows = [] if trunc is None else [trunc.dataset_size] if alloc else list(trunc)
-    arrays = [q, sigma, steps, target] + rows
+    arrays = [q, sigma, steps, target, *config]
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     flat = [np.broadcast_to(a, shape).ravel() for a in arrays]
     out = np.empty((3, flat[0].size))
@@ -218,16 +190,13 @@ def _per_config(
         key = tuple(a[i] for a in flat)
         if key not in cache:
             q1, s1, t1, x1 = float(key[0]), float(key[1]), int(key[2]), float(key[3])
-            if trunc is None:
-                tr = None
-            else:
-                tr = _Allocation(trunc.sampling, float(key[4])) if alloc else (float(key[4]), float(key[5]))
+            row = tuple(float(v) for v in key[4:])
             what = f"sample rate {q1:g}, noise multiplier {s1:g}, {t1} steps"
             hint = x1 if target_is_delta else None
             cache[key] = _in_range(
                 what,
-                lambda a=(q1, s1, t1), x=x1, tr=tr, d=hint, w=what: _solved(
-                    solve, _sgm_directions(*a, neighbors, tr, d), x, w
+                lambda a=(q1, s1, t1), x=x1, c=row, d=hint, w=what: _solved(
+                    solve, _sgm_directions(*a, neighbors, sampler, c, d), x, w
                 ),
             )
         out[:, i] = cache[key]
@@ -242,42 +211,3 @@ def _solved(solve, dirs, target, what: str) -> tuple:
     if dominates_only(dirs) and not math.isfinite(bracket[2]):
         raise _floor_refusal(f"PLD accounting of {what}", "allocation", "--accountant rdp")
     return bracket
-
-
-# ------------------------------------------------------------------- a run of random-allocation rounds
-
-
-def run_directions(sigma: float, t: int, k: int, rounds: int, delta: float | None = None):
-    """The two directions ``[remove, add]`` of a run of ``rounds`` rounds in which each example is in k of
-    t steps (Lemma 3.2 of Feldman & Shenfeld 2025: given a uniformly random split of the t steps into k
-    blocks of ⌊t/k⌋ or ⌊t/k⌋ + 1 steps, the blocks are independent 1-of-block rounds; the split is the same
-    on both sides, so by joint convexity the profile is at most that of the blocks' composition), each a
-    list of accountant components; the neglected mass rides along as ``approx_dp(0, extra)`` per block.
-    ``delta`` (an ε(δ) question): where the double-precision round-off would take more than
-    :data:`FLOOR_SHARE` of δ, the rounds are recomputed in extended precision."""
-    t, k, rounds = int(t), int(k), int(rounds)
-    m, r = divmod(t, k)
-    blocks = [(m, (k - r) * rounds), (m + 1, r * rounds)]
-    blocks = [(size, count) for size, count in blocks if count > 0]
-    models = [round_loss_models(float(sigma), size) for size, _ in blocks]
-    if delta is not None and _floor(models, blocks) > FLOOR_SHARE * delta:
-        models = [round_loss_models(float(sigma), size, PRECISE_TAIL, precise=True) for size, _ in blocks]
-    out = [[], []]
-    for (remove, add, extra), (_, count) in zip(models, blocks):
-        out[0].append(Component(remove, count))
-        out[1].append(Component(add, count))
-        if extra > 0:
-            for d in out:
-                d.append(Component(approx_dp(0.0, extra), count))
-    return out
-
-
-#: The share of δ the counted masses may take before the rounds are recomputed in extended precision (about
-#: ten times slower): 5 % of δ moves ε by about 0.3 % (σ = 0.8, 60 epochs of 234 steps), less than the
-#: accountant's default bracket width.
-FLOOR_SHARE = 0.05
-
-
-def _floor(models, blocks) -> float:
-    """The mass at +∞ the composed extras carry: ``1 − Π (1 − extra)^count``."""
-    return -math.expm1(sum(c * math.log1p(-m[2]) for m, (_, c) in zip(models, blocks)))

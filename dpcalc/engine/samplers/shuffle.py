@@ -1,5 +1,5 @@
-"""DP-SGD with shuffled fixed-size batches: a certified upper bound and a lower bound on ε
-(docs/math.md §3.6).
+"""Shuffled fixed-size batches (``--sampling shuffle``): a certified upper bound and a lower bound on ε
+(docs/math.md §3.6); the sampler answers with a row of its own, not with a Rényi curve or a PLD.
 
 Each epoch splits a random permutation of the N examples into ``m = ⌊N/B⌋`` batches of B (the rest is
 dropped), so an example is in at most one step of each epoch.  Under replace-one neighbours (the
@@ -27,25 +27,16 @@ import numpy as np
 from dpcalc.engine._special import lazy_special as special
 from dpcalc.engine._special import lazy_stats as stats
 from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
+from dpcalc.engine.samplers.base import Sampler, steps_per_epoch
+from dpcalc.errors import InputError
+
+__all__ = ["SAMPLER", "epsilon_shuffle_lower", "epsilon_shuffle_upper", "steps_per_epoch"]
 
 #: Grid of thresholds τ and of epoch counts j searched by the lower bound.
 _TAUS = 600
 _JS = 120
 #: Relative margin taken off the lower bound (floating-point error of the binomial tails, ~1e-14).
 _MARGIN = 1e-9
-
-
-def steps_per_epoch(q, dataset_size=None, batch_size=None) -> np.ndarray:
-    """``m = ⌊N/B⌋`` (exact from the integers when given, else ⌊1/q⌋ checked so that m·q <= 1)."""
-    if dataset_size is not None and batch_size is not None:
-        n = np.asarray(dataset_size, dtype=float)
-        b = np.asarray(batch_size, dtype=float)
-        return np.maximum(np.floor(n / b), 1.0)
-    q = np.asarray(q, dtype=float)
-    with np.errstate(divide="ignore"):
-        m = np.floor(1.0 / q)
-    m = np.where(m * q > 1.0, m - 1.0, m)
-    return np.maximum(m, 1.0)
 
 
 def epsilon_shuffle_upper(sigma, steps, delta, m) -> tuple[np.ndarray, np.ndarray]:
@@ -95,3 +86,62 @@ def epsilon_shuffle_lower(sigma, steps, delta, m) -> np.ndarray:
             cache[key] = _lower_one(2.0 / key[0], key[1], key[2], key[3]) if key[3] > 0 else np.inf
         out[i] = cache[key]
     return out
+
+
+class Shuffle(Sampler):
+    name = "shuffle"
+    order = 40
+    relations = ("replace-one",)
+    refusal = (
+        "--sampling shuffle with --neighbors add-remove: no theorem covers it here (the batches of a "
+        "permutation are analysed under replace-one); use --neighbors replace-one"
+    )
+    #: its own row (the accountant "shuffle"), nothing else
+    accountants = {"shuffle": ("replace-one",)}
+    tuning_runs = False
+    whole_epochs = True
+    profile_relations = ()
+    caption = (
+        "; shuffle: epsilon is a certified upper bound (no amplification), epsilon_lower a LOWER bound "
+        "(Chua et al. 2024): the true ε lies between them; publish epsilon; an epoch is floor(N/B) steps "
+        "(floor(1/q) without --dataset-size), steps = ceil(epochs × that)"
+    )
+    #: why ``--rdp-curve`` has nothing to print
+    no_curve = "its upper bound composes one Gaussian per epoch exactly"
+    notes = {
+        ("shuffle", "replace-one"): (
+            "replace-one; epsilon: upper bound, k = ceil(steps/floor(N/B)) Gaussians with r = 2/σ composed "
+            "exactly (Balle-Wang 2018 Thm 8), no amplification; epsilon_lower: LOWER bound of Chua et al. 2024 "
+            "(arXiv:2403.17673) for the shuffled run releasing every step"
+        ),
+    }
+
+    def check_inputs(self, dataset_size=None, max_batch_size=None, tuning=None) -> None:
+        """Nothing beyond the common checks: its refusal of ``--tuning-runs`` comes with its own row's
+        (:meth:`own_accountants`), in the order the command line has always reported them."""
+
+    def own_accountants(self, accountant: str, neighbors: str, solve, tuning) -> list[str]:
+        """Its own row, refusing what it does not answer."""
+        self.check_relation(neighbors)
+        if accountant not in ("rdp", "all"):
+            raise InputError(
+                f"--accountant {accountant} does not apply to --sampling shuffle: its row is the exact composition "
+                "of Gaussians (leave --accountant out)"
+            )
+        if solve is not None:
+            raise InputError(
+                "--target-epsilon is not supported with --sampling shuffle yet: give every option"
+            )
+        if tuning is not None:
+            raise InputError("--tuning-runs is not supported with --sampling shuffle")
+        return ["shuffle"]
+
+    def own_rows(self, sigma, steps, delta, q, dataset_size=None, batch_size=None):
+        """``(upper, lower)`` bounds on ε of each row (flat arrays; :func:`epsilon_shuffle_upper`,
+        :func:`epsilon_shuffle_lower`)."""
+        m = steps_per_epoch(q, dataset_size, batch_size)
+        upper, _ = epsilon_shuffle_upper(sigma, steps, delta, m)
+        return upper, epsilon_shuffle_lower(sigma, steps, delta, m)
+
+
+SAMPLER = Shuffle()

@@ -1,0 +1,248 @@
+"""The checks of ``dpcalc sgd-epsilon``'s inputs before any work (:mod:`dpcalc.commands.sgd_epsilon`): the
+combination of options, what the sampler needs and which accountants answer it (the sampler table,
+:mod:`dpcalc.engine.samplers`), the Monte Carlo accountant's options, and the bounded work of a sweep
+(docs/math.md §3).  The checks run in the order the command line has always reported them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from dpcalc.commands import sweep
+from dpcalc.commands.choices import SGD_ACCOUNTANTS
+from dpcalc.engine.samplers import catalogue
+from dpcalc.errors import InputError
+
+#: --accountant mc: Monte Carlo samples per direction, and the confidence of its ε (defaults).
+MC_SAMPLES = 1_000_000
+MC_CONFIDENCE = 0.95
+
+#: The most configurations the pld accountant is asked for in one run (each takes about a second: a PLD, or
+#: a search of several); a larger sweep is refused up front (the other accountants stream it).
+PLD_MAX_CONFIGS = 1000
+
+#: The smallest --target-epsilon when solving for the noise multiplier or the sample rate (bounded work:
+#: smaller targets made the searches evaluate ε ever closer to 0, minutes per configuration).
+TARGET_MIN = 1e-3
+
+#: CPU seconds per configuration of each accountant at its default flags, measured (benchmarks/) with a
+#: margin: the rdp accountant's is the sampler's (``Sampler.rdp_seconds``: a Rényi curve per configuration,
+#: or shared across the steps, the epochs and δ where ``Sampler.curve_reused``), the Monte Carlo
+#: accountant's per sample.
+SECONDS_EACH = {"abadi": 1e-4, "bassily": 1e-4, "pld": 0.1, "shuffle": 2.5e-3}
+#: a forward rdp row sharing its curve costs this beside its share of the curve (about 7,000 rows a second)
+RDP_SECONDS_PER_ROW = 1.5e-4
+MC_SECONDS_PER_SAMPLE = 3e-6
+MC_SECONDS_PER_DRAW = 4e-8  # per sample and step (dpcalc.commands.sgd_rows.MC_WORK_MAX)
+#: --target-epsilon: a search costs about this many evaluations of ε per configuration (the sample rate's
+#: more: each evaluation a new curve); the pld accountant's calibration reuses its distributions.
+SEARCH_FACTOR = {"sigma": 10, "steps": 15, "q": 100}
+PLD_SEARCH_FACTOR = {"sigma": 3, "steps": 3, "q": 10}
+
+#: Accountants that ``--accountant all`` leaves out: Monte Carlo is slow, and a bound with a confidence only.
+ON_REQUEST = ("mc",)
+#: Accountants that need --dataset-size to apply (the bassily reference: its formula involves n).
+NEED_N = ("bassily",)
+
+
+def checked(p):
+    """The inputs with the neighbouring relation and ``eps_error`` resolved (and the Monte Carlo
+    accountant's defaults), the accountants to run, what to solve for (None, ``"sigma"``, ``"steps"`` or
+    ``"q"``) and the sampler (its entry in :mod:`dpcalc.engine.samplers`)."""
+    sampler = catalogue.sampler(p.sampling)
+    neighbors = p.neighbors if p.neighbors is not None else sampler.default_relation
+    solve = _question(p)
+    check_inputs(p, sampler)
+    _check_mc(p, sampler, solve)
+    names = sampler.own_accountants(p.accountant, neighbors, solve, p.tuning)
+    if names is None and p.accountant == "all":
+        names = [a for a in SGD_ACCOUNTANTS if _runs_with_all(a, sampler, neighbors, p.dataset_size)]
+    elif names is None:
+        names = [p.accountant]
+    if p.accountant == "pld" and not sampler.covers("pld"):
+        raise InputError(
+            "--accountant pld: the privacy loss distribution here is for Poisson sampling (plain or truncated) "
+            f"and random allocation; use --accountant rdp for --sampling {p.sampling}"
+        )
+    if p.eps_error is not None and "pld" not in names:
+        raise InputError("--eps-error applies to --accountant pld (or all)")
+    eps_error = p.eps_error
+    if eps_error is not None and not isinstance(eps_error, (int, float)):
+        if len(eps_error) != 1:
+            raise _invalid("--eps-error", "takes a single value, not a list or range")
+        eps_error = eps_error[0]
+    if p.accountant == "mc":  # the Monte Carlo accountant's defaults (reproducible: a fixed seed)
+        p = replace(
+            p,
+            mc_samples=MC_SAMPLES if p.mc_samples is None else p.mc_samples,
+            confidence=MC_CONFIDENCE if p.confidence is None else p.confidence,
+            seed=0 if p.seed is None else p.seed,
+        )
+    return replace(p, neighbors=neighbors, eps_error=eps_error), names, solve, sampler
+
+
+def _question(p):
+    """What ``--target-epsilon`` solves for (None: ε is asked), with the checks of the combination of
+    rate, noise, length, δ and --tuning-runs."""
+    if p.sample_rate is not None and p.batch_size is not None:
+        raise InputError("give either --sample-rate or --batch-size with --dataset-size, not both")
+    if p.steps is not None and p.epochs is not None:
+        raise InputError("give either --steps or --epochs, not both")
+    rate_given = p.sample_rate is not None or p.batch_size is not None
+    length_given = p.steps is not None or p.epochs is not None
+    if p.batch_size is not None and p.dataset_size is None:
+        raise InputError("--batch-size needs --dataset-size (the sample rate is batch size / dataset size)")
+    solve = None
+    if p.target_epsilon is None:
+        if not rate_given:
+            raise InputError("give --sample-rate, or --batch-size with --dataset-size")
+        if p.sigma is None:
+            raise InputError("missing option --noise-multiplier (or give --target-epsilon to solve for it)")
+        if not length_given:
+            raise InputError("give --steps or --epochs (or --target-epsilon to solve for the steps)")
+    else:
+        left_out = [not rate_given, p.sigma is None, not length_given]
+        if sum(left_out) != 1:
+            raise InputError(
+                "with --target-epsilon, leave out exactly one option to solve for: --noise-multiplier, "
+                "--steps/--epochs, or --sample-rate/--batch-size"
+                + (" (give --dataset-size to solve for the batch size)" if sum(left_out) > 1 else "")
+            )
+        solve = "q" if not rate_given else ("sigma" if p.sigma is None else "steps")
+    if solve is not None and p.delta is not None and 0 in p.delta:
+        raise _invalid(
+            "--delta",
+            "0 with --target-epsilon: the subsampled Gaussian's privacy loss is unbounded, so no finite ε "
+            "holds at δ = 0 and nothing meets the target; give δ > 0",
+        )
+    if solve in ("sigma", "q") and min(p.target_epsilon) < TARGET_MIN:
+        raise _invalid(
+            "--target-epsilon",
+            f"{min(p.target_epsilon):g} is below {TARGET_MIN:g} when solving for the "
+            f"{'noise multiplier' if solve == 'sigma' else 'sample rate'}: the search evaluates ε ever closer "
+            "to 0, where the accountants' certified ε is not computed within bounded work",
+        )
+    if p.batch_size is not None:
+        bad = [(b, n) for b in p.batch_size for n in p.dataset_size if b > n]
+        if bad:
+            raise _invalid("--dataset-size", f"{bad[0][1]} is smaller than the batch size {bad[0][0]}")
+    if p.tuning is not None:
+        if solve not in (None, "sigma"):
+            raise InputError(
+                "--tuning-runs with --target-epsilon solves for the noise multiplier only: give the sample rate "
+                "and the length, and leave out --noise-multiplier"
+            )
+        if p.accountant not in ("rdp", "all"):
+            raise InputError(
+                f"--tuning-runs applies to --accountant rdp (or all), not {p.accountant}: its bound is an RDP bound"
+            )
+    return solve
+
+
+def check_inputs(p, sampler) -> None:
+    """What the sampler needs (``Sampler.needs``: truncated Poisson's N and cap) and does not answer
+    (--tuning-runs), and ``--max-batch-size`` belonging to the samplers that take it."""
+    if p.max_batch_size is not None and not sampler.takes_max_batch_size:
+        takers = [s.name for s in catalogue.CATALOGUE.values() if s.takes_max_batch_size]
+        raise InputError(
+            f"--max-batch-size applies to {' and '.join(f'--sampling {t}' for t in takers)} only"
+        )
+    sampler.check_inputs(p.dataset_size, p.max_batch_size, p.tuning)
+
+
+def _invalid(option: str, message: str) -> InputError:
+    """An error about one option's value, worded as the command line words a bad option value."""
+    return InputError(f"Invalid value for '{option}': {message}")
+
+
+def _runs_with_all(name, sampler, neighbors, dataset_size) -> bool:
+    """Whether ``--accountant all`` runs ``name`` for the sampler (its table entry says which answer it)."""
+    if name in ON_REQUEST or (name in NEED_N and dataset_size is None):
+        return False
+    return sampler.covers(name, neighbors)
+
+
+def _check_mc(p, sampler, solve) -> None:
+    """``--accountant mc`` (its samplers only, ε only) and its options, which belong to it."""
+    if p.accountant != "mc":
+        for option, value in (
+            ("--mc-samples", p.mc_samples),
+            ("--confidence", p.confidence),
+            ("--seed", p.seed),
+        ):
+            if value is not None:
+                raise InputError(f"{option} applies to --accountant mc (the Monte Carlo accountant) only")
+        return
+    if not sampler.covers("mc"):
+        which = " or ".join(f"--sampling {name}" for name in catalogue.names("mc"))
+        raise InputError(f"--accountant mc: the Monte Carlo accountant is for {which}")
+    if solve is not None:
+        raise InputError(
+            "--accountant mc does not answer --target-epsilon (each ε costs a Monte Carlo run); use --accountant rdp"
+        )
+    if p.tuning is not None:
+        raise InputError("--tuning-runs applies to --accountant rdp, not mc")
+    if p.seed is not None and not 0 <= p.seed < 2**63:  # the command line's option checks it too
+        raise InputError(f"--seed: {p.seed} is out of range: must be a whole number in [0, 2^63 − 1]")
+
+
+def swept(p) -> dict:
+    """Option -> its values, for the options given (their product is the grid)."""
+    options = {
+        "--sample-rate": p.sample_rate,
+        "--batch-size": p.batch_size,
+        "--dataset-size": p.dataset_size,
+        "--max-batch-size": p.max_batch_size,
+        "--noise-multiplier": p.sigma,
+        "--steps": p.steps,
+        "--epochs": p.epochs,
+        "--delta": p.delta,
+        "--target-epsilon": p.target_epsilon,
+    }
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def check_sweep(p, names, solve, sampler) -> None:
+    """Refuse, before any work, a sweep of too many rows, too many configurations for the pld accountant, or
+    more work than :data:`dpcalc.commands.sweep.WORK_SECONDS` (:func:`check_work`)."""
+    sizes = {opt: len(v) for opt, v in swept(p).items()}
+    sweep.check_rows(sizes, len(names))
+    if "pld" in names and p.tuning is None:  # one PLD (or PLD search) per configuration
+        configs = math.prod(sizes.values())
+        if configs > PLD_MAX_CONFIGS:
+            shown = " × ".join(f"{k} ({v:,})" for k, v in sizes.items() if v > 1)
+            raise InputError(
+                f"--accountant {p.accountant}: {shown} make {configs:,} configurations for the pld accountant, "
+                f"more than {PLD_MAX_CONFIGS:,} (about a second each); narrow a range, split the sweep, or use "
+                "--accountant rdp"
+            )
+    check_work(p, names, solve, sizes, sampler)
+
+
+def check_work(p, names, solve, sizes: dict[str, int], sampler=None) -> None:
+    """Refuse, before any work, a sweep whose configurations would take the accountants asked for
+    more than :data:`dpcalc.commands.sweep.WORK_SECONDS` (naming the swept options, the count and the limit)."""
+    if p.tuning is not None:
+        return  # bounded by --tuning-runs' own limits
+    sampler = sampler or catalogue.sampler(p.sampling)
+    each = 0.0
+    for name in names:
+        if name == "rdp":
+            cost = sampler.rdp_seconds
+            if solve is None and sampler.curve_reused:
+                # one Rényi curve per (rate, noise); the steps, epochs and δ of a sweep reuse it
+                configs = math.prod(sizes.values())
+                curves = math.prod(v for k, v in sizes.items() if k not in ("--steps", "--epochs", "--delta"))
+                cost = cost * curves / configs + RDP_SECONDS_PER_ROW
+        elif name == "mc":
+            steps = max(p.steps) if p.steps is not None else 0  # with --epochs: bounded by MC_WORK_MAX
+            cost = (MC_SECONDS_PER_SAMPLE + MC_SECONDS_PER_DRAW * steps) * (p.mc_samples or MC_SAMPLES)
+        else:
+            cost = SECONDS_EACH.get(name, 0.1)
+        each += cost * (PLD_SEARCH_FACTOR if name == "pld" else SEARCH_FACTOR).get(solve, 1)
+    what = f"--accountant {p.accountant}" + (f" --sampling {p.sampling}" if p.sampling != "poisson" else "")
+    if solve is not None:
+        what += " with --target-epsilon"
+    budget = sweep.WORK_SECONDS if solve is None else sweep.SEARCH_WORK_SECONDS
+    sweep.check_work(sizes, each, what, unit="configurations", budget=budget)
