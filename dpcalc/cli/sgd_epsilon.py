@@ -205,13 +205,31 @@ RUN_HELP = {
     "--dataset-size": "Dataset size N (with --batch-size; also checks δ < 1/N).",
     "--max-batch-size": "With --sampling truncated-poisson: the largest batch kept; a larger Poisson batch is cut to a "
     "random subset of this size (needs --dataset-size).",
-    "--steps": "Number of steps T.",
+    "--steps": "Number of steps T: optimizer steps (noise additions); with --accumulation-steps, one per logical "
+    "batch, not one per micro-batch.",
     "--epochs": "Epochs E: steps = ceil(E / sample rate).",
 }
 
 
 @click.command("sgd-epsilon")
 @run_options(RUN_HELP)
+@click.option(
+    "--physical-batch-size",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="B",
+    help="Gradient accumulation: the micro-batch B of one forward/backward pass (with --accumulation-steps and "
+    "--dataset-size, instead of --batch-size / --sample-rate).  Noise is added once per optimizer step over the "
+    "logical batch B·A: q = B·A/N.",
+)
+@click.option(
+    "--accumulation-steps",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="A",
+    help="Gradient accumulation: micro-batches per optimizer step (with --physical-batch-size); the logical "
+    "batch is B·A, --steps counts optimizer steps, --epochs gives ceil(E·N/(B·A)) of them.",
+)
 @click.option(
     "--delta",
     type=Grid(lo=0, lo_open=False, hi=1, hi_open=True),
@@ -301,6 +319,8 @@ def command(
     max_batch_size,
     steps,
     epochs,
+    physical_batch_size,
+    accumulation_steps,
     delta,
     accountant,
     conversion,
@@ -329,6 +349,11 @@ def command(
     With --rdp-curve, the Rényi curve of each configuration instead (no --delta needed).
     """
     out = with_max_tpr(out, fpr, max_tpr)
+    accumulation = _accumulation(
+        physical_batch_size, accumulation_steps, batch_size, sample_rate, dataset_size
+    )
+    if accumulation is not None:
+        batch_size = [accumulation[0] * accumulation[1]]  # the logical batch: q = B·A/N, noise once per step
     refuse_with(fpr, **{"--delta": delta, "--rdp-curve": rdp_curve, "--tuning-runs": tuning})
     if not wanted(rdp_curve, alphas, out) and delta is None and fpr is None:
         ctx = click.get_current_context()
@@ -355,6 +380,7 @@ def command(
         mc_samples=mc_samples,
         confidence=confidence,
         seed=seed,
+        accumulation=accumulation,
     )
     if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
         run(out, lambda: cmd.sgd_tradeoff(params, fpr))
@@ -365,3 +391,26 @@ def command(
         run(out, lambda: cmd.sgd_curve(params, alphas, stream=True))
         return
     run(out, lambda: cmd.sgd_epsilon_stream(params, jobs=jobs))
+
+
+def _accumulation(physical, steps, batch_size, sample_rate, dataset_size):
+    """(B, A) of --physical-batch-size B --accumulation-steps A, or None; a usage error (exit 2) when one
+    comes without the other, beside --batch-size / --sample-rate, or without --dataset-size."""
+    if physical is None and steps is None:
+        return None
+    if physical is None:
+        raise click.UsageError(
+            "--accumulation-steps needs --physical-batch-size (the logical batch is their product)"
+        )
+    if steps is None:
+        raise click.UsageError(
+            "--physical-batch-size needs --accumulation-steps (the logical batch is their product)"
+        )
+    for name, value in (("--batch-size", batch_size), ("--sample-rate", sample_rate)):
+        if value is not None:
+            raise click.UsageError(
+                f"--physical-batch-size/--accumulation-steps cannot be used with {name} (they give the logical batch)"
+            )
+    if dataset_size is None:
+        raise click.UsageError("--physical-batch-size/--accumulation-steps need --dataset-size (q = B·A/N)")
+    return (physical, steps)

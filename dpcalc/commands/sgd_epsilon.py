@@ -77,6 +77,9 @@ class SgdEpsilonParams:
     mc_samples: int | None = None  # --accountant mc (balls-in-bins): Monte Carlo samples per direction
     confidence: float | None = None  # --accountant mc: the probability with which its ε holds
     seed: int | None = None  # --accountant mc: the seed of the sampling
+    #: gradient accumulation (--physical-batch-size, --accumulation-steps): (B, A) when ``batch_size`` is
+    #: the logical batch B·A they make (noise once per optimizer step); named in the caption only
+    accumulation: tuple[int, int] | None = None
 
 
 def sgd_epsilon(params: SgdEpsilonParams) -> Result:
@@ -230,6 +233,8 @@ def _caption(p: SgdEpsilonParams, names, solve, g, sampler) -> str:
         caption += "; pld: [epsilon_lower, epsilon] is the certified bracket, epsilon_estimate lies inside it"
     if p.tuning is not None:
         caption += f"; tuning: {p.tuning.label()}, the best of K runs released (rdp only)"
+    if p.accumulation is not None:
+        caption += _accumulation_caption(p.accumulation, p.dataset_size)
     if "epochs" in g and not sampler.whole_epochs:
         caption += "; steps = ceil(epochs / sample_rate)"
     if solve == "sigma":
@@ -241,6 +246,17 @@ def _caption(p: SgdEpsilonParams, names, solve, g, sampler) -> str:
     elif solve == "q":
         caption += f"; sample_rate: the largest (within a factor {1 + SIGMA_RTOL:g}) with ε <= target"
     return caption
+
+
+def _accumulation_caption(accumulation: tuple[int, int], dataset_size) -> str:
+    """What gradient accumulation was taken to mean: the logical batch, its sample rate, the steps."""
+    physical, steps = accumulation
+    logical = physical * steps
+    n = f"{dataset_size[0]}" if dataset_size is not None and len(dataset_size) == 1 else "dataset_size"
+    return (
+        f"; logical batch = physical {physical} × accumulation {steps} = {logical}; sample_rate = {logical}/{n}; "
+        "steps = optimizer steps (one noise addition each)"
+    )
 
 
 def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns, sampler) -> dict:
