@@ -29,7 +29,7 @@ from dpcalc.errors import InputError
 #: The neighbouring relations (docs/math.md §0).
 RELATIONS = ("add-remove", "replace-one")
 
-#: The words of a row note under each input a sampler may need, as the command line names them.
+#: The command line's option of each input a sampler may need or read.
 OPTIONS = {"dataset_size": "--dataset-size", "max_batch_size": "--max-batch-size"}
 
 
