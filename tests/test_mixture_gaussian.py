@@ -47,7 +47,13 @@ def _mp_loss(sigma, c, p):
 
 
 def _mp_log_moment(sigma, c, p, lam):
-    """log E_{N(0,σ²)}[e^{λL}] by 40-digit quadrature."""
+    """log E_{N(0,σ²)}[e^{λL}] by quadrature at 25 digits (the same 18 digits as at 40, in less than half the
+    time: the comparisons below need 12)."""
+    with mp.workdps(25):
+        return _log_moment_here(sigma, c, p, lam)
+
+
+def _log_moment_here(sigma, c, p, lam):
     s = mp.mpf(sigma)
     L = _mp_loss(sigma, c, p)
     f = lambda x: mp.exp(-(x**2) / (2 * s**2) + lam * L(x)) / (s * mp.sqrt(2 * mp.pi))  # noqa: E731
