@@ -13,7 +13,7 @@ import pytest
 from dpcalc import api
 from dpcalc.engine.mechanisms.catalogue import total_rdp
 from dpcalc.engine.mechanisms.group import doublings, group_dp, rdp_group, scaled_up
-from dpcalc.engine.mechanisms.mixture_gaussian import _binomial
+from dpcalc.engine.mechanisms.mixture_gaussian import binomial_weights
 from dpcalc.errors import InputError
 from dpcalc.group import person_form, person_forms
 from dpcalc.spec import parse_mechanism, parse_mechanisms
@@ -131,7 +131,7 @@ def test_mixture_bracket_contains_dp_accounting(invoke):
     pld = pytest.importorskip("dp_accounting.pld.pld_privacy_accountant")
     dp_event = pytest.importorskip("dp_accounting.dp_event")
     acc = pld.PLDAccountant(value_discretization_interval=1e-4)
-    acc.compose(dp_event.MixtureOfGaussiansDpEvent(1.0, [0.0, 1.0, 2.0, 3.0], _binomial(3, 0.05)), 20)
+    acc.compose(dp_event.MixtureOfGaussiansDpEvent(1.0, [0.0, 1.0, 2.0, 3.0], binomial_weights(3, 0.05)), 20)
     theirs = acc.get_epsilon(1e-5)
     row = _rows(invoke(["compose", SGM, "--delta", "1e-5", "--group-size", "3", "--method", "pld",
                         "--eps-error", "0.005", "-f", "csv"]))["pld"]  # fmt: skip

@@ -93,7 +93,7 @@ def test_the_choices_the_command_line_offers_are_the_commands_own():
 
     assert tuple(compose_methods.METHODS) == choices.COMPOSE_METHODS
     assert choices.CONVERSIONS == tuple(conversions.METHODS)
-    assert set(choices.SGD_ACCOUNTANTS) == set(accounting.ACCOUNTANTS) | {"pld", "mc"}
+    assert set(choices.SGD_ACCOUNTANTS) == set(accounting.ACCOUNTANTS) | {"pld", "mc", "rdp-group"}
 
 
 #: Single queries that answer in a fraction of a second: they import neither scipy nor rich (CSV output:

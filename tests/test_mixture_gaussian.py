@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dpcalc.engine.mechanisms.catalogue import CATALOGUE
-from dpcalc.engine.mechanisms.mixture_gaussian import _binomial, terms_of
+from dpcalc.engine.mechanisms.mixture_gaussian import binomial_weights, terms_of
 from dpcalc.engine.mechanisms.mixture_gaussian_loss import MixtureTerms
 from dpcalc.engine.mechanisms.mixture_gaussian_quad import quad_log_moment
 from dpcalc.engine.mechanisms.mixture_gaussian_rdp import rdp_mixture
@@ -202,7 +202,7 @@ def test_pld_bracket_contains_dp_accounting(invoke):
     "sigma,c,p",
     [
         (1.0, [0, 1, 2], [0.2, 0.6, 0.2]),
-        (2.0, [0, 1, 2, 3], _binomial(3, 0.3)),
+        (2.0, [0, 1, 2, 3], binomial_weights(3, 0.3)),
         (1.5, [1.0, 2.5], [0.7, 0.3]),
     ],
 )
@@ -263,7 +263,7 @@ def test_one_component_is_the_gaussian(invoke):
     "sigma,c,p",
     [
         (1.0, [0, 1, 2], [0.2, 0.6, 0.2]),
-        (2.0, [0, 1, 2, 3], _binomial(3, 0.1)),
+        (2.0, [0, 1, 2, 3], binomial_weights(3, 0.1)),
         (0.8, [0, 1], [0.95, 0.05]),
         (1.5, [1.0, 2.5], [0.7, 0.3]),
         (3.0, [0, 0.5, 1.5, 2.0], [0.4, 0.3, 0.2, 0.1]),
@@ -310,7 +310,7 @@ def test_group_one_rdp_matches_the_subsampled_gaussian(sigma, q):
 
 
 def test_rdp_curve_non_decreasing_and_bounded_by_the_components():
-    for sigma, c, p in [(1.0, [0, 1, 2], [0.2, 0.6, 0.2]), (4.0, list(range(6)), _binomial(5, 0.02))]:
+    for sigma, c, p in [(1.0, [0, 1, 2], [0.2, 0.6, 0.2]), (4.0, list(range(6)), binomial_weights(5, 0.02))]:
         t = MixtureTerms(sigma, c, p)
         curve = rdp_mixture(t, DEFAULT_ORDERS)
         assert np.all(np.diff(curve) >= 0)

@@ -8,7 +8,9 @@ from dpcalc.engine.dpsgd import accounting, noise_calibration, rate_budget, step
 from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 from dpcalc.engine.dpsgd.pld_calibration import calibrate_noise_pld, max_sample_rate_pld, max_steps_pld
 from dpcalc.engine.samplers import catalogue
+from dpcalc.engine.samplers.person import grouped_sampler, person_sampler
 from dpcalc.errors import InputError
+from dpcalc.group import check_group_size
 
 _SGD_CONVERSIONS = ("optimal", "balle", "mironov")
 
@@ -38,6 +40,7 @@ def sgd_epsilon(
     dataset_size=None,
     max_batch_size=None,
     eps_error=None,
+    group_size=1,
 ) -> Bound:
     """ε of DP-SGD: ``steps`` (a whole number >= 1) steps at sampling rate q in (0, 1] and noise
     multiplier σ > 0, at ``delta`` in [0, 1).
@@ -51,9 +54,14 @@ def sgd_epsilon(
     ``neighbors`` (add-remove or replace-one) defaults to replace-one for fixed-size sampling and
     add-remove otherwise.  The closed forms that are not bounds (Abadi et al.'s asymptotic formula,
     Bassily et al.'s reference) are in :mod:`dpcalc.engine.dpsgd.accounting`.  Arguments broadcast.
+    ``group_size`` K (a whole number in [1, 10000]): the guarantee for a person who contributed K examples
+    (docs/math.md §3.11): ``rdp`` and ``pld`` by the mixture of Ganesh 2024, Thm 3.1 (Poisson sampling,
+    add/remove; tight), ``rdp-group`` and ``dp-group`` by the generic group routes (the RDP group property,
+    Mironov 2017, Prop. 2; the (ε, δ) group conversion, Vadhan 2017, Lemma 2.2) of the example-level bound.
     docs/math.md §3, §7.
     """
-    accountant = choice("accountant", accountant, ("rdp", "pld"))
+    accountant = choice("accountant", accountant, ("rdp", "pld", "rdp-group", "dp-group"))
+    k = check_group_size(group_size, "group_size")
     conversion = choice("conversion", conversion, _SGD_CONVERSIONS)
     sampling = choice("sampling", sampling, catalogue.names("rdp"))  # the samplers with a Rényi curve
     sampler = catalogue.sampler(sampling)
@@ -73,6 +81,25 @@ def sgd_epsilon(
         max_batch_size=max_batch_size,
     )
     run = {"dataset_size": dataset_size, "max_batch_size": max_batch_size}
+    args = (sample_rate, noise_multiplier, steps, delta)
+    if accountant == "dp-group":
+        e = accounting.epsilon(
+            "dp-group",
+            *args,
+            group_size=k,
+            conversion=conversion,
+            sampling=sampling,
+            neighbors=neighbors,
+            **run,
+        )
+        return Bound(e.epsilon)
+    if accountant == "rdp-group" or k > 1:
+        sampler.check_relation(neighbors)
+        if accountant == "rdp-group":
+            accountant, sampler = "rdp", grouped_sampler(sampler, k)
+        else:
+            sampler = person_sampler(sampler, neighbors, k)
+        sampling = sampler
     if accountant == "pld":
         if not sampler.covers("pld"):
             raise InputError(

@@ -11,7 +11,7 @@ from dpcalc.cli.run_options import run_options
 from dpcalc.cli.tradeoff import refuse_with, tradeoff_options, with_max_tpr
 from dpcalc.cli.tuning import tuning_option
 from dpcalc.cli.types import SEED_MAX, Grid
-from dpcalc.commands.choices import SGD_ACCOUNTANTS, SGD_CONVERSIONS, SGD_SAMPLINGS
+from dpcalc.commands.choices import GROUP_SIZE_MAX, SGD_ACCOUNTANTS, SGD_CONVERSIONS, SGD_SAMPLINGS
 
 MAN_EXAMPLES = [
     (
@@ -245,7 +245,19 @@ RUN_HELP = {
     help="rdp (exact RDP), pld (privacy loss distributions: a certified [lower, upper] bracket; random "
     "allocation: the certified upper end), "
     "abadi (closed form, asymptotic), bassily (reference), mc (balls-in-bins by Monte Carlo: a bound with a "
-    "confidence; only when asked for), or all that apply.",
+    "confidence; only when asked for), rdp-group and dp-group (with --group-size: the RDP group property and "
+    "the (ε, δ) group conversion of the example-level bound, for comparison), or all that apply.",
+)
+@click.option(
+    "--group-size",
+    type=Grid(lo=1, hi=GROUP_SIZE_MAX, lo_open=False, integer=True),
+    default=None,
+    metavar="K",
+    help="What the run promises a person who contributed K examples (1 <= K <= 10000; 1, the default: one "
+    "example; a list or range sweeps K, the column group_size).  With "
+    "Poisson sampling the rdp and pld rows are tight (each step the mixture of Ganesh 2024, Thm 3.1); "
+    "--accountant all adds the rdp-group and dp-group comparison rows.  Users sampled as units (a user's "
+    "whole contribution clipped together) are plain DP-SGD with users as --dataset-size: no --group-size.",
 )
 @eps_error_option
 @click.option(
@@ -323,6 +335,7 @@ def command(
     accumulation_steps,
     delta,
     accountant,
+    group_size,
     conversion,
     sampling,
     neighbors,
@@ -381,6 +394,7 @@ def command(
         confidence=confidence,
         seed=seed,
         accumulation=accumulation,
+        group_size=tuple(group_size) if group_size is not None else 1,
     )
     if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
         run(out, lambda: cmd.sgd_tradeoff(params, fpr))

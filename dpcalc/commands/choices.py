@@ -13,7 +13,8 @@ CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
 SGD_CONVERSIONS = ("optimal", "balle", "mironov")
 #: sgd-epsilon's --accountant (besides "all"): each an entry of
 #: :data:`dpcalc.engine.dpsgd.accounting.ACCOUNTANTS`, or pld (:mod:`dpcalc.engine.pld`), or mc (balls-in-bins).
-SGD_ACCOUNTANTS = ("rdp", "pld", "abadi", "bassily", "mc")
+#: rdp-group and dp-group are the generic group routes of --group-size (dpcalc.commands.sgd_group).
+SGD_ACCOUNTANTS = ("rdp", "pld", "abadi", "bassily", "mc", "rdp-group", "dp-group")
 
 #: sgd-epsilon's --sampling: the names of the sampler table :data:`dpcalc.engine.samplers.catalogue.CATALOGUE`,
 #: in its order (tests/test_sampler_catalogue.py holds them equal).

@@ -51,7 +51,7 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "method",
             "the accountant, labelled (rdp, pld, abadi-asymptotic, bassily-reference, shuffle-gaussian, "
-            "balls-in-bins-mc)",
+            "balls-in-bins-mc, rdp-group, dp-group)",
         ),
         ("accountant", "the accountant (the value of --accountant; shuffle for --sampling shuffle)"),
         ("conversion", "the RDP → (ε, δ) conversion of the rdp row (classic for abadi)"),
@@ -60,6 +60,11 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
             "poisson, fixed-size, truncated-poisson, shuffle, balls-in-bins or random-allocation",
         ),
         ("neighbors", "add-remove or replace-one"),
+        (
+            "group_size",
+            "K: the examples of the person the row protects (--group-size; empty where it was not given: one "
+            "example)",
+        ),
         (
             "sample_rate",
             "the sampling rate q (--sample-rate, batch_size/dataset_size, or the largest within --target-epsilon)",

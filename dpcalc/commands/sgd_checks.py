@@ -11,8 +11,10 @@ from dataclasses import replace
 
 from dpcalc.commands import sweep
 from dpcalc.commands.choices import SGD_ACCOUNTANTS
+from dpcalc.commands.sgd_group import GROUP_ACCOUNTANTS, GROUP_SECONDS, group_names
 from dpcalc.engine.samplers import catalogue
 from dpcalc.errors import InputError
+from dpcalc.group import check_group_size
 
 #: --accountant mc: Monte Carlo samples per direction, and the confidence of its ε (defaults).
 MC_SAMPLES = 1_000_000
@@ -55,12 +57,18 @@ def checked(p):
     solve = _question(p)
     check_inputs(p, sampler)
     _check_mc(p, sampler, solve)
-    names = sampler.own_accountants(p.accountant, neighbors, solve, p.tuning)
+    p = replace(p, group_size=group_sizes(p.group_size))
+    names = None
+    if max(p.group_size) > 1 or p.accountant in GROUP_ACCOUNTANTS:  # a person with K examples
+        sampler.check_relation(neighbors)
+        names = group_names(p, sampler, neighbors, solve)
+    if names is None:
+        names = sampler.own_accountants(p.accountant, neighbors, solve, p.tuning)
     if names is None and p.accountant == "all":
         names = [a for a in SGD_ACCOUNTANTS if _runs_with_all(a, sampler, neighbors, p.dataset_size)]
     elif names is None:
         names = [p.accountant]
-    if p.accountant == "pld" and not sampler.covers("pld"):
+    if p.accountant == "pld" and not sampler.covers("pld") and max(p.group_size) == 1:
         raise InputError(
             "--accountant pld: the privacy loss distribution here is for Poisson sampling (plain or truncated) "
             f"and random allocation; use --accountant rdp for --sampling {p.sampling}"
@@ -80,6 +88,14 @@ def checked(p):
             seed=0 if p.seed is None else p.seed,
         )
     return replace(p, neighbors=neighbors, eps_error=eps_error), names, solve, sampler
+
+
+def group_sizes(value) -> tuple[int, ...]:
+    """--group-size as a tuple of whole numbers in [1, MAX_GROUP_SIZE] (one value or a sequence)."""
+    values = [value] if isinstance(value, (int, float)) else list(value)
+    if not values:
+        raise InputError("--group-size: give at least one value")
+    return tuple(check_group_size(k) for k in values)
 
 
 def _question(p):
@@ -199,6 +215,7 @@ def swept(p) -> dict:
         "--epochs": p.epochs,
         "--delta": p.delta,
         "--target-epsilon": p.target_epsilon,
+        "--group-size": p.group_size if max(p.group_size) > 1 or len(p.group_size) > 1 else None,
     }
     return {k: v for k, v in options.items() if v is not None}
 
@@ -220,26 +237,38 @@ def check_sweep(p, names, solve, sampler) -> None:
     check_work(p, names, solve, sizes, sampler)
 
 
+def _example_cost(p, name, solve, sizes, sampler) -> float:
+    """CPU seconds per configuration of one example-level accountant."""
+    if name == "rdp":
+        cost = sampler.rdp_seconds
+        if solve is None and sampler.curve_reused:
+            # one Rényi curve per (rate, noise); the steps, epochs and δ of a sweep reuse it
+            configs = math.prod(sizes.values())
+            curves = math.prod(
+                v for k, v in sizes.items() if k not in ("--steps", "--epochs", "--delta", "--group-size")
+            )
+            cost = cost * curves / configs + RDP_SECONDS_PER_ROW
+        return cost
+    if name == "mc":
+        steps = max(p.steps) if p.steps is not None else 0  # with --epochs: bounded by MC_WORK_MAX
+        return (MC_SECONDS_PER_SAMPLE + MC_SECONDS_PER_DRAW * steps) * (p.mc_samples or MC_SAMPLES)
+    return SECONDS_EACH.get(name, 0.1)
+
+
 def check_work(p, names, solve, sizes: dict[str, int], sampler=None) -> None:
     """Refuse, before any work, a sweep whose configurations would take the accountants asked for
     more than :data:`dpcalc.commands.sweep.WORK_SECONDS` (naming the swept options, the count and the limit)."""
     if p.tuning is not None:
         return  # bounded by --tuning-runs' own limits
     sampler = sampler or catalogue.sampler(p.sampling)
+    ks = group_sizes(p.group_size)
     each = 0.0
     for name in names:
-        if name == "rdp":
-            cost = sampler.rdp_seconds
-            if solve is None and sampler.curve_reused:
-                # one Rényi curve per (rate, noise); the steps, epochs and δ of a sweep reuse it
-                configs = math.prod(sizes.values())
-                curves = math.prod(v for k, v in sizes.items() if k not in ("--steps", "--epochs", "--delta"))
-                cost = cost * curves / configs + RDP_SECONDS_PER_ROW
-        elif name == "mc":
-            steps = max(p.steps) if p.steps is not None else 0  # with --epochs: bounded by MC_WORK_MAX
-            cost = (MC_SECONDS_PER_SAMPLE + MC_SECONDS_PER_DRAW * steps) * (p.mc_samples or MC_SAMPLES)
-        else:
-            cost = SECONDS_EACH.get(name, 0.1)
+        # a person's rows (dpcalc.commands.sgd_group) for K > 1; K = 1 rows are the example-level ones
+        person = [k for k in ks if k > 1 or name in GROUP_ACCOUNTANTS]
+        cost = GROUP_SECONDS[name] * len(person) / len(ks) if person else 0.0
+        if len(person) < len(ks):
+            cost += _example_cost(p, name, solve, sizes, sampler) * (len(ks) - len(person)) / len(ks)
         each += cost * (PLD_SEARCH_FACTOR if name == "pld" else SEARCH_FACTOR).get(solve, 1)
     what = f"--accountant {p.accountant}" + (f" --sampling {p.sampling}" if p.sampling != "poisson" else "")
     if solve is not None:

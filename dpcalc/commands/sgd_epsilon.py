@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from dpcalc.commands.sgd_checks import (  # noqa: F401 (the limits and checks, a
     check_work,
     checked,
 )
+from dpcalc.commands.sgd_group import GROUP_ACCOUNTANTS, group_caption
 from dpcalc.commands.sgd_rows import SIGMA_RTOL, accountant_rows
 from dpcalc.engine.grid import product
 from dpcalc.errors import DpcalcWarning, InputError
@@ -40,6 +41,8 @@ METHOD_LABEL = {
     "bassily": "bassily-reference",
     "shuffle": "shuffle-gaussian",  # the shuffle sampler's own row (dpcalc.engine.samplers.shuffle)
     "mc": "balls-in-bins-mc",  # dpcalc.engine.dpsgd.balls_in_bins_mc
+    "rdp-group": "rdp-group",  # --group-size: the generic routes (dpcalc.commands.sgd_group)
+    "dp-group": "dp-group",
 }
 #: Combinations per chunk of a sweep (memory is bounded by the chunk, not by the sweep).
 CHUNK = 2048
@@ -80,6 +83,10 @@ class SgdEpsilonParams:
     #: gradient accumulation (--physical-batch-size, --accumulation-steps): (B, A) when ``batch_size`` is
     #: the logical batch B·A they make (noise once per optimizer step); named in the caption only
     accumulation: tuple[int, int] | None = None
+    #: --group-size K: what the run promises a person who contributed K examples (1: one example, today's
+    #: rows), one value or a sequence (a sweep); the accountants rdp and pld then give the tight mixture
+    #: (Poisson sampling), rdp-group and dp-group the generic group routes (dpcalc.commands.sgd_group)
+    group_size: int | Sequence[int] = 1
 
 
 def sgd_epsilon(params: SgdEpsilonParams) -> Result:
@@ -100,6 +107,8 @@ def sgd_epsilon_stream(
     check_sweep(p, names, solve, sampler)
     g, kw = _prepare(p, names, sampler)
     n = g["q"].size
+    ks = p.group_size  # a tuple after checked()
+    given_k = not isinstance(params.group_size, int)  # a sequence: --group-size given (the column shows it)
     columns = list(ALL_COLUMNS)  # whatever the inputs and accountants: one schema scripts can rely on
     caption = _caption(p, names, solve, g, sampler)
     rate = "batch_size" if p.dataset_size is not None else "sample_rate"
@@ -108,18 +117,21 @@ def sgd_epsilon_stream(
     )  # never an estimate
     derived = _derived(p, solve)
     pieces = sweep.slices(n, CHUNK if chunk == 0 else chunk)
-    tasks = [(name, lo, hi) for name in names for lo, hi in pieces]
+    tasks = [(k, name, lo, hi) for k in ks for name in names for lo, hi in pieces]
     # a sweep of one chunk may evaluate small arrays without scipy (a quick start for single queries);
     # a sweep of several chunks uses scipy throughout, so that no value depends on where a chunk ends
     light = len(pieces) == 1
 
     def compute(task):
-        name, lo, hi = task
-        part = {k: v[lo:hi] for k, v in g.items()}
-        part_kw = {k: (v[lo:hi] if k in ("dataset_size", "max_batch_size") else v) for k, v in kw.items()}
-        cols = accountant_rows(p, sampler, name, solve, part, part_kw, light, strict=len(names) == 1)
+        k, name, lo, hi = task
+        pk = replace(p, group_size=k)
+        part = {key: v[lo:hi] for key, v in g.items()}
+        part_kw = {
+            key: (v[lo:hi] if key in ("dataset_size", "max_batch_size") else v) for key, v in kw.items()
+        }
+        cols = accountant_rows(pk, sampler, name, solve, part, part_kw, light, strict=len(names) == 1)
         return Result(
-            _result_columns(p, solve, part, [(name, cols)], columns, sampler),
+            _result_columns(pk, solve, part, [(name, cols)], columns, sampler, given_k),
             headline=headline,
             title="DP-SGD accounting",
             caption=caption,
@@ -132,7 +144,7 @@ def sgd_epsilon_stream(
 
     return Stream(
         columns,
-        sweep.run(compute, tasks, jobs, rows=n * len(names)),
+        sweep.run(compute, tasks, jobs, rows=n * len(names) * len(ks)),
         headline=headline,
         title="DP-SGD accounting",
         caption=caption,
@@ -235,6 +247,8 @@ def _caption(p: SgdEpsilonParams, names, solve, g, sampler) -> str:
         caption += f"; tuning: {p.tuning.label()}, the best of K runs released (rdp only)"
     if p.accumulation is not None:
         caption += _accumulation_caption(p.accumulation, p.dataset_size)
+    if max(p.group_size) > 1 or any(name in GROUP_ACCOUNTANTS for name in names):
+        caption += group_caption(p.group_size, names, sampler, p.neighbors)
     if "epochs" in g and not sampler.whole_epochs:
         caption += "; steps = ceil(epochs / sample_rate)"
     if solve == "sigma":
@@ -259,8 +273,9 @@ def _accumulation_caption(accumulation: tuple[int, int], dataset_size) -> str:
     )
 
 
-def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns, sampler) -> dict:
-    """The output columns of ``rows`` ((accountant, answers) pairs) on the combinations ``g``."""
+def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns, sampler, given_k=True) -> dict:
+    """The output columns of ``rows`` ((accountant, answers) pairs) on the combinations ``g`` (``given_k``:
+    whether --group-size was given; else the group_size column is empty)."""
     n = g["q"].size
     out: dict[str, list] = {k: [] for k in columns}
     for name, cols in rows:
@@ -275,9 +290,15 @@ def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns, sampler) -> di
         values = {
             "method": [METHOD_LABEL[name]] * n,
             "accountant": [name] * n,
-            "conversion": [p.conversion if name == "rdp" else ("classic" if name == "abadi" else "")] * n,
+            "conversion": [
+                p.conversion
+                if name in ("rdp", "rdp-group", "dp-group")
+                else ("classic" if name == "abadi" else "")
+            ]
+            * n,
             "sampling": [p.sampling] * n,
             "neighbors": [p.neighbors] * n,
+            "group_size": [p.group_size if given_k else None] * n,
             "sample_rate": _numbers(q),
             "batch_size": batch,
             "dataset_size": g["n"].astype(int).tolist() if "n" in g else None,
@@ -366,6 +387,7 @@ def _numbers(x) -> list:
 
 
 _PLOT_SYMBOL = {
+    "group_size": "K",
     "epochs": "epochs",
     "steps": "T",
     "target_epsilon": "target ε",
@@ -382,6 +404,7 @@ def _plot_spec(p: SgdEpsilonParams, out, headline):
     """--plot: the headline by the first swept input, one line per accountant (a dot per accountant
     when nothing is swept); rows whose ``valid`` is false are drawn as "not a bound"."""
     inputs = {
+        "group_size": p.group_size if max(p.group_size) > 1 else None,
         "epochs": p.epochs,
         "steps": p.steps,
         "target_epsilon": p.target_epsilon,
@@ -408,7 +431,12 @@ def _plot_spec(p: SgdEpsilonParams, out, headline):
         band=("epsilon_lower", "epsilon") if headline == "epsilon" and "epsilon_lower" in out else None,
         logx=x == "delta",
         autolog=True,
-        xlabel={"steps": "steps T", "epochs": "epochs", "target_epsilon": "target ε (nats)"}.get(x, ""),
+        xlabel={
+            "steps": "steps T",
+            "epochs": "epochs",
+            "target_epsilon": "target ε (nats)",
+            "group_size": "examples of one person K",
+        }.get(x, ""),
         ylabel=ylabel,
         title=f"DP-SGD: {what} " + (f"by {_PLOT_SYMBOL[x]}" if swept else "by accountant"),
         subtitle=(f"{fixed}; " if fixed else "")

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from dpcalc.commands.sgd_group import GROUP_ACCOUNTANTS, group_rows
 from dpcalc.commands.sgd_searched import searched_rows
 from dpcalc.engine.composition.tuning import tuned_rdp
 from dpcalc.engine.dpsgd import accounting as sgd
@@ -161,30 +162,46 @@ def accountant_rows(p, sampler, name, solve, g, kw, light=True, strict=True) -> 
     with sgm.light_start() if light else contextlib.nullcontext():
         if p.tuning is not None:
             return _tuned_rows(p, name, g, kw, solve)
-        if name == "pld":
-            return _pld_rows(p, sampler, g, solve, strict)
-        if name == "mc":  # Monte Carlo of balls-in-bins
-            return _mc_rows(p, sampler, g)
-        if not sampler.covers("rdp"):  # a row of its own (shuffle)
-            return _own_rows(sampler, g)
-        if solve is not None and not sampler.vectorised_inverse:
-            # truncated Poisson, random allocation: one search per configuration
-            return searched_rows(name, g, kw, solve, SIGMA_RTOL)
-        if solve is None:
-            e = sgd.epsilon(name, g["q"], g["sigma"], g["steps"], g["delta"], **kw)
-            return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e)
-        if solve == "sigma":
-            sig, e = noise_calibration.calibrate_noise(
-                g["q"], g["steps"], g["delta"], g["target"], accountant=name, rtol=SIGMA_RTOL, **kw
+        if p.group_size > 1 or name in GROUP_ACCOUNTANTS:  # a person with K examples
+            return group_rows(
+                p,
+                sampler,
+                name,
+                solve,
+                g,
+                kw,
+                lambda s, n, k: _rows(p, s, n, solve, g, k, strict),
+                SIGMA_RTOL,
             )
-            return dict(noise_multiplier=sig, steps=g["steps"], eps=e)
-        if solve == "q":
-            return _rate_rows(name, g, kw)
-        t, _ = step_budget.max_steps(g["q"], g["sigma"], g["delta"], g["target"], accountant=name, **kw)
-        # report ε (with its order and flags) at the answer; 0 steps: nothing fits
-        e = sgd.epsilon(name, g["q"], g["sigma"], np.maximum(t, 1.0), g["delta"], **kw)
-        e = e._replace(epsilon=np.where(t >= 1, e.epsilon, np.nan), alpha=np.where(t >= 1, e.alpha, np.nan))
-        return dict(noise_multiplier=g["sigma"], steps=t, eps=e)
+        return _rows(p, sampler, name, solve, g, kw, strict)
+
+
+def _rows(p, sampler, name, solve, g, kw, strict) -> dict:
+    """:func:`accountant_rows` for one example (or a person's sampler in ``sampler`` and ``kw``)."""
+    if name == "pld":
+        return _pld_rows(p, sampler, g, solve, strict)
+    if name == "mc":  # Monte Carlo of balls-in-bins
+        return _mc_rows(p, sampler, g)
+    if not sampler.covers("rdp"):  # a row of its own (shuffle)
+        return _own_rows(sampler, g)
+    if solve is not None and not sampler.vectorised_inverse:
+        # truncated Poisson, random allocation: one search per configuration
+        return searched_rows(name, g, kw, solve, SIGMA_RTOL)
+    if solve is None:
+        e = sgd.epsilon(name, g["q"], g["sigma"], g["steps"], g["delta"], **kw)
+        return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e)
+    if solve == "sigma":
+        sig, e = noise_calibration.calibrate_noise(
+            g["q"], g["steps"], g["delta"], g["target"], accountant=name, rtol=SIGMA_RTOL, **kw
+        )
+        return dict(noise_multiplier=sig, steps=g["steps"], eps=e)
+    if solve == "q":
+        return _rate_rows(name, g, kw)
+    t, _ = step_budget.max_steps(g["q"], g["sigma"], g["delta"], g["target"], accountant=name, **kw)
+    # report ε (with its order and flags) at the answer; 0 steps: nothing fits
+    e = sgd.epsilon(name, g["q"], g["sigma"], np.maximum(t, 1.0), g["delta"], **kw)
+    e = e._replace(epsilon=np.where(t >= 1, e.epsilon, np.nan), alpha=np.where(t >= 1, e.alpha, np.nan))
+    return dict(noise_multiplier=g["sigma"], steps=t, eps=e)
 
 
 #: The note of an accountant other than rdp under --tuning-runs.

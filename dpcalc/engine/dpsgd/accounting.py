@@ -32,6 +32,8 @@ from typing import NamedTuple
 import numpy as np
 
 from dpcalc.engine.conversion.of_curve import CONVERSIONS, OPTIMAL_STRIDE, eps_of_curve  # noqa: F401 (re-exported)
+from dpcalc.engine.mechanisms.base import up
+from dpcalc.engine.mechanisms.group import log_group_delta
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.samplers import catalogue
 from dpcalc.errors import DpcalcWarning, InputError
@@ -228,11 +230,70 @@ def epsilon_bassily(
     return Epsilon(eps, np.full(eps.shape, np.nan), np.zeros(eps.shape, dtype=bool), valid)
 
 
-#: name → function(q, sigma, steps, delta, *, sampling, neighbors, conversion, dataset_size, ...) -> Epsilon.
-#: Adding an accountant is one entry here.
-ACCOUNTANTS = {"rdp": epsilon_rdp, "abadi": epsilon_abadi, "bassily": epsilon_bassily}
+#: The δ' the (ε, δ) group route tries: δ/K times 10^(−j/4), j = 0..; 60 decades down (at least 1e-300).
+GROUP_DELTA_STEPS = 241
+
+
+def epsilon_dp_group(
+    q,
+    sigma,
+    steps,
+    delta,
+    *,
+    group_size,
+    sampling="poisson",
+    neighbors="add-remove",
+    conversion="optimal",
+    dataset_size=None,
+    max_batch_size=None,
+    orders=DEFAULT_ORDERS,
+    warn=True,
+) -> Epsilon:
+    """ε for a person with ``group_size`` K examples by the (ε, δ) group conversion (Vadhan 2017, "The
+    complexity of differential privacy", Lemma 2.2: (ε', δ')-DP gives (Kε', K·e^((K−1)ε')·δ')-DP for K
+    examples) of the example-level rdp bound: the smallest K·ε'(δ') (rounded up) over the δ' of
+    :data:`GROUP_DELTA_STEPS` with K·e^((K−1)ε')·δ' <= δ, where ε'(δ') is :func:`epsilon_rdp`'s ε at δ'.
+    Every δ' that passes the test certifies its K·ε', so the minimum over any set of them is a bound; inf
+    where none passes.  The comparison people use today (docs/math.md §3.11), not a tight bound."""
+    k = int(group_size)
+    if k == 1:  # (ε, δ) itself
+        kw = dict(dataset_size=dataset_size, max_batch_size=max_batch_size, orders=orders, warn=warn)
+        return epsilon_rdp(
+            q, sigma, steps, delta, sampling=sampling, neighbors=neighbors, conversion=conversion, **kw
+        )
+    q, sigma, steps, delta = _bcast(q, sigma, steps, delta)
+    orders = np.asarray(orders, dtype=float)
+    total = rdp_total(
+        q,
+        sigma,
+        steps,
+        orders,
+        sampling=sampling,
+        neighbors=neighbors,
+        dataset_size=dataset_size,
+        max_batch_size=max_batch_size,
+    )
+    shrink = 10.0 ** (-np.arange(GROUP_DELTA_STEPS) / 4.0)
+    d = np.maximum(delta[..., None] / k * shrink, 1e-300)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        e = eps_of_curve(orders, total[..., None, :], d, conversion).value
+        ok = (delta[..., None] > 0) & np.isfinite(e) & (log_group_delta(k, e, d) <= np.log(delta)[..., None])
+        ke = np.where(ok, up(k * e, k * e), np.inf)
+    value = np.asarray(np.min(ke, axis=-1))
+    n = value.shape
+    return Epsilon(value, np.full(n, np.nan), np.zeros(n, bool), np.ones(n, bool))
+
+
+#: name → function(q, sigma, steps, delta, *, sampling, neighbors, conversion, dataset_size, ...) -> Epsilon
+#: (dp-group also takes ``group_size``).  Adding an accountant is one entry here.
+ACCOUNTANTS = {
+    "rdp": epsilon_rdp,
+    "abadi": epsilon_abadi,
+    "bassily": epsilon_bassily,
+    "dp-group": epsilon_dp_group,
+}
 #: Which accountants use ``--conversion`` (the others have their own fixed conversion).
-USES_CONVERSION = {"rdp"}
+USES_CONVERSION = {"rdp", "dp-group"}
 
 
 def applies(accountant: str, sampling: str, neighbors: str) -> bool:
@@ -261,6 +322,7 @@ __all__ = [
     "epsilon",
     "epsilon_abadi",
     "epsilon_bassily",
+    "epsilon_dp_group",
     "epsilon_rdp",
     "eps_of_curve",
     "rdp_per_step",

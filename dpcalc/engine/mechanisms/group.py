@@ -88,6 +88,17 @@ def group_dp(eps: float, delta: float, k: int) -> tuple[float, float]:
     return e, (math.inf if log_d > 700.0 else float(up(math.exp(log_d), math.exp(log_d))))
 
 
+def log_group_delta(k: int, eps, delta) -> np.ndarray:
+    """An upper bound on ``log(K·e^((K−1)ε)·δ)``, the δ of the group conversion (Vadhan 2017, Lemma 2.2), on
+    arrays (``-inf`` at δ = 0)."""
+    eps, delta = np.broadcast_arrays(np.asarray(eps, float), np.asarray(delta, float))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        terms = (math.log(k), (k - 1) * eps, np.log(delta))
+        out = terms[0] + terms[1] + terms[2]
+        out = out + 16.0 * _U * (abs(terms[0]) + np.abs(terms[1]) + np.abs(terms[2]) + 1.0)
+    return np.where(delta > 0, out, -np.inf)
+
+
 class Grouped(Mechanism):
     """A kind for a person with ``K = params[GROUP_KEY]`` examples by the generic routes (module docstring):
     its Rényi curve by the RDP group property (and, where the kind's loss is bounded by ε, the smaller

@@ -52,7 +52,7 @@ def _raise(msg: str):
     raise InputError(f"mixture-gaussian: {msg}")
 
 
-def _binomial(k: int, q: float) -> list[float]:
+def binomial_weights(k: int, q: float) -> list[float]:
     """``C(k, i) q^i (1−q)^{k−i}`` for ``i = 0..k``, in log space."""
     if q == 1.0:
         return [0.0] * k + [1.0]
@@ -71,7 +71,7 @@ def components(params: dict, given: dict | None = None, fail=_raise) -> tuple[li
     q = params.get("q")
     if params.get("group") is not None:
         k = whole(params, given, fail, "group", MAX_COMPONENTS - 1, str(MAX_COMPONENTS - 1))
-        return [float(i) for i in range(k + 1)], _binomial(k, float(q))
+        return [float(i) for i in range(k + 1)], binomial_weights(k, float(q))
 
     def raw(name):
         return given.get(

@@ -51,14 +51,17 @@ def names(accountant: str | None = None) -> tuple[str, ...]:
     return tuple(s.name for s in CATALOGUE.values() if accountant is None or s.covers(accountant))
 
 
-def lookup(name: str) -> Sampler | None:
-    """The sampler of a name, or None."""
-    return CATALOGUE.get(name)
+def lookup(name: str | Sampler) -> Sampler | None:
+    """The sampler of a name, or None (a :class:`Sampler` is itself: the accountants take either)."""
+    return name if isinstance(name, Sampler) else CATALOGUE.get(name)
 
 
-def sampler(name: str, accountant: str | None = None) -> Sampler:
-    """The sampler of a name, refusing an unknown one (with ``accountant``: one that accountant answers)."""
-    found = CATALOGUE.get(name)
+def sampler(name: str | Sampler, accountant: str | None = None) -> Sampler:
+    """The sampler of a name (a :class:`Sampler` is itself, e.g. a person's of
+    :mod:`dpcalc.engine.samplers.person`), refusing an unknown one (with ``accountant``: one that accountant
+    answers)."""
+    found = lookup(name)
     if found is None or (accountant is not None and not found.covers(accountant)):
-        raise InputError(f"--sampling: must be one of {', '.join(names(accountant))}, got {name!r}")
+        shown = name.name if isinstance(name, Sampler) else name
+        raise InputError(f"--sampling: must be one of {', '.join(names(accountant))}, got {shown!r}")
     return found
