@@ -137,7 +137,18 @@ def test_a_sweep_of_k_is_one_configuration_per_k():
 
 def test_noise_for_a_target_person_level_epsilon():
     rows = _rows(
-        [*RUN[:1], *RUN[3:], "--steps", "300", "--group-size", "3", "--accountant", "pld", "--target-epsilon", "4"]
+        [
+            *RUN[:1],
+            *RUN[3:],
+            "--steps",
+            "300",
+            "--group-size",
+            "3",
+            "--accountant",
+            "pld",
+            "--target-epsilon",
+            "4",
+        ]
     )
     (row,) = rows
     sigma = float(row["noise_multiplier"])
@@ -186,13 +197,25 @@ def test_a_k_beyond_the_mixture_says_why_in_its_rows():
         (["--group-size", "3", "--accountant", "abadi"], "an example-level formula"),
         (["--group-size", "3", "--tuning-runs", "poisson:mean=3"], "--tuning-runs"),
         (["--group-size", "1000", "--accountant", "pld"], "at most 1000"),
+        (["--group-size", "3", "--rdp-curve"], "compose subsampled-gaussian"),
         (["--group-size", "0"], "--group-size"),
         (["--group-size", "10001"], "--group-size"),
         (["--group-size", "2.5"], "--group-size"),
     ],
 )
 def test_refusals_are_one_line(extra, words):
+    """Each a usage error: exit status 2, one line naming what is at fault."""
     result = _run([*RUN, "--steps", "100", *extra])
     assert result.exit_code == 2
     lines = result.output.strip().split("\n")
     assert len(lines) == 1 and words in lines[0], result.output
+
+
+def test_fpr_refuses_a_person_level_question():
+    """--fpr prints the example-level trade-off curve: never silently in place of the person's."""
+    result = _run([*RUN[:-2], "--steps", "100", "--group-size", "1,3", "--fpr", "0.01"])
+    assert result.exit_code == 2
+    assert result.output.strip().split("\n") == [
+        "Error: --group-size 3 cannot be used with --fpr here (it gives the example-level trade-off curve); use "
+        "compose subsampled-gaussian:sigma=S,q=Q,count=T --group-size 3 --fpr (the person's mixture)"
+    ]

@@ -11,6 +11,7 @@ import numpy as np
 
 from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders, per_chunk
 from dpcalc.commands.sgd_checks import checked
+from dpcalc.commands.sgd_group import refuse_group
 from dpcalc.engine.dpsgd import accounting
 from dpcalc.engine.grid import product
 from dpcalc.engine.mechanisms import sgm
@@ -32,6 +33,7 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
     Returns a :class:`~dpcalc.result.Result`, or with ``stream`` a :class:`~dpcalc.result.Stream` of
     chunks (as every command's curve)."""
     p = params
+    refuse_group(p, "--rdp-curve")
     if p.target_epsilon is not None:
         raise InputError(
             "--target-epsilon cannot be used with --rdp-curve: the curve is of a given noise multiplier "

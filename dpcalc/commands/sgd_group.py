@@ -69,6 +69,18 @@ def group_names(p, sampler, neighbors, solve) -> list[str]:
     )
 
 
+def refuse_group(p, option: str) -> None:
+    """A usage error where ``option`` (--rdp-curve, --fpr) meets --group-size K > 1: it prints the
+    example-level curve or profile only, never silently in place of the person's."""
+    ks = p.group_size if not isinstance(p.group_size, int) else (p.group_size,)
+    if max(ks) > 1:
+        what = {"--rdp-curve": "Rényi curve", "--fpr": "trade-off curve"}.get(option, "answer")
+        raise InputError(
+            f"--group-size {max(ks)} cannot be used with {option} here (it gives the example-level {what}); use "
+            f"compose subsampled-gaussian:sigma=S,q=Q,count=T --group-size {max(ks)} {option} (the person's mixture)"
+        )
+
+
 def group_caption(ks, names, sampler, neighbors) -> str:
     """What the rows mean for a person with K examples (and why the tight rows are missing, where they are)."""
     shown = ", ".join(map(str, ks))

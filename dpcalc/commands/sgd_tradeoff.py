@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from dpcalc.commands.sgd_checks import check_inputs
+from dpcalc.commands.sgd_group import refuse_group
 from dpcalc.commands.tradeoff import CLT_NOTE, exact_rows, tradeoff_result, tradeoff_row
 from dpcalc.engine.dpsgd.accounting import rdp_total
 from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
@@ -27,6 +28,7 @@ def sgd_tradeoff(params, fpr) -> Result:
     # lazy: scipy (dpcalc.engine.tradeoff); only --fpr needs it: a plain sgd-epsilon or convert imports none
     from dpcalc.engine import tradeoff
 
+    refuse_group(params, "--fpr")
     fpr = tradeoff.check_fpr(np.atleast_1d(np.asarray(fpr, float)))
     if params.target_epsilon is not None:
         raise InputError("--fpr cannot be used with --target-epsilon (give the noise, rate and steps)")
