@@ -31,6 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "langevin": ("dpcalc.cli.langevin", "Privacy dynamics of noisy gradient descent (Langevin)."),
     "odometer": ("dpcalc.cli.odometer", "Adaptive budgets: privacy filters, odometers and a CI ledger."),
     "audit": ("dpcalc.cli.audit", "Empirical lower bound on ε from an attack, beside the claimed ε."),
+    "matrix": (
+        "dpcalc.cli.matrix",
+        "Correlated noise: ε of matrix-factorization training (DP-FTRL, BandMF).",
+    ),
 }
 
 NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", ())  # click >= 8.2

@@ -38,3 +38,6 @@ LANGEVIN_METHODS = ("dynamics", "lower", "composition")
 
 #: compose's --group-size (and dpcalc.api.compose's group_size): the largest group of one person's examples.
 GROUP_SIZE_MAX = 10_000
+
+#: matrix's --method (besides "all"): dpcalc.commands.matrix.MATRIX_METHODS.
+MATRIX_METHODS = ("gaussian", "bandmf-rdp", "bandmf-pld")

@@ -132,6 +132,33 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         _ALPHA,
         _NOTE,
     ),
+    "matrix": (
+        (
+            "strategy",
+            "the strategy C (--strategy): identity, toeplitz:coef=…, sqrt[:bands=b], tree or file:path=…",
+        ),
+        ("participation", "single, min-sep:k=K,b=B or cyclic-poisson:b=B[,q=Q] (--participation)"),
+        ("steps", "n: the steps of the run (columns of C)"),
+        ("bands", "the nonzero diagonals of C (empty: not banded, the tree)"),
+        ("sample_rate", "cyclic Poisson: the probability q of each example at each step of its partition"),
+        ("method", "gaussian (no amplification), bandmf-rdp or bandmf-pld (amplified BandMF)"),
+        (
+            "sensitivity",
+            "Δ of C under the participation: the Gaussian mechanism's sensitivity (an upper bound)",
+        ),
+        (
+            "sensitivity_exact",
+            "true where a theorem makes Δ exact, false where it is a certified upper bound",
+        ),
+        ("noise_multiplier", "σ: given, or the smallest within --target-epsilon"),
+        ("delta", "the target δ"),
+        ("target_epsilon", "the target ε of --target-epsilon"),
+        ("epsilon", "ε: a certified upper bound"),
+        ("epsilon_lower", "bandmf-pld: the lower end of the certified bracket [epsilon_lower, epsilon]"),
+        ("epsilon_estimate", "bandmf-pld: an estimate inside the bracket (not a bound)"),
+        ("dpsgd_steps", "bandmf rows: the steps ⌈n/b⌉ of the DP-SGD run that dominates it"),
+        _NOTE,
+    ),
     "iterate": (
         _METHOD,
         ("sigma", "the noise multiplier σ (noise std ησ per step)"),

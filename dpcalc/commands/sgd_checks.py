@@ -203,6 +203,12 @@ def _check_mc(p, sampler, solve) -> None:
         raise InputError(f"--seed: {p.seed} is out of range: must be a whole number in [0, 2^63 − 1]")
 
 
+def _swept_k(value):
+    """--group-size's values when given beyond the default K = 1 (a sweep axis), else None."""
+    ks = group_sizes(value)
+    return ks if max(ks) > 1 or len(ks) > 1 else None
+
+
 def swept(p) -> dict:
     """Option -> its values, for the options given (their product is the grid)."""
     options = {
@@ -215,7 +221,7 @@ def swept(p) -> dict:
         "--epochs": p.epochs,
         "--delta": p.delta,
         "--target-epsilon": p.target_epsilon,
-        "--group-size": p.group_size if max(p.group_size) > 1 or len(p.group_size) > 1 else None,
+        "--group-size": _swept_k(getattr(p, "group_size", 1)),
     }
     return {k: v for k, v in options.items() if v is not None}
 
@@ -261,7 +267,7 @@ def check_work(p, names, solve, sizes: dict[str, int], sampler=None) -> None:
     if p.tuning is not None:
         return  # bounded by --tuning-runs' own limits
     sampler = sampler or catalogue.sampler(p.sampling)
-    ks = group_sizes(p.group_size)
+    ks = group_sizes(getattr(p, "group_size", 1))
     each = 0.0
     for name in names:
         # a person's rows (dpcalc.commands.sgd_group) for K > 1; K = 1 rows are the example-level ones

@@ -1,0 +1,122 @@
+"""``dpcalc matrix``: the options of the matrix mechanism's accounting (docs/math.md §12); the work is
+:func:`dpcalc.commands.matrix.matrix`."""
+
+from __future__ import annotations
+
+import click
+
+from dpcalc.cli.common import common_options, eps_error_option, run, single
+from dpcalc.cli.types import Grid
+from dpcalc.commands.choices import MATRIX_METHODS
+
+MAN_EXAMPLES = [
+    (
+        "One epoch of 1000 steps as DP-SGD (C = I) and as banded square-root factorizations, each example once:",
+        "dpcalc matrix --strategy identity --strategy sqrt:bands=16 --steps 1000 --noise-multiplier 5 "
+        "--delta 1e-6",
+    ),
+    (
+        "BandMF with 4 bands, cyclic Poisson sampling over 4 partitions at q = 0.25: amplified and not:",
+        "dpcalc matrix --strategy sqrt:bands=4 --steps 1000 --participation cyclic-poisson:b=4,q=0.25 "
+        "--noise-multiplier 1 --delta 1e-6",
+    ),
+    (
+        "The noise for ε = 3 of 5 epochs of 200 steps (min-separation 200):",
+        "dpcalc matrix --strategy sqrt:bands=8 --steps 1000 --participation min-sep:k=5,b=200 --target-epsilon 3 "
+        "--delta 1e-6",
+    ),
+]
+
+MAN_NOTES = """\
+The run releases A·G + B·Z for a workload A = B·C: G the clipped gradient sums (one per step, clipping
+norm 1), Z ~ N(0, σ²) per entry; its privacy is that of C·G + Z (docs/math.md §12).
+
+Strategies (--strategy, repeatable): identity (DP-SGD); toeplitz:coef=c0|c1|... (alias banded: the
+lower-triangular Toeplitz C with those diagonals, b = len(coef) bands); sqrt (the square root of the
+prefix-sum workload, c_k = C(2k,k)/4^k: Fichtenberger, Henzinger & Upadhyay 2023) and sqrt:bands=b (its
+first b coefficients: Kalinin & Lampert 2024); tree (the binary tree of DP-FTRL, Kairouz et al. 2021);
+file:path=FILE (a square lower-triangular C, CSV or .npy, checked).
+
+Participation (--participation): single (each example once); min-sep:k=K,b=B (at most K times, at least B
+steps apart: K epochs of B steps); cyclic-poisson:b=B,q=Q (the examples in B partitions, step i uses
+partition i mod B, each example with probability Q).
+
+sensitivity: the largest ‖C·ΔG‖ over the participation (sensitivity_exact true: exact, by a theorem
+named in the note — single participation; McKenna et al. 2024, Thm 2 for non-negative non-increasing
+Toeplitz C; non-overlapping columns of a banded C; a non-negative C under cyclic participation — else a
+certified upper bound).
+
+gaussian: no amplification, the Gaussian mechanism with that sensitivity (Balle & Wang 2018), exact.
+bandmf-rdp, bandmf-pld: amplified BandMF (Choquette-Choo et al. 2023, Thm 4) for a C with at most B bands
+under cyclic Poisson sampling: DP-SGD with Poisson sampling at rate Q, ceil(n/B) steps and noise
+σ / max column norm, by DP-SGD's rdp and pld accountants.
+
+--target-epsilon: the smallest noise multiplier of each row (exact for gaussian; within a factor 1.0001,
+conservative, for the bandmf rows)."""
+
+
+@click.command("matrix")
+@click.option(
+    "--strategy",
+    "strategies",
+    multiple=True,
+    required=True,
+    metavar="STRATEGY",
+    help="The strategy C (repeatable): identity, toeplitz:coef=c0|c1|..., sqrt, sqrt:bands=B, tree or "
+    "file:path=FILE (a square lower-triangular matrix, CSV or .npy).",
+)
+@click.option(
+    "--steps", type=click.IntRange(1, 1_000_000), required=True, help="Steps n of the run (columns of C)."
+)
+@click.option(
+    "--participation",
+    default="single",
+    show_default=True,
+    metavar="PATTERN",
+    help="single, min-sep:k=K,b=B (at most K times, B steps apart) or cyclic-poisson:b=B,q=Q (B partitions, "
+    "each example with probability Q at each step of its partition).",
+)
+@click.option(
+    "--noise-multiplier",
+    "--sigma",
+    "sigma",
+    type=Grid(lo=0),
+    default=None,
+    help="Noise standard deviation / clipping norm (> 0); leave out with --target-epsilon.",
+)
+@click.option("--delta", type=Grid(lo=0, hi=1, hi_open=True), required=True, help="Target δ in (0, 1).")
+@click.option(
+    "--target-epsilon", type=Grid(lo=0), default=None, help="Solve for the smallest noise multiplier."
+)
+@click.option(
+    "--method",
+    type=click.Choice([*MATRIX_METHODS, "all"]),
+    default="all",
+    show_default=True,
+    help="gaussian (no amplification, exact), bandmf-rdp / bandmf-pld (amplified BandMF: cyclic Poisson "
+    "sampling and a banded C), or all that apply.",
+)
+@eps_error_option
+@common_options
+def command(strategies, steps, participation, sigma, delta, target_epsilon, method, eps_error, out):
+    """Correlated noise: ε of matrix-factorization training (DP-FTRL, BandMF).
+
+    For each strategy C: its sensitivity under the participation pattern, and ε without amplification (the
+    Gaussian mechanism) and, under cyclic Poisson sampling with a banded C, amplified BandMF (rdp and a
+    certified pld bracket).  With --target-epsilon: the smallest noise multiplier instead.
+    """
+    eps_error = single(eps_error, "--eps-error")
+    # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
+    from dpcalc.commands import matrix as cmd
+
+    params = cmd.MatrixParams(
+        strategies=list(strategies),
+        steps=steps,
+        delta=delta,
+        sigma=sigma,
+        target_epsilon=target_epsilon,
+        participation=participation,
+        method=method,
+        eps_error=eps_error,
+    )
+    run(out, lambda: cmd.matrix(params))

@@ -1,0 +1,264 @@
+"""Strategy matrices C of the matrix mechanism (docs/math.md §12.1).
+
+A run of n steps releases A·G + B·Z for a workload A = B·C (G: the n clipped gradient sums, one per step; Z:
+Gaussian noise of standard deviation σ per entry), whose privacy is that of C·G + Z.  What the privacy needs of
+C is its Gram matrix ``G = CᵀC`` (the inner products of its columns, one column per step) and, for amplification
+by sampling, its bands.  The strategies:
+
+* ``identity`` — C = I: DP-SGD (independent noise);
+* ``toeplitz:coef=c0|c1|...`` (alias ``banded``) — the lower-triangular Toeplitz matrix with ``C[i, j] =
+  c_{i−j}`` for ``0 <= i − j < len(coef)``: a b-banded strategy with b = len(coef) (BandMF, Choquette-Choo et
+  al. 2023, arXiv:2306.08153);
+* ``sqrt`` / ``sqrt:bands=b`` — the square root of the prefix-sum workload, Toeplitz with ``c_k = C(2k, k)/4^k``
+  (Fichtenberger, Henzinger & Upadhyay 2023, "Constant matters: fine-grained error bound on differentially
+  private continual observation", ICML 2023); with ``bands=b`` its first b coefficients (the banded square
+  root of Kalinin & Lampert 2024, "Banded square root matrix factorization for differentially private model
+  training", NeurIPS 2024);
+* ``tree`` — the binary-tree strategy of DP-FTRL (Kairouz et al. 2021, arXiv:2103.00039; Dwork et al. 2010,
+  Chan et al. 2011): one row per node of the complete binary tree over the n steps (padded to 2^h leaves),
+  column j is 1 on the h + 1 nodes above leaf j; not square, not banded;
+* ``file:path=FILE`` — any square lower-triangular C from a CSV file (one row per line) or a ``.npy`` file,
+  checked (square, lower triangular, finite) with the entry at fault named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dpcalc.errors import InputError
+
+#: The most steps of a strategy whose Gram matrix is formed (n² doubles: 4096 steps are 134 MB).
+MAX_DENSE_STEPS = 4096
+#: The most steps of a Toeplitz strategy (its sensitivities are computed from the coefficients).
+MAX_STEPS = 1_000_000
+#: The most bytes a strategy file may have.
+MAX_FILE_BYTES = 200_000_000
+KINDS = ("identity", "toeplitz", "sqrt", "tree", "file")
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A strategy over ``n`` steps: Toeplitz by its coefficients (``coef``), or dense by its Gram matrix."""
+
+    label: str
+    n: int
+    coef: np.ndarray | None = None  # lower-triangular Toeplitz: C[i, j] = coef[i - j]
+    gram_dense: np.ndarray | None = None  # CᵀC where C is given densely
+    bands: int | None = None  # nonzero diagonals of a square lower-triangular C (None: not banded)
+    nonnegative: bool = False  # every entry of C >= 0 (so every entry of CᵀC >= 0)
+
+    @property
+    def toeplitz(self) -> bool:
+        return self.coef is not None
+
+    def column_norms(self) -> np.ndarray:
+        """‖C e_j‖ for every step j."""
+        if self.coef is not None:  # column j holds c_0..c_{min(len, n - j) - 1}
+            cs = np.cumsum(self.coef**2)
+            lengths = np.minimum(self.n - np.arange(self.n), self.coef.size)
+            return np.sqrt(cs[lengths - 1])
+        return np.sqrt(np.maximum(np.diag(self.gram_dense), 0.0))
+
+    def gram(self) -> np.ndarray:
+        """CᵀC (n × n); refused beyond :data:`MAX_DENSE_STEPS` steps."""
+        if self.gram_dense is not None:
+            return self.gram_dense
+        if self.n > MAX_DENSE_STEPS:
+            raise InputError(
+                f"--steps: {self.n} steps make a {self.n}×{self.n} Gram matrix, above the limit of "
+                f"{MAX_DENSE_STEPS} steps for this question"
+            )
+        return _toeplitz_gram(self.coef, self.n)
+
+    def monotone_toeplitz(self) -> bool:
+        """Non-negative, non-increasing Toeplitz coefficients (McKenna et al. 2024, Thm 2 applies)."""
+        c = self.coef
+        return c is not None and bool(np.all(c >= 0)) and bool(np.all(np.diff(c) <= 0))
+
+
+def _toeplitz_gram(coef: np.ndarray, n: int) -> np.ndarray:
+    c = np.zeros(n)
+    m = min(coef.size, n)
+    c[:m] = coef[:m]
+    i = np.arange(n)
+    C = np.where(i[:, None] >= i[None, :], c[np.clip(i[:, None] - i[None, :], 0, n - 1)], 0.0)
+    return C.T @ C
+
+
+def sqrt_coefficients(n: int) -> np.ndarray:
+    """``C(2k, k)/4^k`` for k = 0..n−1 (the square root of the prefix-sum matrix), by the stable recurrence
+    ``c_k = c_{k−1}·(2k − 1)/(2k)``."""
+    k = np.arange(1, n, dtype=float)
+    return np.concatenate([[1.0], np.cumprod((2 * k - 1) / (2 * k))])
+
+
+def tree_gram(n: int) -> tuple[np.ndarray, int]:
+    """The Gram matrix of the binary-tree strategy over n leaves and its height h: leaves i and j share the
+    nodes above the level where they part, ``G_ij = h + 1 − bitlength(i XOR j)``."""
+    h = max(0, (n - 1).bit_length())
+    i = np.arange(n)
+    x = i[:, None] ^ i[None, :]
+    bits = np.zeros_like(x)
+    y = x.copy()
+    while np.any(y):
+        bits += y > 0
+        y >>= 1
+    return (h + 1 - bits).astype(float), h
+
+
+def _parse(text: str) -> tuple[str, dict]:
+    kind, _, rest = text.partition(":")
+    kind = {"banded": "toeplitz"}.get(kind.strip(), kind.strip())
+    params = {}
+    if rest:
+        for part in rest.split(","):
+            key, eq, value = part.partition("=")
+            if not eq:
+                raise InputError(f"--strategy {text!r}: {part!r} is not KEY=VALUE")
+            params[key.strip()] = value.strip()
+    return kind, params
+
+
+def _coef(text: str, value: str) -> np.ndarray:
+    try:
+        c = np.array([float(v) for v in value.split("|")], dtype=float)
+    except ValueError:
+        raise InputError(f"--strategy {text!r}: coef must be numbers separated by |, got {value!r}") from None
+    if c.size == 0 or not np.all(np.isfinite(c)):
+        raise InputError(f"--strategy {text!r}: coef must be finite numbers")
+    if c[0] == 0:
+        raise InputError(
+            f"--strategy {text!r}: coef's first entry (the diagonal) must not be 0 (C invertible)"
+        )
+    while c.size > 1 and c[-1] == 0:
+        c = c[:-1]
+    return c
+
+
+def _whole(text: str, key: str, value: str, lo: int = 1) -> int:
+    try:
+        v = int(value)
+    except ValueError:
+        raise InputError(f"--strategy {text!r}: {key} must be a whole number, got {value!r}") from None
+    if v < lo:
+        raise InputError(f"--strategy {text!r}: {key} must be >= {lo}, got {v}")
+    return v
+
+
+def _allowed(text: str, params: dict, keys: tuple[str, ...]) -> None:
+    for k in params:
+        if k not in keys:
+            raise InputError(
+                f"--strategy {text!r}: unknown key {k!r}"
+                + (f" (keys: {', '.join(keys)})" if keys else " (no keys)")
+            )
+
+
+def strategy(text: str, n: int) -> Strategy:
+    """The strategy of a ``--strategy`` value over ``n`` steps (module docstring)."""
+    kind, params = _parse(text)
+    if not 1 <= n <= MAX_STEPS:
+        raise InputError(f"--steps: must be a whole number in [1, {MAX_STEPS}], got {n}")
+    if kind == "identity":
+        _allowed(text, params, ())
+        return Strategy("identity", n, coef=np.ones(1), bands=1, nonnegative=True)
+    if kind == "toeplitz":
+        _allowed(text, params, ("coef",))
+        if "coef" not in params:
+            raise InputError(f"--strategy {text!r}: give coef=c0|c1|... (the Toeplitz coefficients)")
+        c = _coef(text, params["coef"])[:n]
+        return Strategy(text, n, coef=c, bands=int(c.size), nonnegative=bool(np.all(c >= 0)))
+    if kind == "sqrt":
+        _allowed(text, params, ("bands",))
+        b = _whole(text, "bands", params["bands"]) if "bands" in params else n
+        c = sqrt_coefficients(min(b, n))
+        return Strategy(text, n, coef=c, bands=int(c.size), nonnegative=True)
+    if kind == "tree":
+        _allowed(text, params, ())
+        if n > MAX_DENSE_STEPS:
+            raise InputError(f"--steps: the tree strategy is computed for at most {MAX_DENSE_STEPS} steps")
+        g, _ = tree_gram(n)
+        return Strategy("tree", n, gram_dense=g, bands=None, nonnegative=True)
+    if kind == "file":
+        _allowed(text, params, ("path",))
+        if "path" not in params:
+            raise InputError(f"--strategy {text!r}: give path=FILE (a CSV file or a .npy file)")
+        C = read_matrix(params["path"])
+        if C.shape[0] != n:
+            raise InputError(f"--strategy {text!r}: the matrix is {C.shape[0]}×{C.shape[0]}, --steps is {n}")
+        nz = np.nonzero(C)
+        bands = int(np.max(nz[0] - nz[1])) + 1 if nz[0].size else 1
+        return Strategy(text, n, gram_dense=C.T @ C, bands=bands, nonnegative=bool(np.all(C >= 0)))
+    raise InputError(f"--strategy {text!r}: unknown strategy {kind!r} (one of {', '.join(KINDS)})")
+
+
+def read_matrix(path: str) -> np.ndarray:
+    """A square lower-triangular finite matrix from a CSV or ``.npy`` file, every fault named (file, entry)."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+    except OSError as exc:
+        raise InputError(f"--strategy file {path!r}: cannot read it ({exc.strerror})") from None
+    if size > MAX_FILE_BYTES:
+        raise InputError(f"--strategy file {path!r}: {size} bytes, above the limit of {MAX_FILE_BYTES}")
+    if p.suffix == ".npy":
+        try:
+            C = np.load(p, allow_pickle=False)
+        except (ValueError, OSError) as exc:
+            raise InputError(f"--strategy file {path!r}: not a readable .npy array ({exc})") from None
+        if C.ndim != 2 or not np.issubdtype(C.dtype, np.number) or np.iscomplexobj(C):
+            raise InputError(f"--strategy file {path!r}: must hold a 2-D array of real numbers")
+        C = C.astype(float)
+    else:
+        rows = []
+        with open(p, encoding="utf-8", errors="replace") as fh:
+            for line_no, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rows.append([float(x) for x in line.replace(";", ",").split(",")])
+                except ValueError:
+                    raise InputError(
+                        f"--strategy file {path!r}, line {line_no}: not numbers separated by commas"
+                    ) from None
+                if len(rows) > MAX_DENSE_STEPS:
+                    raise InputError(f"--strategy file {path!r}: more than {MAX_DENSE_STEPS} rows")
+        if not rows:
+            raise InputError(f"--strategy file {path!r}: empty")
+        widths = {len(r) for r in rows}
+        if len(widths) != 1:
+            bad = next(i for i, r in enumerate(rows, start=1) if len(r) != len(rows[0]))
+            raise InputError(
+                f"--strategy file {path!r}, row {bad}: {len(rows[bad - 1])} entries, row 1 has {len(rows[0])}"
+            )
+        C = np.array(rows, dtype=float)
+    n, m = C.shape
+    if n != m:
+        raise InputError(f"--strategy file {path!r}: the matrix is {n}×{m}, not square")
+    if n > MAX_DENSE_STEPS:
+        raise InputError(f"--strategy file {path!r}: {n} steps, above the limit of {MAX_DENSE_STEPS}")
+    bad = np.argwhere(~np.isfinite(C))
+    if bad.size:
+        i, j = bad[0]
+        raise InputError(
+            f"--strategy file {path!r}: entry ({i + 1}, {j + 1}) is {C[i, j]!r}, not a finite number"
+        )
+    upper = np.argwhere(np.triu(C, 1) != 0)
+    if upper.size:
+        i, j = upper[0]
+        raise InputError(
+            f"--strategy file {path!r}: entry ({i + 1}, {j + 1}) is {C[i, j]!r} above the diagonal: C must be lower "
+            "triangular (step i's noise cannot depend on later steps)"
+        )
+    zero = np.argwhere(np.diag(C) == 0)
+    if zero.size:
+        raise InputError(
+            f"--strategy file {path!r}: diagonal entry ({zero[0][0] + 1}, {zero[0][0] + 1}) is 0 (C invertible)"
+        )
+    return C
+
+
+__all__ = ["MAX_DENSE_STEPS", "Strategy", "read_matrix", "sqrt_coefficients", "strategy", "tree_gram"]

@@ -1,0 +1,308 @@
+"""``dpcalc matrix``: strategies, the sensitivity of C under participation patterns (against brute force over
+every pattern), the unamplified Gaussian and amplified BandMF rows, reductions to DP-SGD, inputs refused."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from dpcalc.cli import main
+from dpcalc.engine.matrix.sensitivity import Participation, brute_force, sensitivity
+from dpcalc.engine.matrix.strategies import sqrt_coefficients, strategy, tree_gram
+from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
+
+STRATEGIES = [
+    "identity",
+    "sqrt",
+    "sqrt:bands=3",
+    "toeplitz:coef=1|0.6|0.3",
+    "toeplitz:coef=1|-0.5|0.3",
+    "tree",
+]
+PATTERNS = [
+    ("min-sep", 1, 1),
+    ("min-sep", 2, 2),
+    ("min-sep", 3, 3),
+    ("min-sep", 4, 2),
+    ("min-sep", 3, 5),
+    ("cyclic", 0, 3),
+]
+
+
+def _run(args):
+    return CliRunner().invoke(main, args)
+
+
+def _rows(args):
+    result = _run([*args, "-f", "csv"])
+    assert result.exit_code == 0, result.output
+    return list(csv.DictReader(io.StringIO(result.stdout)))
+
+
+def _check(s, part, gram):
+    got = sensitivity(s, part)
+    ref = math.sqrt(brute_force(gram, part.k, part.b, cyclic=part.kind == "cyclic"))
+    assert got.value >= ref
+    if got.exact:
+        assert got.value == pytest.approx(ref, rel=1e-12)
+    return got
+
+
+@pytest.mark.parametrize("spec", STRATEGIES)
+@pytest.mark.parametrize("n", [7, 12])
+@pytest.mark.parametrize("kind,k,b", PATTERNS)
+def test_sensitivity_against_every_participation_pattern(spec, n, kind, k, b):
+    """Never below max_S Σ|G_ij| over every allowed S (the exact sensitivity where G >= 0); equal where exact."""
+    s = strategy(spec, n)
+    _check(s, Participation(kind, k=max(k, 1), b=b), s.gram())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sensitivity_of_random_lower_triangular_files(seed, tmp_path):
+    rng = np.random.default_rng(seed)
+    n = 9
+    C = np.tril(rng.normal(size=(n, n)) if seed % 2 else rng.uniform(0.1, 1, size=(n, n)))
+    if seed >= 4:  # banded
+        C = np.tril(C) - np.tril(C, -3)
+    path = tmp_path / "c.npy"
+    np.save(path, C)
+    s = strategy(f"file:path={path}", n)
+    assert np.allclose(s.gram(), C.T @ C)
+    for kind, k, b in PATTERNS:
+        _check(s, Participation(kind, k=max(k, 1), b=b), C.T @ C)
+
+
+def test_monotone_toeplitz_is_exact_by_mckenna_et_al():
+    """McKenna et al. 2024, Thm 2: steps 0, b, 2b, … — against brute force, larger n."""
+    for coef in ("1|0.9|0.5|0.2", "1|1|1", "2|1"):
+        s = strategy(f"toeplitz:coef={coef}", 14)
+        for k, b in ((2, 3), (3, 2), (5, 2), (4, 4)):
+            got = _check(s, Participation("min-sep", k=k, b=b), s.gram())
+            assert got.exact
+
+
+def test_sqrt_coefficients_square_to_the_prefix_sum():
+    c = sqrt_coefficients(40)
+    for k in range(40):
+        assert Fraction(c[k]) == pytest.approx(Fraction(math.comb(2 * k, k), 4**k), rel=1e-14)
+    assert np.allclose(np.convolve(c, c)[:40], 1.0, rtol=1e-13)
+
+
+def test_tree_gram_counts_common_ancestors():
+    g, h = tree_gram(8)
+    assert h == 3 and g[0, 0] == 4 and g[0, 1] == 3 and g[0, 2] == 2 and g[0, 4] == 1 and g[3, 4] == 1
+
+
+def test_identity_with_one_partition_is_dp_sgd_exactly():
+    """C = I with cyclic Poisson over one partition is DP-SGD: the bandmf rows equal sgd-epsilon's rows."""
+    m = _rows(
+        [
+            "matrix",
+            "--strategy",
+            "identity",
+            "--steps",
+            "1000",
+            "--participation",
+            "cyclic-poisson:b=1,q=0.01",
+            "--noise-multiplier",
+            "1.1,2",
+            "--delta",
+            "1e-5",
+        ]
+    )
+    s = _rows(
+        [
+            "sgd-epsilon",
+            "--sigma",
+            "1.1,2",
+            "--sample-rate",
+            "0.01",
+            "--steps",
+            "1000",
+            "--delta",
+            "1e-5",
+            "--accountant",
+            "all",
+        ]
+    )
+    for acc in ("rdp", "pld"):
+        got = [(r["epsilon"], r["epsilon_lower"]) for r in m if r["method"] == f"bandmf-{acc}"]
+        want = [(r["epsilon"], r["epsilon_lower"]) for r in s if r["method"] == acc]
+        assert got == want
+
+
+def test_identity_unamplified_is_the_gaussian_of_sqrt_k():
+    rows = _rows(
+        [
+            "matrix",
+            "--strategy",
+            "identity",
+            "--steps",
+            "100",
+            "--participation",
+            "min-sep:k=4,b=25",
+            "--noise-multiplier",
+            "3",
+            "--delta",
+            "1e-6",
+        ]
+    )
+    (row,) = rows
+    assert float(row["sensitivity"]) == pytest.approx(2.0, rel=1e-14) and float(row["sensitivity"]) >= 2.0
+    assert float(row["epsilon"]) == float(eps_gaussian(1e-6, float(row["sensitivity"]) / 3.0))
+
+
+@pytest.mark.parametrize("bands", [1, 4, 16])
+def test_amplified_is_below_unamplified(bands):
+    rows = _rows(
+        [
+            "matrix",
+            "--strategy",
+            f"sqrt:bands={bands}",
+            "--steps",
+            "512",
+            "--participation",
+            "cyclic-poisson:b=16,q=0.1",
+            "--noise-multiplier",
+            "1,2",
+            "--delta",
+            "1e-6",
+        ]
+    )
+    gauss = [float(r["epsilon"]) for r in rows if r["method"] == "gaussian"]
+    for m in ("bandmf-rdp", "bandmf-pld"):
+        amp = [float(r["epsilon"]) for r in rows if r["method"] == m]
+        assert all(a <= g for a, g in zip(amp, gauss))
+
+
+def test_noise_for_a_target():
+    args = [
+        "matrix",
+        "--strategy",
+        "sqrt:bands=4",
+        "--steps",
+        "400",
+        "--participation",
+        "cyclic-poisson:b=4,q=0.2",
+        "--delta",
+        "1e-6",
+    ]
+    rows = _rows([*args, "--target-epsilon", "3"])
+    for r in rows:
+        sigma = float(r["noise_multiplier"])
+        at = _rows([*args, "--noise-multiplier", repr(sigma), "--method", r["method"]])
+        assert float(at[0]["epsilon"]) <= 3.0
+        below = _rows([*args, "--noise-multiplier", repr(sigma * (1 - 1e-3)), "--method", r["method"]])
+        assert float(below[0]["epsilon"]) > 3.0
+
+
+def test_a_file_equals_its_toeplitz_spec(tmp_path):
+    n = 20
+    c = np.array([1.0, 0.5, 0.25])
+    C = sum(np.diag(np.full(n - i, v), -i) for i, v in enumerate(c))
+    path = tmp_path / "c.csv"
+    path.write_text("\n".join(",".join(repr(float(x)) for x in row) for row in C) + "\n")
+    common = [
+        "--steps",
+        str(n),
+        "--participation",
+        "min-sep:k=3,b=5",
+        "--noise-multiplier",
+        "2",
+        "--delta",
+        "1e-6",
+    ]
+    a = _rows(["matrix", "--strategy", f"file:path={path}", *common])
+    b = _rows(["matrix", "--strategy", "toeplitz:coef=1|0.5|0.25", *common])
+    assert float(a[0]["sensitivity"]) == pytest.approx(float(b[0]["sensitivity"]), rel=1e-13)
+    assert a[0]["bands"] == b[0]["bands"] == "3"
+
+
+@pytest.mark.parametrize(
+    "content,words",
+    [
+        ("1,0\n0.5,1,2\n", "row 2"),
+        ("1,2\n0.5,1\n", "entry (1, 2)"),
+        ("1,0\nnan,1\n", "entry (2, 1)"),
+        ("1,0,0\n1,1,0\n", "not square"),
+        ("0,0\n1,1\n", "diagonal entry (1, 1)"),
+        ("1,x\n", "line 1"),
+    ],
+)
+def test_bad_files_are_one_line(content, words, tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_text(content)
+    result = _run(
+        [
+            "matrix",
+            "--strategy",
+            f"file:path={path}",
+            "--steps",
+            "2",
+            "--noise-multiplier",
+            "1",
+            "--delta",
+            "1e-6",
+        ]
+    )
+    assert result.exit_code == 2
+    lines = result.output.strip().split("\n")
+    assert len(lines) == 1 and words in lines[0] and str(path) in lines[0], result.output
+
+
+@pytest.mark.parametrize(
+    "extra,words",
+    [
+        (
+            ["--strategy", "tree", "--participation", "cyclic-poisson:b=4,q=0.1", "--method", "bandmf-pld"],
+            "not banded",
+        ),
+        (
+            ["--strategy", "sqrt", "--participation", "cyclic-poisson:b=4,q=0.1", "--method", "bandmf-rdp"],
+            "bands",
+        ),
+        (["--strategy", "sqrt:bands=2", "--method", "bandmf-rdp"], "cyclic Poisson"),
+        (["--strategy", "nope"], "unknown strategy"),
+        (["--strategy", "toeplitz:coef=0|1"], "diagonal"),
+        (["--strategy", "sqrt", "--participation", "min-sep:k=0,b=2"], "k must be"),
+        (["--strategy", "sqrt", "--participation", "cyclic-poisson:b=2,q=2"], "q must be"),
+        (["--strategy", "sqrt", "--participation", "often"], "--participation"),
+    ],
+)
+def test_refusals_are_one_line(extra, words):
+    result = _run(["matrix", "--steps", "64", "--noise-multiplier", "1", "--delta", "1e-6", *extra])
+    assert result.exit_code == 2
+    lines = result.output.strip().split("\n")
+    assert len(lines) == 1 and words in lines[0], result.output
+
+
+def test_all_leaves_out_the_rows_that_do_not_apply():
+    rows = _rows(
+        [
+            "matrix",
+            "--strategy",
+            "tree",
+            "--strategy",
+            "sqrt:bands=4",
+            "--steps",
+            "256",
+            "--participation",
+            "cyclic-poisson:b=4,q=0.1",
+            "--noise-multiplier",
+            "1",
+            "--delta",
+            "1e-6",
+        ]
+    )
+    assert [(r["strategy"], r["method"]) for r in rows] == [
+        ("tree", "gaussian"),
+        ("sqrt:bands=4", "gaussian"),
+        ("sqrt:bands=4", "bandmf-rdp"),
+        ("sqrt:bands=4", "bandmf-pld"),
+    ]
