@@ -306,3 +306,26 @@ def test_all_leaves_out_the_rows_that_do_not_apply():
         ("sqrt:bands=4", "bandmf-rdp"),
         ("sqrt:bands=4", "bandmf-pld"),
     ]
+
+
+def test_the_general_bound_bounds_its_work_up_front():
+    result = _run(
+        [
+            "matrix",
+            "--strategy",
+            "tree",
+            "--steps",
+            "4096",
+            "--participation",
+            "min-sep:k=50,b=80",
+            "--noise-multiplier",
+            "4",
+            "--delta",
+            "1e-6",
+        ]
+    )
+    assert (
+        result.exit_code == 2
+        and "above the limit" in result.output
+        and len(result.output.strip().split("\n")) == 1
+    )
