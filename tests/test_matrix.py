@@ -329,3 +329,35 @@ def test_the_general_bound_bounds_its_work_up_front():
         and "above the limit" in result.output
         and len(result.output.strip().split("\n")) == 1
     )
+
+
+@pytest.mark.parametrize(
+    "spec,pattern",
+    [
+        ("sqrt:bands=16", "min-sep:k=5,b=200"),
+        ("tree", "min-sep:k=3,b=16"),
+        ("sqrt:bands=4", "cyclic-poisson:b=4,q=0.05"),
+    ],
+)
+def test_largest_steps_for_a_target(spec, pattern):
+    """The answer n meets the target (ε computed there), n + 1 misses it."""
+    common = [
+        "matrix",
+        "--strategy",
+        spec,
+        "--participation",
+        pattern,
+        "--noise-multiplier",
+        "4",
+        "--delta",
+        "1e-6",
+    ]
+    rows = _rows([*common, "--target-epsilon", "3"])
+    assert rows
+    for r in rows:
+        n = int(r["steps"])
+        assert n >= 1 and float(r["epsilon"]) <= 3.0
+        at = _rows([*common, "--steps", str(n), "--method", r["method"]])
+        assert at[0]["epsilon"] == r["epsilon"]
+        after = _rows([*common, "--steps", str(n + 1), "--method", r["method"]])
+        assert float(after[0]["epsilon"]) > 3.0

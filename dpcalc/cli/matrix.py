@@ -21,6 +21,11 @@ MAN_EXAMPLES = [
         "--noise-multiplier 1 --delta 1e-6",
     ),
     (
+        "The most steps of the banded square root at σ = 4 within ε = 3, each example at most 5 times, 200 apart:",
+        "dpcalc matrix --strategy sqrt:bands=16 --participation min-sep:k=5,b=200 --noise-multiplier 4 "
+        "--target-epsilon 3 --delta 1e-6",
+    ),
+    (
         "The noise for ε = 3 of 5 epochs of 200 steps (min-separation 200):",
         "dpcalc matrix --strategy sqrt:bands=8 --steps 1000 --participation min-sep:k=5,b=200 --target-epsilon 3 "
         "--delta 1e-6",
@@ -52,7 +57,8 @@ under cyclic Poisson sampling: DP-SGD with Poisson sampling at rate Q, ceil(n/B)
 σ / max column norm, by DP-SGD's rdp and pld accountants.
 
 --target-epsilon: the smallest noise multiplier of each row (exact for gaussian; within a factor 1.0001,
-conservative, for the bandmf rows)."""
+conservative, for the bandmf rows); with --noise-multiplier and no --steps, the largest number of steps
+(a search: ε computed at the answer and found within the target, one more step computed and above it)."""
 
 
 @click.command("matrix")
@@ -66,7 +72,11 @@ conservative, for the bandmf rows)."""
     "file:path=FILE (a square lower-triangular matrix, CSV or .npy).",
 )
 @click.option(
-    "--steps", type=click.IntRange(1, 1_000_000), required=True, help="Steps n of the run (columns of C)."
+    "--steps",
+    type=click.IntRange(1, 1_000_000),
+    default=None,
+    help="Steps n of the run (columns of C); leave out with --target-epsilon and --noise-multiplier to solve for "
+    "the largest.",
 )
 @click.option(
     "--participation",

@@ -20,8 +20,9 @@ from dpcalc.commands import choices, schema
 from dpcalc.engine.grid import product
 from dpcalc.engine.matrix import accounting as acc
 from dpcalc.engine.matrix.sensitivity import Participation, sensitivity
-from dpcalc.engine.matrix.strategies import strategy
+from dpcalc.engine.matrix.strategies import MAX_DENSE_STEPS, MAX_STEPS, strategy
 from dpcalc.engine.mechanisms import sgm
+from dpcalc.engine.pld.search import boundary
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result
 
@@ -104,46 +105,122 @@ def participation(text: str) -> Participation:
 
 
 def matrix(params: MatrixParams) -> Result:
-    """One row per (strategy, accountant, σ or target ε, δ) (module docstring)."""
+    """One row per (strategy, accountant, σ or target ε, δ) (module docstring); with ``target_epsilon`` the
+    smallest noise multiplier, or (``steps`` None, ``sigma`` given) the largest number of steps."""
     p = params
     if not p.strategies or len(p.strategies) > MAX_STRATEGIES:
         raise InputError(f"--strategy: give 1 to {MAX_STRATEGIES} strategies")
-    if (p.sigma is None) == (p.target_epsilon is None):
+    if p.steps is None:
+        if p.target_epsilon is None or p.sigma is None:
+            raise InputError(
+                "give --steps (or leave it out with --target-epsilon and --noise-multiplier to solve for it)"
+            )
+        solve = "steps"
+    elif (p.sigma is None) == (p.target_epsilon is None):
         raise InputError("give --noise-multiplier, or --target-epsilon to solve for it")
+    else:
+        solve = "sigma" if p.target_epsilon is not None else None
     part = participation(p.participation)
-    if part.kind != "single" and part.b > p.steps and part.kind == "cyclic":
+    if part.kind == "cyclic" and p.steps is not None and part.b > p.steps:
         raise InputError(f"--participation: b = {part.b} partitions is more than the {p.steps} steps")
     methods = list(MATRIX_METHODS) if p.method == "all" else [p.method]
-    solve = p.target_epsilon is not None
-    axes = {
-        "x": np.asarray(p.target_epsilon if solve else p.sigma, float),
-        "delta": np.asarray(p.delta, float),
-    }
+    axes = {}
+    if p.target_epsilon is not None:
+        axes["target"] = np.asarray(p.target_epsilon, float)
+    if p.sigma is not None:
+        axes["sigma"] = np.asarray(p.sigma, float)
+    axes["delta"] = np.asarray(p.delta, float)
     g = product(**axes)
-    if g["x"].size * len(p.strategies) * len(methods) > MAX_ROWS:
-        raise InputError(f"the sweep would make more than {MAX_ROWS} rows: narrow a range")
+    rows = g["delta"].size * len(p.strategies) * len(methods)
+    if rows > (MAX_SEARCH_ROWS if solve == "steps" else MAX_ROWS):
+        raise InputError(
+            f"the sweep would make {rows} rows, more than {MAX_SEARCH_ROWS if solve == 'steps' else MAX_ROWS}: narrow a range"
+        )
     out: dict[str, list] = {c: [] for c in COLUMNS}
     for text in p.strategies:
-        s = strategy(text, p.steps)
-        sens = sensitivity(s, part)
         for m in methods:
             # as sgd-epsilon evaluates one chunk: the same numbers as its rows (C = I is DP-SGD exactly)
             with sgm.light_start():
-                _rows(out, s, part, sens, m, g, solve, p, strict=p.method != "all")
-    headline = "noise_multiplier" if solve else "epsilon"
+                if solve == "steps":
+                    _steps_rows(out, text, part, m, g, p, strict=p.method != "all")
+                else:
+                    s = strategy(text, p.steps)
+                    _rows(out, s, part, sensitivity(s, part), m, g, solve, p, strict=p.method != "all")
+    headline = {"sigma": "noise_multiplier", "steps": "steps"}.get(solve, "epsilon")
     caption = (
         f"participation: {part.label()}; noise: C·G + Z with Z ~ N(0, σ²) per entry, σ relative to the clipping "
         "norm; sensitivity: of C under the participation (sensitivity_exact: false = a certified upper bound)"
     )
-    if solve:
+    if solve == "sigma":
         caption += "; noise_multiplier: the smallest (within a factor 1.0001 for bandmf rows, exact for gaussian) with ε <= target"
-    res = Result(out, headline=headline, title="Matrix mechanism (correlated noise)", caption=caption)
+    if solve == "steps":
+        caption += (
+            "; steps: the largest with ε <= target (ε computed there; one more step computed and above it)"
+        )
+    res = Result(
+        out,
+        headline=headline,
+        title="Matrix mechanism (correlated noise)",
+        caption=caption,
+        derived=("sensitivity", "sensitivity_exact", "dpsgd_steps", "bands") if solve == "steps" else (),
+    )
     res.plot = _plot(out, p, solve)
     return res
 
 
+#: The most rows of a largest-steps question (each a search).
+MAX_SEARCH_ROWS = 100
+
+
+def _steps_rows(out, text, part, method, g, p, strict):
+    """The largest n with ε <= target for each row of ``g`` (a monotone search over whole n)."""
+    small = strategy(text, 2)
+    dense = not small.toeplitz or (not small.monotone_toeplitz() and part.kind != "single")
+    if text.partition(":")[0].strip() == "file":
+        raise InputError(f"--strategy {text!r}: a file's C fixes the steps; give --steps")
+    hi = float(MAX_DENSE_STEPS if dense else MAX_STEPS)
+    lo = float(part.b if part.kind == "cyclic" else 1)
+    for i in range(g["delta"].size):
+        target, sigma, delta = (float(g[k][i]) for k in ("target", "sigma", "delta"))
+        one = {"sigma": np.array([sigma]), "delta": np.array([delta]), "target": np.array([target])}
+
+        def test(n, one=one):
+            s = strategy(text, int(n))
+            sens = sensitivity(s, part)
+            row: dict = {c: [] for c in COLUMNS}
+            _rows(row, s, part, sens, method, one, None, p, strict=True)
+            return row["epsilon"][0], row
+
+        if method.startswith("bandmf") and (why := acc.bandmf_refusal(small, part)) is not None:
+            if strict:
+                raise InputError(f"--method {method}: {why}")
+            return
+        found = boundary(test, target, max(lo, 100.0), ok_above=False, lo=lo, hi=hi, integer=True)
+        if found.x is None:
+            row = {c: [None] for c in COLUMNS}
+            row.update(
+                strategy=[text],
+                participation=[part.label()],
+                method=[method],
+                steps=[0],
+                noise_multiplier=[sigma],
+                delta=[delta],
+                target_epsilon=[target],
+                note=[f"no solution: even {int(lo)} steps exceed the target ε"],
+            )
+        else:
+            row = found.info
+            row["target_epsilon"] = [target]
+            if found.x >= hi:
+                row["note"] = [
+                    row["note"][0] + f"; steps: the whole range searched meets the target (up to {int(hi)})"
+                ]
+        for c in COLUMNS:
+            out[c] += row[c]
+
+
 def _rows(out, s, part, sens, method, g, solve, p, strict):
-    n = g["x"].size
+    n = g["delta"].size
     why = acc.bandmf_refusal(s, part) if method.startswith("bandmf") else None
     if why is not None:
         if strict:
@@ -152,18 +229,18 @@ def _rows(out, s, part, sens, method, g, solve, p, strict):
     lower = est = np.full(n, np.nan)
     if method == "gaussian":
         if solve:
-            sigma = acc.unamplified_sigma(sens.value, g["x"], g["delta"])
+            sigma = acc.unamplified_sigma(sens.value, g["target"], g["delta"])
             eps = acc.unamplified_epsilon(sens.value, sigma, g["delta"])
         else:
-            sigma, eps = g["x"], acc.unamplified_epsilon(sens.value, g["x"], g["delta"])
+            sigma, eps = g["sigma"], acc.unamplified_epsilon(sens.value, g["sigma"], g["delta"])
     else:
         name = method.removeprefix("bandmf-")
         if solve:
-            sigma, eps = acc.bandmf_sigma(s, part, g["x"], g["delta"], name, SIGMA_RTOL, p.eps_error)
+            sigma, eps = acc.bandmf_sigma(s, part, g["target"], g["delta"], name, SIGMA_RTOL, p.eps_error)
             if name == "pld":
                 eps, lower, est = acc.bandmf_epsilon(s, part, sigma, g["delta"], "pld", p.eps_error)
         else:
-            sigma = g["x"]
+            sigma = g["sigma"]
             eps, lower, est = acc.bandmf_epsilon(s, part, sigma, g["delta"], name, p.eps_error)
     steps, _ = acc.bandmf_run(s, part) if method.startswith("bandmf") else (None, None)
     values = {
@@ -177,7 +254,7 @@ def _rows(out, s, part, sens, method, g, solve, p, strict):
         "sensitivity_exact": [sens.exact] * n,
         "noise_multiplier": [float(v) for v in np.asarray(sigma, float).reshape(-1)],
         "delta": g["delta"].tolist(),
-        "target_epsilon": g["x"].tolist() if solve else [None] * n,
+        "target_epsilon": g["target"].tolist() if solve else [None] * n,
         "epsilon": [float(v) for v in np.asarray(eps, float).reshape(-1)],
         "epsilon_lower": [None if np.isnan(v) else float(v) for v in np.asarray(lower, float).reshape(-1)],
         "epsilon_estimate": [None if np.isnan(v) else float(v) for v in np.asarray(est, float).reshape(-1)],
@@ -191,19 +268,22 @@ def _rows(out, s, part, sens, method, g, solve, p, strict):
 def _plot(out, p, solve):
     if len(out["method"]) < 2:
         return None
-    x = (
-        "delta"
-        if (p.sigma or p.target_epsilon) and len(p.delta) > 1
-        else ("target_epsilon" if solve else "noise_multiplier")
-    )
+    if len(p.delta) > 1:
+        x = "delta"
+    elif solve is not None:
+        x = "target_epsilon"
+    else:
+        x = "noise_multiplier"
+    y = {"sigma": "noise_multiplier", "steps": "steps"}.get(solve, "epsilon")
     return PlotSpec(
         x=x,
-        y="noise_multiplier" if solve else "epsilon",
+        y=y,
         series="method",
         group=("strategy",),
-        band=("epsilon_lower", "epsilon") if not solve else None,
+        band=("epsilon_lower", "epsilon") if solve is None else None,
         logx=x == "delta",
         autolog=True,
-        title="Matrix mechanism: " + ("smallest noise multiplier" if solve else "ε"),
-        ylabel="noise multiplier σ" if solve else "ε (nats)",
+        title="Matrix mechanism: "
+        + {"noise_multiplier": "smallest noise multiplier", "steps": "largest steps"}.get(y, "ε"),
+        ylabel={"noise_multiplier": "noise multiplier σ", "steps": "steps n"}.get(y, "ε (nats)"),
     )
