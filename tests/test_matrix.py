@@ -361,3 +361,17 @@ def test_largest_steps_for_a_target(spec, pattern):
         assert at[0]["epsilon"] == r["epsilon"]
         after = _rows([*common, "--steps", str(n + 1), "--method", r["method"]])
         assert float(after[0]["epsilon"]) > 3.0
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 8, 100, 1000])
+def test_the_tree_is_the_tree_aggregation_kind(n):
+    """One participation: Δ² = ⌊log₂ n⌋ + 1, the tree-aggregation kind's D(T) (compose), and the same ε."""
+    s = strategy("tree", n)
+    d = math.floor(math.log2(n)) + 1
+    assert sensitivity(s, Participation("single")).value == pytest.approx(math.sqrt(d), rel=1e-14)
+    rows = _rows(
+        ["matrix", "--strategy", "tree", "--steps", str(n), "--noise-multiplier", "3", "--delta", "1e-6"]
+    )
+    comp = _rows(["compose", f"tree-aggregation:sigma=3,steps={n}", "--delta", "1e-6", "--method", "exact"])
+    assert float(rows[0]["epsilon"]) == pytest.approx(float(comp[0]["epsilon"]), rel=1e-9)
+    assert float(rows[0]["epsilon"]) >= float(comp[0]["epsilon"])

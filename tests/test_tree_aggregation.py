@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from dpcalc.engine.mechanisms.catalogue import CATALOGUE, max_loss, rdp_curve
 from dpcalc.engine.mechanisms.gaussian import rdp_gaussian
+from dpcalc.engine.mechanisms.gaussian_loss import gaussian_loss
 from dpcalc.engine.mechanisms.tree_aggregation import rdp_tree_aggregation, tree_depth
 from dpcalc.engine.orders import DEFAULT_ORDERS, DP_ACCOUNTING_ORDERS
 from dpcalc.errors import InputError
@@ -117,10 +118,17 @@ def test_infinite_order_and_extremes():
     assert z[0] >= 0 and not np.isnan(z[0])
 
 
-def test_no_pld_no_per_release_unbounded_loss():
-    spec = parse_mechanism("tree-aggregation:sigma=1,steps=4")
+def test_the_pld_is_the_gaussian_of_the_nodes_no_per_release_unbounded_loss():
+    """E trees of T leaves: the Gaussian mechanism with sensitivity √(E·D(T)) (its privacy loss
+    distribution), no per-release (ε, δ), unbounded loss."""
+    spec = parse_mechanism("tree-aggregation:sigma=2,steps=6,epochs=3")
     mech = CATALOGUE["tree-aggregation"]
-    assert mech.pld_pair(spec.params) is None
+    model, other = mech.pld_pair(spec.params)
+    assert other is None
+    ref = gaussian_loss(2.0, math.sqrt(9.0))
+    assert model.log_tail_above(1.0) == pytest.approx(ref.log_tail_above(1.0), rel=1e-12)
+    assert model.log_tail_above(1.0) >= ref.log_tail_above(1.0)
+    assert mech.gaussian_ratio(spec.params) >= 1.5 and mech.gaussian_ratio(spec.params) == pytest.approx(1.5)
     assert mech.per_release(spec.params)[0] is None
     total, reason = max_loss([spec])
     assert total is None and "unbounded" in reason
@@ -159,15 +167,32 @@ def test_monotone_and_finite(sigma, factor, steps, more, epochs):
 
 
 def test_compose_all_rows(invoke):
+    """exact (one Gaussian, √(E·D) / σ), pld and rdp apply; exact is the Gaussian spec's, and the best."""
     spec = "tree-aggregation:sigma=1,steps=100,epochs=5"
     rows = _rows(invoke(["compose", spec, "--delta", "1e-5", "--method", "all", "-f", "csv"]))
     by = {r["method"]: r for r in rows}
-    assert float(by["rdp"]["epsilon"]) > 0
-    for m in ("exact", "pld", "optimal", "advanced", "basic"):
+    gauss = _rows(
+        invoke(
+            [
+                "compose",
+                f"gaussian:sigma=1,sensitivity={math.sqrt(35)!r}",
+                "--delta",
+                "1e-5",
+                "--method",
+                "exact",
+                "-f",
+                "csv",
+            ]
+        )
+    )
+    assert float(by["exact"]["epsilon"]) == pytest.approx(float(gauss[0]["epsilon"]), rel=1e-9)
+    assert float(by["exact"]["epsilon"]) >= float(gauss[0]["epsilon"])
+    assert float(by["pld"]["epsilon_lower"]) <= float(by["exact"]["epsilon"]) <= float(by["pld"]["epsilon"])
+    assert float(by["rdp"]["epsilon"]) > float(by["exact"]["epsilon"])
+    for m in ("optimal", "advanced", "basic"):
         assert by[m]["epsilon"] == "" and by[m]["note"].startswith("does not apply")
-    assert "no privacy loss distribution" in by["pld"]["note"]
     best = _rows(invoke(["compose", spec, "--delta", "1e-5", "-f", "csv"]))
-    assert len(best) == 1 and best[0]["method"] == "rdp" and best[0]["epsilon"] == by["rdp"]["epsilon"]
+    assert len(best) == 1 and best[0]["method"] == "exact" and best[0]["epsilon"] == by["exact"]["epsilon"]
 
 
 def test_compose_mix_adds_curves(invoke):
@@ -241,16 +266,29 @@ def test_spec_errors_name_the_token(invoke, spec, token):
         parse_mechanism(spec)
 
 
-def test_calibration_solves_for_its_sigma_by_rdp(invoke):
-    """No PLD here, so the rdp row calibrates σ: the tree of 4 leaves (3 levels) is 3 unit Gaussians."""
+def test_calibration_solves_for_its_sigma_exactly(invoke):
+    """The tree of 4 leaves (3 levels) is one Gaussian of sensitivity √3: calibrated by its PLD, at or just
+    above the exact σ of 3 unit Gaussians."""
     res = invoke(["compose", "tree-aggregation:steps=4", "--delta", "1e-5", "--epsilon", "2", "-f", "json"])
     assert res.exit_code == 0, res.stderr
     (row,) = json.loads(res.stdout)
-    assert row["method"] == "rdp"
+    assert row["method"] in ("exact", "pld")
     ref = invoke(
-        ["compose", "gaussian:count=3", "--delta", "1e-5", "--epsilon", "2", "--method", "rdp", "-f", "json"]
+        [
+            "compose",
+            "gaussian:count=3",
+            "--delta",
+            "1e-5",
+            "--epsilon",
+            "2",
+            "--method",
+            "exact",
+            "-f",
+            "json",
+        ]
     )
-    assert row["sigma"] == pytest.approx(json.loads(ref.stdout)[0]["sigma"], rel=3e-6)
+    exact = json.loads(ref.stdout)[0]["sigma"]
+    assert exact <= row["sigma"] <= exact * (1 + 1e-4)
 
 
 def test_caption_states_the_neighbouring_relation(invoke):

@@ -15,8 +15,8 @@ by sampling, its bands.  The strategies:
   root of Kalinin & Lampert 2024, "Banded square root matrix factorization for differentially private model
   training", NeurIPS 2024);
 * ``tree`` — the binary-tree strategy of DP-FTRL (Kairouz et al. 2021, arXiv:2103.00039; Dwork et al. 2010,
-  Chan et al. 2011): one row per node of the complete binary tree over the n steps (padded to 2^h leaves),
-  column j is 1 on the h + 1 nodes above leaf j; not square, not banded;
+  Chan et al. 2011): one row per released node, the complete dyadic intervals within the n steps; column j is
+  1 on the nodes that contain step j (at most ⌊log₂ n⌋ + 1); not square, not banded;
 * ``file:path=FILE`` — any square lower-triangular C from a CSV file (one row per line) or a ``.npy`` file,
   checked (square, lower triangular, finite) with the entry at fault named.
 """
@@ -96,17 +96,18 @@ def sqrt_coefficients(n: int) -> np.ndarray:
 
 
 def tree_gram(n: int) -> tuple[np.ndarray, int]:
-    """The Gram matrix of the binary-tree strategy over n leaves and its height h: leaves i and j share the
-    nodes above the level where they part, ``G_ij = h + 1 − bitlength(i XOR j)``."""
+    """The Gram matrix of the binary-tree strategy over n steps and its height h (2^h >= n): the released nodes
+    are the complete dyadic intervals [a·2^l, (a + 1)·2^l) within the n steps (the online tree of DP-FTRL), so
+    ``G_ij`` counts the levels l with ``i >> l == j >> l`` and ``((i >> l) + 1)·2^l <= n``; a leaf lies in
+    ``⌊log₂ n⌋ + 1`` of them at most (Kairouz et al. 2021, Appendix D)."""
     h = max(0, (n - 1).bit_length())
     i = np.arange(n)
-    x = i[:, None] ^ i[None, :]
-    bits = np.zeros_like(x)
-    y = x.copy()
-    while np.any(y):
-        bits += y > 0
-        y >>= 1
-    return (h + 1 - bits).astype(float), h
+    g = np.zeros((n, n), dtype=np.int16)
+    for level in range(h + 1):
+        a = i >> level
+        complete = ((a + 1) << level) <= n
+        g += (a[:, None] == a[None, :]) & complete[:, None]
+    return g.astype(float), h
 
 
 def _parse(text: str) -> tuple[str, dict]:

@@ -31,16 +31,24 @@ independent runs: K·ζ(α) (the same curve as ``epochs`` = K·E).
 
 This is what dp_accounting computes for ``SingleEpochTreeAggregationDpEvent(σ, T)`` (composed E
 times with ``SelfComposedDpEvent``) and what TensorFlow Privacy's ``compute_rdp_tree_restart(σ, [T]*E,
-orders)`` computes.  No privacy loss distribution, no per-release (ε, δ), unbounded privacy loss.
-The single-tree analysis with several participations per tree (a minimum separation between them)
-is not implemented.
+orders)`` computes.  The same argument makes the run a Gaussian mechanism exactly: each node is a Gaussian
+release (adaptively chosen inputs, one of them moved by at most the clipping norm) and the example enters
+E·D(T) of them, so the run is √(E·D(T))/σ-GDP, tight (Dong, Roth & Su 2022, Cor. 3.3: adaptive composition of
+Gaussian mechanisms): its exact ε (Balle & Wang 2018) and its privacy loss distribution are the Gaussian's
+(``gaussian_ratio``, ``pld_pair``), the same as ``dpcalc matrix --strategy tree`` with one participation
+(:func:`dpcalc.engine.matrix.strategies.tree_gram`).  No per-release (ε, δ); unbounded privacy loss.
+Several participations per tree (a minimum separation between them): ``dpcalc matrix --strategy tree
+--participation min-sep:k=K,b=B``.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas, up, whole
+from dpcalc.engine.mechanisms.gaussian_loss import gaussian_loss
 
 #: The largest ``steps``: whole numbers up to 2^53 are exact doubles.
 MAX_STEPS = 2**53
@@ -84,6 +92,16 @@ class TreeAggregation(Mechanism):
 
     def max_loss(self, params):
         return None, "the privacy loss of tree aggregation (Gaussian noise on every node) is unbounded"
+
+    def _sensitivity(self, params) -> float:
+        """√(E·D(T)), the ℓ₂ sensitivity of every node sum of the E trees, rounded up (E·D(T) < 2^53 exactly)."""
+        return math.sqrt(int(params["epochs"]) * tree_depth(params["steps"])) * (1.0 + 2.0**-51)
+
+    def gaussian_ratio(self, params):
+        return self._sensitivity(params) / params["sigma"]
+
+    def pld_pair(self, params):
+        return gaussian_loss(params["sigma"], self._sensitivity(params)), None
 
 
 MECHANISM = TreeAggregation()
