@@ -375,3 +375,55 @@ def test_the_tree_is_the_tree_aggregation_kind(n):
     comp = _rows(["compose", f"tree-aggregation:sigma=3,steps={n}", "--delta", "1e-6", "--method", "exact"])
     assert float(rows[0]["epsilon"]) == pytest.approx(float(comp[0]["epsilon"]), rel=1e-9)
     assert float(rows[0]["epsilon"]) >= float(comp[0]["epsilon"])
+
+
+def test_repeated_patterns_give_rows_for_each_and_leave_out_what_does_not_apply():
+    args = [
+        "matrix",
+        "--strategy",
+        "identity",
+        "--strategy",
+        "sqrt:bands=16",
+        "--steps",
+        "256",
+        "--noise-multiplier",
+        "2",
+        "--delta",
+        "1e-6",
+        "--method",
+        "bandmf-rdp",
+    ]
+    rows = _rows(
+        [
+            *args,
+            "--participation",
+            "cyclic-poisson:b=4,q=0.05",
+            "--participation",
+            "cyclic-poisson:b=16,q=0.2",
+        ]
+    )
+    assert [(r["strategy"], r["participation"]) for r in rows] == [
+        ("identity", "cyclic-poisson:b=4,q=0.05"),
+        ("identity", "cyclic-poisson:b=16,q=0.2"),
+        ("sqrt:bands=16", "cyclic-poisson:b=16,q=0.2"),
+    ]
+    one = _rows(
+        [
+            "matrix",
+            "--strategy",
+            "sqrt:bands=16",
+            "--steps",
+            "256",
+            "--noise-multiplier",
+            "2",
+            "--delta",
+            "1e-6",
+            "--method",
+            "bandmf-rdp",
+            "--participation",
+            "cyclic-poisson:b=16,q=0.2",
+        ]
+    )
+    assert one[0]["epsilon"] == rows[2]["epsilon"]
+    result = _run([*args, "--participation", "single", "--participation", "min-sep:k=2,b=100"])
+    assert result.exit_code == 2 and "applies to none" in result.output

@@ -80,11 +80,10 @@ conservative, for the bandmf rows); with --noise-multiplier and no --steps, the 
 )
 @click.option(
     "--participation",
-    default="single",
-    show_default=True,
+    multiple=True,
     metavar="PATTERN",
-    help="single, min-sep:k=K,b=B (at most K times, B steps apart) or cyclic-poisson:b=B,q=Q (B partitions, "
-    "each example with probability Q at each step of its partition).",
+    help="single (the default), min-sep:k=K,b=B (at most K times, B steps apart) or cyclic-poisson:b=B,q=Q (B "
+    "partitions, each example with probability Q at each step of its partition); repeatable: rows for each.",
 )
 @click.option(
     "--noise-multiplier",
@@ -125,7 +124,7 @@ def command(strategies, steps, participation, sigma, delta, target_epsilon, meth
         delta=delta,
         sigma=sigma,
         target_epsilon=target_epsilon,
-        participation=participation,
+        participation=list(participation) or "single",
         method=method,
         eps_error=eps_error,
     )

@@ -47,15 +47,16 @@ _NOTES = {
 @dataclass(frozen=True)
 class MatrixParams:
     """The inputs of ``dpcalc matrix``: the strategies (``--strategy`` values), the steps n, the participation
-    (``single``, ``min-sep:k=K,b=B`` or ``cyclic-poisson:b=B[,q=Q]``), ``delta`` and ``sigma`` (sequences: a
-    sweep) or ``target_epsilon``; ``method`` one of :data:`MATRIX_METHODS` or ``"all"``."""
+    (``single``, ``min-sep:k=K,b=B`` or ``cyclic-poisson:b=B[,q=Q]``; one or a sequence: rows for each),
+    ``delta`` and ``sigma`` (sequences: a sweep) or ``target_epsilon``; ``method`` one of :data:`MATRIX_METHODS`
+    or ``"all"``."""
 
     strategies: Sequence[str]
     steps: int
     delta: Sequence[float]
     sigma: Sequence[float] | None = None
     target_epsilon: Sequence[float] | None = None
-    participation: str = "single"
+    participation: str | Sequence[str] = "single"
     method: str = "all"
     eps_error: float | None = None
 
@@ -120,9 +121,13 @@ def matrix(params: MatrixParams) -> Result:
         raise InputError("give --noise-multiplier, or --target-epsilon to solve for it")
     else:
         solve = "sigma" if p.target_epsilon is not None else None
-    part = participation(p.participation)
-    if part.kind == "cyclic" and p.steps is not None and part.b > p.steps:
-        raise InputError(f"--participation: b = {part.b} partitions is more than the {p.steps} steps")
+    texts = [p.participation] if isinstance(p.participation, str) else list(p.participation)
+    if not texts or len(texts) > MAX_STRATEGIES:
+        raise InputError(f"--participation: give 1 to {MAX_STRATEGIES} patterns")
+    parts = [participation(t) for t in texts]
+    for part in parts:
+        if part.kind == "cyclic" and p.steps is not None and part.b > p.steps:
+            raise InputError(f"--participation: b = {part.b} partitions is more than the {p.steps} steps")
     methods = list(MATRIX_METHODS) if p.method == "all" else [p.method]
     axes = {}
     if p.target_epsilon is not None:
@@ -131,24 +136,29 @@ def matrix(params: MatrixParams) -> Result:
         axes["sigma"] = np.asarray(p.sigma, float)
     axes["delta"] = np.asarray(p.delta, float)
     g = product(**axes)
-    rows = g["delta"].size * len(p.strategies) * len(methods)
-    if rows > (MAX_SEARCH_ROWS if solve == "steps" else MAX_ROWS):
-        raise InputError(
-            f"the sweep would make {rows} rows, more than {MAX_SEARCH_ROWS if solve == 'steps' else MAX_ROWS}: narrow a range"
-        )
+    rows = g["delta"].size * len(p.strategies) * len(parts) * len(methods)
+    limit = MAX_SEARCH_ROWS if solve == "steps" else MAX_ROWS
+    if rows > limit:
+        raise InputError(f"the sweep would make {rows} rows, more than {limit}: narrow a range")
+    # one pattern asked for: a method that does not apply to it is an error; several: its rows are left out
+    strict = p.method != "all" and len(parts) == 1
     out: dict[str, list] = {c: [] for c in COLUMNS}
     for text in p.strategies:
-        for m in methods:
-            # as sgd-epsilon evaluates one chunk: the same numbers as its rows (C = I is DP-SGD exactly)
-            with sgm.light_start():
-                if solve == "steps":
-                    _steps_rows(out, text, part, m, g, p, strict=p.method != "all")
-                else:
-                    s = strategy(text, p.steps)
-                    _rows(out, s, part, sensitivity(s, part), m, g, solve, p, strict=p.method != "all")
+        for part in parts:
+            s = strategy(text, p.steps) if solve != "steps" else None
+            sens = sensitivity(s, part) if s is not None else None
+            for m in methods:
+                # as sgd-epsilon evaluates one chunk: the same numbers as its rows (C = I is DP-SGD exactly)
+                with sgm.light_start():
+                    if solve == "steps":
+                        _steps_rows(out, text, part, m, g, p, strict=strict)
+                    else:
+                        _rows(out, s, part, sens, m, g, solve, p, strict=strict)
+    if not out["method"]:
+        raise InputError(f"--method {p.method}: applies to none of the strategies and patterns given")
     headline = {"sigma": "noise_multiplier", "steps": "steps"}.get(solve, "epsilon")
     caption = (
-        f"participation: {part.label()}; noise: C·G + Z with Z ~ N(0, σ²) per entry, σ relative to the clipping "
+        f"participation: {', '.join(pt.label() for pt in parts)}; noise: C·G + Z with Z ~ N(0, σ²) per entry, σ relative to the clipping "
         "norm; sensitivity: of C under the participation (sensitivity_exact: false = a certified upper bound)"
     )
     if solve == "sigma":
