@@ -427,3 +427,40 @@ def test_repeated_patterns_give_rows_for_each_and_leave_out_what_does_not_apply(
     assert one[0]["epsilon"] == rows[2]["epsilon"]
     result = _run([*args, "--participation", "single", "--participation", "min-sep:k=2,b=100"])
     assert result.exit_code == 2 and "applies to none" in result.output
+
+
+def _coef_spec(coef) -> str:
+    return "toeplitz:coef=" + "|".join(repr(float(c)) for c in coef)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 11])
+@pytest.mark.parametrize("k", [1, 4, 11])
+def test_the_cases_jax_privacy_checks(n, k):
+    """The closed forms jax_privacy's toeplitz tests check for min-separation sensitivity (its
+    tests/matrix_factorization/toeplitz_test.py): C = I gives Δ² = min(n, k); the all-ones lower triangle at
+    separation 1 the first k columns' sum; decreasing coefficients the first k columns (separation 1) or the
+    fixed-epoch pattern (separation n / epochs)."""
+    ident = sensitivity(strategy("identity", n), Participation("min-sep", k=k, b=1))
+    assert ident.value**2 == pytest.approx(min(n, k), rel=1e-13) and ident.exact
+    tri = sensitivity(strategy(_coef_spec(np.ones(n)), n), Participation("min-sep", k=k, b=1))
+    C = np.tri(n)
+    assert (
+        tri.value**2 == pytest.approx(float(np.sum(np.sum(C[:, :k], axis=1) ** 2)), rel=1e-12) and tri.exact
+    )
+    coef = np.sqrt(np.linspace(1.0, 0.001, num=n))
+    s = strategy(_coef_spec(coef), n)
+    Cm = sum(np.diag(np.full(n - i, c), -i) for i, c in enumerate(coef))
+    want = np.linalg.norm(np.sum(Cm[:, :k], axis=1)) ** 2
+    assert sensitivity(s, Participation("min-sep", k=k, b=1)).value ** 2 == pytest.approx(want, rel=1e-10)
+
+
+@pytest.mark.parametrize("n,epochs", [(2, 1), (2, 2), (10, 1), (10, 5), (10, 10)])
+@pytest.mark.parametrize("bands", [2, 10, 11, 13])
+def test_fixed_epochs_as_jax_privacy_checks(n, epochs, bands):
+    coef = np.linspace(1.0, 0.001, num=bands)[:n]
+    s = strategy(_coef_spec(coef), n)
+    Cm = sum(np.diag(np.full(n - i, c), -i) for i, c in enumerate(coef))
+    b = n // epochs
+    want = np.linalg.norm(np.sum(Cm[:, ::b][:, :epochs], axis=1)) ** 2  # steps 0, b, 2b, ...
+    got = sensitivity(s, Participation("min-sep", k=epochs + 10, b=b))
+    assert got.exact and got.value**2 == pytest.approx(want, rel=1e-10)
