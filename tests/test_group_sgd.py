@@ -11,6 +11,8 @@ import math
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpcalc import api
 from dpcalc.cli import main
@@ -219,3 +221,20 @@ def test_fpr_refuses_a_person_level_question():
         "Error: --group-size 3 cannot be used with --fpr here (it gives the example-level trade-off curve); use "
         "compose subsampled-gaussian:sigma=S,q=Q,count=T --group-size 3 --fpr (the person's mixture)"
     ]
+
+
+def test_finite_for_a_hundred_examples():
+    """K = 100: the mixture's Rényi bound is finite (its PLD is too wide to discretise, and says so)."""
+    rows = _rows([*RUN, "--epochs", "5", "--group-size", "100", "--accountant", "all"])
+    assert math.isfinite(_eps(rows, "rdp")[0])
+    (pld,) = [r for r in rows if r["method"] == "pld"]
+    assert pld["epsilon"] == "" and pld["note"].startswith("does not apply")
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.floats(0.6, 4.0), st.floats(1.01, 2.0), st.integers(2, 6))
+def test_decreasing_in_the_noise_everywhere(sigma, factor, k):
+    lo = api.sgd_epsilon(0.01, sigma, 200, 1e-5, accountant="pld", group_size=k)
+    hi = api.sgd_epsilon(0.01, sigma * factor, 200, 1e-5, accountant="pld", group_size=k)
+    assert float(hi.value) <= float(lo.value)
+    assert float(hi.lower) <= float(lo.lower)
