@@ -26,6 +26,7 @@ individual conversions) is in the engine packages, named by topic: ``dpcalc.engi
 
 from __future__ import annotations
 
+from dpcalc.api.accountant import Accountant
 from dpcalc.api.composition import compose, mechanism, rdp_curve
 from dpcalc.api.contract import MAX_VALUES, Bound  # noqa: F401  (MAX_VALUES: the limit the docstring names)
 from dpcalc.api.conversions import delta_from_rdp, epsilon_from_rdp, rdp_from_dp
@@ -33,6 +34,7 @@ from dpcalc.api.dpsgd import sgd_epsilon, sgd_noise_multiplier, sgd_sample_rate,
 from dpcalc.api.tradeoff import compose_tpr, sgd_tpr
 
 __all__ = [
+    "Accountant",
     "Bound",
     "compose",
     "compose_tpr",
