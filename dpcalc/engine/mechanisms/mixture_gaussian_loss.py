@@ -15,7 +15,7 @@ the probability of sensitivity 0; ``−∞`` when there is none) at ``x → −�
 * ``direction="add"``: P = N(0, σ²), Q = the mixture, loss ``−L(x)`` under N(0, σ²) (decreasing,
   ``−L < −log p_0``).
 
-The inverse ``x(ℓ)`` is a bisection (:func:`dpcalc.engine._roots.bisect`) inside a bracket that holds by
+The inverse ``x(ℓ)`` is found (Newton steps, then a bisection) inside a bracket that holds by
 the bounds ``a_top + b_top x <= L(x) <= max(0, c_max x/σ²)`` (and, for ``ℓ <= 0``, ``L(x) <=
 log(p_0 + (1 − p_0) e^{c₊ x/σ²})`` with ``c₊`` the smallest positive sensitivity); the tails use points
 whose loss is checked against the target with the rounding error of ``L`` allowed for.
@@ -31,13 +31,25 @@ import math
 import numpy as np
 
 from dpcalc.engine._numerics import log_sub
-from dpcalc.engine._roots import bisect
+from dpcalc.engine._roots import bisect_active
 from dpcalc.engine.mechanisms.loss_models import _LOG_SQRT_2PI, _SPAN, LossModel, Piece, log_normal_sf
 from dpcalc.errors import InputError
 
 _U = float(np.finfo(float).eps)
 #: Broadcast the components against the points when their product is at most this (else loop over them).
 _BROADCAST = 1 << 20
+#: Up to this many components, :meth:`MixtureTerms.log_ratio` loops over them with elementwise operations.
+_LOOP = 32
+#: The inverse's Newton stage: at most this many steps, and an element is done once its step is at most
+#: :data:`_NEWTON_TOL` times ``|x| + σ`` (the next iterate is then exact to rounding: Newton converges
+#: quadratically).
+_NEWTON_STEPS = 60
+_NEWTON_TOL = 2.0**-26
+#: The probes that close the Newton bracket: first at ``2^-50 |x|`` on either side of the Newton point
+#: (the final bisection then needs about 3 halvings), widened 16-fold where the computed loss does not yet
+#: fall on the right side of ``ℓ`` (its rounding), at most :data:`_PROBES` times.
+_PROBE = 2.0**-50
+_PROBES = 8
 
 
 class MixtureTerms:
@@ -89,6 +101,8 @@ class MixtureTerms:
         """``L(x) = log Σ p_i e^{v_i(x)}`` for an array of any shape."""
         x = np.asarray(x, dtype=float)
         self.work += x.size * (self.m + 16)
+        if self.m <= _LOOP:
+            return self._lse(x)[0]
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             if x.size * self.m <= _BROADCAST:
                 t = self._terms(x)
@@ -104,6 +118,30 @@ class MixtureTerms:
             for a, b in zip(self.a, self.b):
                 acc += np.exp(a + b * x - mx_s)
             return np.where(np.isfinite(mx), mx_s + np.log(acc), mx)
+
+    def _lse(self, x, slope: bool = False):
+        """``(L(x), L′(x) or None)`` by a loop over the (few) components: elementwise array operations only,
+        no reduction over a short trailing axis (which numpy does slowly); :meth:`log_ratio` for ``m <=``
+        :data:`_LOOP`.  The sum of the positive terms ``e^{v_i − max}`` is sequential: its relative error
+        is at most ``(m − 1)`` ulps, inside :meth:`log_ratio_error`."""
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            ts = [a + b * x for a, b in zip(self.a, self.b)]
+            mx = ts[0]
+            for t in ts[1:]:
+                mx = np.maximum(mx, t)
+            fin = np.isfinite(mx)
+            mx_s = np.where(fin, mx, 0.0)
+            es = [np.exp(t - mx_s) for t in ts]
+            acc = es[0]
+            for e in es[1:]:
+                acc = acc + e
+            out = np.where(fin, mx_s + np.log(acc), mx)
+            if not slope:
+                return out, None
+            s1 = self.b[0] * es[0]
+            for b, e in zip(self.b[1:], es[1:]):
+                s1 = s1 + b * e
+            return out, np.minimum(s1 / acc, self.b[-1])
 
     def log_ratio_error(self, x) -> np.ndarray:
         """A bound on the rounding error of :meth:`log_ratio` at ``x`` (absolute; generous)."""
@@ -170,7 +208,15 @@ class MixtureTerms:
 
     def inverse(self, ell):
         """``(lo, hi)``: a bracket of ``x(ℓ)`` (``L(lo) <= ℓ < L(hi)`` as computed) a few ulps wide;
-        both ``−inf`` where ``ℓ <= log p_0`` and ``+inf`` where ``ℓ = +inf``."""
+        both ``−inf`` where ``ℓ <= log p_0`` and ``+inf`` where ``ℓ = +inf``.
+
+        Every element at once: safeguarded Newton steps (from the bracket's upper end, where ``L`` is convex
+        and increasing, they descend to the root) shrink the bracket of :meth:`_bracket`; two probes a few
+        ulps either side of the Newton point close it; a bisection (:func:`~dpcalc.engine._roots.
+        bisect_active`) finishes it to the same width as a bisection from the start.  Each end of the bracket
+        only ever moves to a point whose computed loss lies on its side of ``ℓ`` (``L(x) <= ℓ`` for ``lo``,
+        ``L(x) > ℓ`` or NaN for ``hi``, exactly the bisection's test), so the result has the bisection's
+        guarantees; only the number of loss evaluations differs (about 15 instead of 60)."""
         ell = np.asarray(ell, dtype=float)
         below = ~(ell > self.log_p0)
         top = np.isposinf(ell)
@@ -180,9 +226,62 @@ class MixtureTerms:
         if np.any(ok):
             e = ell[ok]
             b_lo, b_hi = self._bracket(e)
-            r_lo, r_hi = bisect(lambda x: self.log_ratio(x) - e, b_lo, b_hi, increasing=True)
+            r_lo, r_hi = self._refine(e.ravel(), b_lo.ravel(), b_hi.ravel())
             lo[ok], hi[ok] = r_lo, r_hi
         return lo, hi
+
+    def _refine(self, e, lo, hi):
+        """The bracket ``(lo, hi)`` of ``L(x) = e`` (1-D arrays, ``L(lo) <= e < L(hi)`` expected) narrowed as
+        :meth:`inverse` says."""
+        lo, hi = lo.copy(), hi.copy()
+
+        def side(x, i, slope=True):
+            """``(L(x) − e <= 0, L(x) − e, L′(x) or None)`` at the points ``x`` of the elements ``i`` (NaN: not
+            below), ``L`` exactly as :meth:`log_ratio` computes it."""
+            if self.m <= _LOOP:
+                self.work += x.size * (self.m + 16)
+                lx, dx = self._lse(x, slope)
+            else:
+                lx, dx = self.log_ratio(x), (self.slope(x) if slope else None)
+            with np.errstate(invalid="ignore"):
+                f = lx - e[i]
+                return f <= 0, f, dx
+
+        x = hi.copy()
+        idx = np.arange(e.size)
+        for _ in range(_NEWTON_STEPS):
+            if idx.size == 0:
+                break
+            xa = x[idx]
+            is_below, f, d = side(xa, idx)
+            la = np.where(is_below, np.maximum(lo[idx], xa), lo[idx])
+            ha = np.where(is_below, hi[idx], np.minimum(hi[idx], xa))
+            lo[idx], hi[idx] = la, ha
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                step = f / d
+                xn = xa - step
+                inside = (xn > la) & (xn < ha)
+                done = inside & (np.abs(step) <= _NEWTON_TOL * (np.abs(xa) + self.sigma))
+            x[idx] = np.where(inside, xn, la + 0.5 * (ha - la))
+            idx = idx[~done]
+        # probes either side of the Newton point, widened where rounding puts them on the wrong side
+        need_lo = np.isfinite(x) & (x > lo)
+        need_hi = np.isfinite(x) & (x < hi)
+        gap = np.maximum(_PROBE * np.abs(x), 1e-300)
+        for _ in range(_PROBES):
+            il, ih = np.nonzero(need_lo)[0], np.nonzero(need_hi)[0]
+            if il.size + ih.size == 0:
+                break
+            pl = np.maximum(x[il] - gap[il], lo[il])
+            ph = np.minimum(x[ih] + gap[ih], hi[ih])
+            is_below, _, _ = side(np.concatenate([pl, ph]), np.concatenate([il, ih]), slope=False)
+            ok_l, ok_h = is_below[: il.size], ~is_below[il.size :]
+            lo[il[ok_l]] = pl[ok_l]
+            hi[ih[ok_h]] = ph[ok_h]
+            need_lo[il[ok_l]] = False
+            need_hi[ih[ok_h]] = False
+            gap *= 16.0
+        return bisect_active(lambda xm, i: self.log_ratio(xm) - e[i], lo, hi, increasing=True)
 
     def point_below(self, ell: float) -> float:
         """A point ``x`` with ``L(x) <= ℓ`` exactly (so ``x <= x(ℓ)``): the bracket's lower end, moved down
