@@ -119,8 +119,8 @@ class MixtureTerms:
                 acc += np.exp(a + b * x - mx_s)
             return np.where(np.isfinite(mx), mx_s + np.log(acc), mx)
 
-    def _lse(self, x, slope: bool = False):
-        """``(L(x), L′(x) or None)`` by a loop over the (few) components: elementwise array operations only,
+    def _lse(self, x, slope: int = 0):
+        """``(L(x), L′(x) or None)`` (``slope=2``: ``(L, L′, L″)``, as :meth:`derivatives`) by a loop over the (few) components: elementwise array operations only,
         no reduction over a short trailing axis (which numpy does slowly); :meth:`log_ratio` for ``m <=``
         :data:`_LOOP`.  The sum of the positive terms ``e^{v_i − max}`` is sequential: its relative error
         is at most ``(m − 1)`` ulps, inside :meth:`log_ratio_error`."""
@@ -141,7 +141,13 @@ class MixtureTerms:
             s1 = self.b[0] * es[0]
             for b, e in zip(self.b[1:], es[1:]):
                 s1 = s1 + b * e
-            return out, np.minimum(s1 / acc, self.b[-1])
+            if slope != 2:
+                return out, np.minimum(s1 / acc, self.b[-1])
+            s2 = self.b[0] ** 2 * es[0]
+            for b, e in zip(self.b[1:], es[1:]):
+                s2 = s2 + (b * b) * e
+            s1 = np.minimum(s1 / acc, self.b[-1])
+            return out, s1, np.maximum(s2 / acc - s1 * s1, 0.0)
 
     def log_ratio_error(self, x) -> np.ndarray:
         """A bound on the rounding error of :meth:`log_ratio` at ``x`` (absolute; generous)."""
@@ -175,8 +181,13 @@ class MixtureTerms:
         return np.minimum(acc, self.b[-1])
 
     def derivatives(self, x):
-        """``(L(x), L′(x), L″(x))``: the loss, and the posterior mean and variance of ``c_i/σ²``."""
+        """``(L(x), L′(x), L″(x))``: the loss (as :meth:`log_ratio`), and the posterior mean and variance of
+        ``c_i/σ²`` (with the weights ``π_i = e^{v_i − max}/Σ_j e^{v_j − max}`` of the loss's own sum, for up to
+        :data:`_LOOP` components: one exponential per component and point)."""
         x = np.asarray(x, dtype=float)
+        if self.m <= _LOOP:
+            self.work += 2 * x.size * (self.m + 16)
+            return self._lse(x, slope=2)
         l0 = self.log_ratio(x)
         self.work += x.size * (self.m + 16)
         s1 = np.zeros(x.shape)
