@@ -131,15 +131,22 @@ def _poly_log_moments(terms: MixtureTerms, orders) -> dict:
     out = {}
     cur = base
     mag = float(np.max(np.abs(lw))) + 1.0
-    with np.errstate(invalid="ignore", over="ignore"):
+    wanted = set(want)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         for a in range(2, want[-1] + 1):
-            new = np.full(cur.size + n_max, -np.inf)
-            for ni, wi in zip(n, lw):
-                seg = new[ni : ni + cur.size]
-                new[ni : ni + cur.size] = np.logaddexp(seg, cur + wi)
-            cur = new
-            mag = max(mag, float(np.max(np.abs(cur[np.isfinite(cur)]))))
-            if a in want:
+            # the new coefficient of z^s: log Σ_i e^{cur[s − n_i] + log w_i}, by the largest term and one
+            # exponential per term (rounding: a few ulps of the magnitudes, as the margin below allows)
+            rows = np.full((m, cur.size + n_max), -np.inf)
+            for i, (ni, wi) in enumerate(zip(n, lw)):
+                np.add(cur, wi, out=rows[i, ni : ni + cur.size])
+            top_s = rows.max(axis=0)
+            live = top_s > -np.inf
+            shift = np.where(live, top_s, 0.0)
+            rows -= shift
+            np.exp(rows, out=rows)
+            cur = np.where(live, shift + np.log(rows.sum(axis=0)), -np.inf)
+            mag = max(mag, float(np.max(np.abs(cur[live]))))
+            if a in wanted:
                 s = np.arange(cur.size, dtype=float)
                 t = cur + 0.5 * s * s / s2
                 mx = float(np.max(t))
