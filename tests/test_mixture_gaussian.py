@@ -336,6 +336,25 @@ def test_rdp_is_above_the_exact_divergences(sigma, c, p):
                 assert ref * (al - 1) <= q <= ref * (al - 1) * (1 + 5e-3) + 1e-12
 
 
+@pytest.mark.parametrize(
+    "sigma,c,p", [(1.0, [0, 1, 2], _binomial(2, 0.0064)), (0.7, [0, 1, 2, 3], _binomial(3, 0.3))]
+)
+def test_quadrature_leaves_out_only_intervals_that_add_nothing(sigma, c, p, monkeypatch):
+    """At high orders the remove direction's quadrature evaluates only the blocks of intervals that can add
+    to its sums: the same bound (to the rounding of the sums) and the same work as evaluating them all."""
+    import dpcalc.engine.mechanisms.mixture_gaussian_quad as quad
+
+    for lam in (1700.0, 6000.0):
+        t1, t2 = MixtureTerms(sigma, c, p), MixtureTerms(sigma, c, p)
+        skipped = quad_log_moment(t1, lam, with_lower=True)
+        with monkeypatch.context() as mpatch:
+            mpatch.setattr(quad, "SKIP_FROM", 10**12)
+            whole = quad_log_moment(t2, lam, with_lower=True)
+        assert skipped[0] == pytest.approx(whole[0], rel=1e-15) and skipped[0] >= whole[0] * (1 - 1e-15)
+        assert skipped[1] == pytest.approx(whole[1], rel=1e-15)
+        assert t1.work == t2.work
+
+
 def test_rdp_remove_direction_is_exact_at_integer_orders():
     """Where the remove direction is the larger, the curve at whole orders is the exact sum (1e-9)."""
     t = MixtureTerms(1.0, [0, 1, 2], [0.2, 0.6, 0.2])
