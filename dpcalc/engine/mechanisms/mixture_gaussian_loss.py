@@ -92,6 +92,7 @@ class MixtureTerms:
         #: log p_0 (the infimum of L), ``-inf`` when no component has sensitivity 0
         self.log_p0 = math.log(self.p0) if self.p0 > 0 else -math.inf
         self._scale_a = float(np.max(np.abs(self.a)))
+        self._ab = list(zip(self.a.tolist(), self.b.tolist()))  # the lines as Python floats (one point)
         #: points × components evaluated so far (the Rényi curve's work limit reads it)
         self.work = 0
 
@@ -104,6 +105,14 @@ class MixtureTerms:
     def log_ratio(self, x) -> np.ndarray:
         """``L(x) = log Σ p_i e^{v_i(x)}`` for an array of any shape."""
         x = np.asarray(x, dtype=float)
+        if x.size == 1 and self.m <= _LOOP:  # one point (the tails' searches): Python floats
+            self.work += self.m + 16
+            return np.full(x.shape, self._lse_float(float(x.flat[0]))[0])
+        return self._log_ratio_array(x)
+
+    def _log_ratio_array(self, x: np.ndarray) -> np.ndarray:
+        """:meth:`log_ratio` by array operations, whatever the size (the form the inverse of many values
+        tests with, so that its brackets hold for :meth:`log_ratio` of the same arrays)."""
         self.work += x.size * (self.m + 16)
         if self.m <= _LOOP:
             return self._lse(x)[0]
@@ -152,6 +161,21 @@ class MixtureTerms:
                 s2 = s2 + (b * b) * e
             s1 = np.minimum(s1 / acc, self.b[-1])
             return out, s1, np.maximum(s2 / acc - s1 * s1, 0.0)
+
+    def _lse_float(self, x: float):
+        """``(L(x), L′(x))`` at one point in Python floats (the math module): :meth:`log_ratio` of a single
+        point, for up to :data:`_LOOP` components.  Its rounding is that of the array form (a few ulps of the
+        terms' magnitude, inside :meth:`log_ratio_error`)."""
+        if x != x:
+            return math.nan, math.nan
+        ts = [a + b * x for a, b in self._ab]
+        mx = max(ts)
+        if not math.isfinite(mx):
+            return mx, math.nan
+        ws = [math.exp(t - mx) for t in ts]
+        acc = math.fsum(ws)
+        d = math.fsum(b * w for (_, b), w in zip(self._ab, ws)) / acc
+        return mx + math.log(acc), min(d, self._ab[-1][1])
 
     def log_ratio_error(self, x) -> np.ndarray:
         """A bound on the rounding error of :meth:`log_ratio` at ``x`` (absolute; generous)."""
@@ -227,7 +251,8 @@ class MixtureTerms:
 
         Every element at once: safeguarded Newton steps shrink the bracket of :meth:`_bracket` (from its
         upper end, where ``L`` is convex and increasing, they descend to the root; for many values, from
-        between the roots of every 32nd, solved first; for one value, from Newton steps in Python floats);
+        between the roots of every 32nd, solved first; one value is solved in Python floats, as
+        :meth:`log_ratio` computes one point);
         two probes an ulp or two either side of the Newton point close it; a bisection
         (:func:`~dpcalc.engine._roots.bisect_active`) finishes it to the same width as a bisection from the
         start.  Each end of the bracket only ever moves to a point whose computed loss lies on its side of
@@ -243,8 +268,63 @@ class MixtureTerms:
         if np.any(ok):
             e = ell[ok]
             b_lo, b_hi = self._bracket(e)
-            r_lo, r_hi = self._refine(e.ravel(), b_lo.ravel(), b_hi.ravel())
+            if e.size == 1 and self.m <= _LOOP:
+                r_lo, r_hi = self._refine_float(float(e[0]), float(b_lo[0]), float(b_hi[0]))
+            else:
+                r_lo, r_hi = self._refine(e.ravel(), b_lo.ravel(), b_hi.ravel())
             lo[ok], hi[ok] = r_lo, r_hi
+        return lo, hi
+
+    def _refine_float(self, e: float, lo: float, hi: float):
+        """:meth:`_refine` for one value in Python floats, ``L`` as :meth:`log_ratio` computes one point
+        (:meth:`_lse_float`): safeguarded Newton steps from the upper end, probes an ulp or two either side,
+        widened 4-fold, then the bisection of :func:`~dpcalc.engine._roots.bisect` (its test, its stopping
+        rule); each end moves only to a point whose computed loss is on its side of ``e``."""
+        x = hi
+        for _ in range(_NEWTON_STEPS):
+            lx, d = self._lse_float(x)
+            self.work += self.m + 16
+            f = lx - e
+            if f <= 0:
+                lo = max(lo, x)
+            else:  # (NaN: above, as the bisection takes it)
+                hi = min(hi, x)
+            step = f / d if d > 0 else math.nan
+            xn = x - step
+            small = abs(step) <= _NEWTON_TOL * (abs(x) + self.sigma)
+            if lo < xn < hi:
+                x = xn
+            elif small:
+                x = min(max(xn, lo), hi)
+            else:
+                x = lo + 0.5 * (hi - lo)
+            if small:
+                break
+        if math.isfinite(x):
+            gap, need_lo, need_hi = max(_PROBE * abs(x), 1e-300), x > lo, x < hi
+            for _ in range(_PROBES):
+                if not (need_lo or need_hi):
+                    break
+                if need_lo:
+                    p = max(x - gap, lo)
+                    self.work += self.m + 16
+                    if self._lse_float(p)[0] - e <= 0:
+                        lo, need_lo = p, False
+                if need_hi:
+                    p = min(x + gap, hi)
+                    self.work += self.m + 16
+                    if not self._lse_float(p)[0] - e <= 0:
+                        hi, need_hi = p, False
+                gap *= 4.0
+        for _ in range(200):
+            if not hi - lo > 4e-16 * abs(hi):
+                break
+            mid = lo + 0.5 * (hi - lo)
+            self.work += self.m + 16
+            if self._lse_float(mid)[0] - e <= 0:
+                lo = mid
+            else:
+                hi = mid
         return lo, hi
 
     def _refine(self, e, lo, hi):
@@ -268,8 +348,6 @@ class MixtureTerms:
             fine = n_lo <= n_hi  # (a loss that rounds against its order keeps its own bracket)
             lo, hi = np.where(fine, n_lo, lo), np.where(fine, n_hi, hi)
             x = np.clip(np.interp(e, es, 0.5 * (s_lo + s_hi)), lo, hi)
-        elif e.size == 1:
-            x = np.array([self._newton_scalar(float(e[0]), float(lo[0]), float(hi[0]))])
 
         def side(x, i, slope=True):
             """``(L(x) − e <= 0, L(x) − e, L′(x) or None)`` at the points ``x`` of the elements ``i`` (NaN: not
@@ -318,34 +396,7 @@ class MixtureTerms:
             need_lo[il[ok_l]] = False
             need_hi[ih[ok_h]] = False
             gap *= 4.0
-        return bisect_active(lambda xm, i: self.log_ratio(xm) - e[i], lo, hi, increasing=True)
-
-    def _newton_scalar(self, e: float, lo: float, hi: float) -> float:
-        """A start for one value's Newton steps: safeguarded Newton in Python floats (the math module), from
-        the bracket's upper end; only a start (the tests of :meth:`_refine` decide the bracket)."""
-        a, b = self.a.tolist(), self.b.tolist()
-        x = hi
-        for _ in range(_NEWTON_STEPS):
-            ts = [ai + bi * x for ai, bi in zip(a, b)]
-            mx = max(ts)
-            if not math.isfinite(mx):
-                break
-            ws = [math.exp(t - mx) for t in ts]
-            acc = math.fsum(ws)
-            f = mx + math.log(acc) - e
-            d = math.fsum(bi * w for bi, w in zip(b, ws)) / acc
-            if f <= 0:
-                lo = max(lo, x)
-            else:
-                hi = min(hi, x)
-            step = f / d if d > 0 else math.inf
-            xn = x - step
-            if not lo < xn < hi:
-                xn = lo + 0.5 * (hi - lo)
-            elif abs(step) <= 1e-15 * (abs(x) + self.sigma):
-                return xn
-            x = xn
-        return x
+        return bisect_active(lambda xm, i: self._log_ratio_array(xm) - e[i], lo, hi, increasing=True)
 
     def point_below(self, ell: float) -> float:
         """A point ``x`` with ``L(x) <= ℓ`` exactly (so ``x <= x(ℓ)``): the bracket's lower end, moved down
