@@ -75,7 +75,7 @@ class MixtureTerms:
         c, p = c[keep], p[keep]
         if c.size == 0 or not np.any(c > 0):
             raise InputError("sensitivities: no component has sensitivity > 0 and probability > 0")
-        cs = np.unique(c)
+        cs = np.array(sorted(set(c.tolist())), dtype=float)  # (np.unique would import numpy.ma: ~7 ms)
         ps = np.array([math.fsum(p[c == v]) for v in cs])
         ps = ps / math.fsum(ps)
         self.sigma = sigma
@@ -337,8 +337,9 @@ class MixtureTerms:
             # narrowed to the ends of the seeds around it (``L(lo_j) <= ℓ_j <= ℓ`` and ``L(hi_k) > ℓ_k >= ℓ``
             # as computed: the same tests), and its Newton start interpolated between theirs
             order = np.argsort(e, kind="stable")
-            pick = np.unique(np.append(order[::_SEED_STEP], order[-1]))
-            pick = pick[np.argsort(e[pick], kind="stable")]
+            pick = order[::_SEED_STEP]
+            if pick[-1] != order[-1]:
+                pick = np.append(pick, order[-1])
             es = e[pick]
             s_lo, s_hi = self._refine(es, lo[pick], hi[pick])
             jl = np.searchsorted(es, e, side="right") - 1

@@ -238,7 +238,9 @@ def _skipping(terms: MixtureTerms, lam: float, x: np.ndarray, tails):
     while np.any(todo):
         blocks = np.nonzero(todo)[0]
         j = np.concatenate([np.arange(starts[k], ends[k]) for k in blocks])  # intervals, increasing
-        pts = np.union1d(j, j + 1)
+        mark = np.zeros(n + 1, dtype=bool)
+        mark[j] = mark[j + 1] = True
+        pts = np.nonzero(mark)[0]  # the intervals' ends, increasing
         lvp = terms.log_ratio(x[pts]) + terms.log_ratio_error(x[pts])
         lv_l = lvp[np.searchsorted(pts, j)]
         lv_r = lvp[np.searchsorted(pts, j + 1)]
