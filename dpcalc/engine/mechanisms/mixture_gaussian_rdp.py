@@ -35,6 +35,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from dpcalc.engine.mechanisms.base import check_alphas, up
 from dpcalc.engine.mechanisms.mixture_gaussian_loss import MixtureTerms
@@ -132,20 +133,37 @@ def _poly_log_moments(terms: MixtureTerms, orders) -> dict:
     cur = base
     mag = float(np.max(np.abs(lw))) + 1.0
     wanted = set(want)
+    # whole multiples 0, 1, ..., n_max (a group's sensitivities): every coefficient is positive, and the
+    # shifted rows below are strided views of one padded array
+    dense = m == n_max + 1 and bool(np.all(n == np.arange(m)))
+    pad = np.full(n_max, -np.inf)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         for a in range(2, want[-1] + 1):
             # the new coefficient of z^s: log Σ_i e^{cur[s − n_i] + log w_i}, by the largest term and one
             # exponential per term (rounding: a few ulps of the magnitudes, as the margin below allows)
-            rows = np.full((m, cur.size + n_max), -np.inf)
-            for i, (ni, wi) in enumerate(zip(n, lw)):
-                np.add(cur, wi, out=rows[i, ni : ni + cur.size])
-            top_s = rows.max(axis=0)
-            live = top_s > -np.inf
-            shift = np.where(live, top_s, 0.0)
-            rows -= shift
-            np.exp(rows, out=rows)
-            cur = np.where(live, shift + np.log(rows.sum(axis=0)), -np.inf)
-            mag = max(mag, float(np.max(np.abs(cur[live]))))
+            if dense:
+                padded = np.concatenate((pad, cur, pad))
+                size = cur.size + n_max
+                shifted = as_strided(
+                    padded[n_max:], shape=(m, size), strides=(-padded.itemsize, padded.itemsize)
+                )
+                rows = shifted + lw[:, None]  # row i: cur shifted by i places, times w_i
+                top_s = rows.max(axis=0)
+                rows -= top_s
+                np.exp(rows, out=rows)
+                cur = top_s + np.log(rows.sum(axis=0))
+                mag = max(mag, -float(cur.min()), float(cur.max()))
+            else:
+                rows = np.full((m, cur.size + n_max), -np.inf)
+                for i, (ni, wi) in enumerate(zip(n, lw)):
+                    np.add(cur, wi, out=rows[i, ni : ni + cur.size])
+                top_s = rows.max(axis=0)
+                live = top_s > -np.inf
+                shift = np.where(live, top_s, 0.0)
+                rows -= shift
+                np.exp(rows, out=rows)
+                cur = np.where(live, shift + np.log(rows.sum(axis=0)), -np.inf)
+                mag = max(mag, float(np.max(np.abs(cur[live]))))
             if a in wanted:
                 s = np.arange(cur.size, dtype=float)
                 t = cur + 0.5 * s * s / s2
