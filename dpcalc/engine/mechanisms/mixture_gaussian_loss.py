@@ -380,9 +380,17 @@ class MixtureTerms:
                 done = np.abs(step) <= _NEWTON_TOL * (np.abs(xa) + self.sigma)
             x[idx] = np.where(inside, xn, np.where(done, np.clip(xn, la, ha), la + 0.5 * (ha - la)))
             idx = idx[~done]
-        # probes either side of the Newton point, widened where rounding puts them on the wrong side
+        # the Newton point becomes one end of its bracket; a probe an ulp or two away on the other side closes
+        # it (widened where rounding puts it on the wrong side)
         need_lo = np.isfinite(x) & (x > lo)
         need_hi = np.isfinite(x) & (x < hi)
+        inner = np.nonzero(need_lo & need_hi)[0]
+        if inner.size:
+            is_below, _, _ = side(x[inner], inner, slope=False)
+            lo[inner[is_below]] = x[inner[is_below]]
+            hi[inner[~is_below]] = x[inner[~is_below]]
+            need_lo[inner[is_below]] = False
+            need_hi[inner[~is_below]] = False
         gap = np.maximum(_PROBE * np.abs(x), 1e-300)
         for _ in range(_PROBES):
             il, ih = np.nonzero(need_lo)[0], np.nonzero(need_hi)[0]
