@@ -156,6 +156,24 @@ def _refined(x: np.ndarray, lgap: np.ndarray, log_target: float, cap: int):
     return np.append(left + j * step, x[-1])
 
 
+def _refined_at(x: np.ndarray, j: np.ndarray, lgap_j: np.ndarray, log_target: float, cap: int):
+    """:func:`_refined` where only the intervals ``j`` (increasing) have gap terms ``lgap_j`` and every other
+    interval stays whole (its gap below the target): the same grid, by the same arithmetic."""
+    n = x.size - 1
+    with np.errstate(over="ignore", invalid="ignore"):
+        k = np.ceil(np.exp(np.minimum(lgap_j - log_target, 10.0)))
+    k = np.clip(np.where(np.isfinite(k), k, 1.0), 1, 64).astype(np.int64)
+    if n - j.size + int(np.sum(k)) + 1 > cap or np.all(k == 1):
+        return None
+    cut = k > 1
+    i, k = j[cut], k[cut]
+    step = (x[i + 1] - x[i]) / k
+    reps = k - 1
+    which = np.repeat(np.arange(i.size), reps)
+    m = np.arange(which.size) - np.repeat(np.cumsum(reps) - reps, reps) + 1  # 1 .. k − 1 in each interval
+    return np.insert(x, np.repeat(i + 1, reps), x[i][which] + m * step[which])
+
+
 def _lsinhc(y: np.ndarray) -> np.ndarray:
     """An upper bound on ``log(sinh(y)/y)`` (``y²/6`` near 0: ``sinh(y)/y = Π(1 + y²/(kπ)²) <= e^{y²/6}``)."""
     a = np.abs(y)
@@ -191,10 +209,11 @@ def _envelopes(terms: MixtureTerms, lam: float, h, t, lv, lt, st, vt):
     return lu, lgap
 
 
-def _skipping(terms: MixtureTerms, lam: float, x: np.ndarray, tails):
-    """The envelopes of :func:`_quad_raw` (λ > 1) on the grid ``x`` without evaluating the intervals whose
-    terms would add exactly 0 to its sums: ``(lu, lgap, unseen, top)`` with ``-inf`` for the ``unseen``
-    intervals left out, ``top`` a bound on their ``lu`` (``-inf`` for none), or ``None``.
+def _skipping(terms: MixtureTerms, lam: float, x: np.ndarray, h: np.ndarray, tails):
+    """The envelopes of :func:`_quad_raw` (λ > 1) on the grid ``x`` (widths ``h``) without evaluating the
+    intervals whose terms would add exactly 0 to its sums: ``(j, lu, lgap, unseen, top)``, the intervals
+    evaluated (increasing) and their terms, the number left out and a bound on their ``lu`` (``-inf`` for
+    none); or ``None``.
 
     At a high order the integrand's bulk (some tens of σ) is a small part of the window.  The grid's
     intervals are taken :data:`SKIP_BLOCK` at a time; a block's own envelope (the chord of the raised loss
@@ -217,7 +236,6 @@ def _skipping(terms: MixtureTerms, lam: float, x: np.ndarray, tails):
     xa, xb = xe[:-1], xe[1:]
     hb = xb - xa
     tb = 0.5 * (xa + xb)
-    h = x[1:] - x[:-1]
     hmax = np.maximum.reduceat(h, starts)
     emax = np.maximum(err_e[:-1], err_e[1:])  # the rounding bound grows with |x|: largest at an end
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -228,13 +246,12 @@ def _skipping(terms: MixtureTerms, lam: float, x: np.ndarray, tails):
         bound = bound + 1e-6 * (
             np.abs(alpha) + lam * np.maximum(np.abs(la), np.abs(lb)) + tb * tb / terms.s2 + 1.0
         )
-    lu = np.full(n, -np.inf)
-    lgap = np.full(n, -np.inf)
     done = np.zeros(starts.size, dtype=bool)
     todo = ~(bound < np.nanmax(np.where(np.isnan(bound), -np.inf, bound)) - 1000.0)  # NaN: evaluate
     if not np.any(todo):
         return None
-    top_tail = float(np.max(tails))
+    mx_lu, mx_gap = float(np.max(tails)), -math.inf
+    parts = []
     while np.any(todo):
         blocks = np.nonzero(todo)[0]
         j = np.concatenate([np.arange(starts[k], ends[k]) for k in blocks])  # intervals, increasing
@@ -246,20 +263,23 @@ def _skipping(terms: MixtureTerms, lam: float, x: np.ndarray, tails):
         lv_r = lvp[np.searchsorted(pts, j + 1)]
         tj = 0.5 * (x[j + 1] + x[j])
         lt, st, vt = terms.derivatives(tj)
-        lu[j], lgap[j] = _envelopes(terms, lam, h[j], tj, (lv_l, lv_r), lt, st, vt)
+        lu, lgap = _envelopes(terms, lam, h[j], tj, (lv_l, lv_r), lt, st, vt)
+        parts.append((j, lu, lgap))
         done |= todo
-        seen_lu = lu[np.isfinite(lu) | np.isnan(lu)]
-        seen_gap = lgap[np.isfinite(lgap)]
-        floor = min(
-            max(float(np.max(seen_lu, initial=-np.inf)), top_tail), float(np.max(seen_gap, initial=-np.inf))
-        )
+        # (a NaN term makes the floor NaN: then every block is evaluated)
+        mx_lu = max(mx_lu, float(np.max(np.where(np.isnan(lu), np.nan, np.where(lu > -np.inf, lu, -np.inf)))))
+        mx_gap = max(mx_gap, float(np.max(np.where(np.isfinite(lgap), lgap, -np.inf))))
+        floor = min(mx_lu, mx_gap) if not math.isnan(mx_lu) else math.nan
         todo = ~done & ~(bound < floor - 800.0)
-    terms.work = w0 + (3 * n + 1) * (
-        terms.m + 16
-    )  # derivatives at n midpoints (2 each), the loss at n + 1 points
+    # derivatives at n midpoints (2 each), the loss at n + 1 points: the whole grid's work
+    terms.work = w0 + (3 * n + 1) * (terms.m + 16)
     unseen = int(np.sum(ends[~done] - starts[~done]))
     top = float(np.max(bound[~done])) if unseen else -math.inf
-    return lu, lgap, unseen, top
+    j = np.concatenate([p[0] for p in parts])
+    order = np.argsort(j, kind="stable")
+    lu = np.concatenate([p[1] for p in parts])[order]
+    lgap = np.concatenate([p[2] for p in parts])[order]
+    return j[order], lu, lgap, unseen, top
 
 
 def _quad_raw(terms: MixtureTerms, lam: float, a: float, b: float, cap: int, rho: float):
@@ -275,18 +295,19 @@ def _quad_raw(terms: MixtureTerms, lam: float, a: float, b: float, cap: int, rho
     log_up = log_lo = math.inf
     for _ in range(6):
         h = x[1:] - x[:-1]
-        t = 0.5 * (x[1:] + x[:-1])
         w0 = terms.work
-        skip = _skipping(terms, lam, x, tails) if lam > 1 and h.size >= SKIP_FROM else None
+        skip = _skipping(terms, lam, x, h, tails) if lam > 1 and h.size >= SKIP_FROM else None
         for full in (False, True):
             if skip is None or full:
                 terms.work = w0
+                t = 0.5 * (x[1:] + x[:-1])
                 lt, st, vt = terms.derivatives(t)
                 lv = terms.log_ratio(x) + terms.log_ratio_error(x) if lam > 1 else None
                 lu, lgap = _envelopes(terms, lam, h, t, None if lv is None else (lv[:-1], lv[1:]), lt, st, vt)
-                unseen, top = 0, -math.inf
+                seen, unseen, top = None, 0, -math.inf
             else:
-                lu, lgap, unseen, top = skip
+                seen, lu, lgap, unseen, top = skip
+            # (the terms left out are absent from lu, lgap: in index order the sums see the same terms)
             log_up = _log_sum(np.concatenate([lu, tails]), unseen)
             log_gap = _log_sum(lgap, unseen)
             a_up = log_up  # log A
@@ -297,7 +318,8 @@ def _quad_raw(terms: MixtureTerms, lam: float, a: float, b: float, cap: int, rho
         log_lo = float(log_sub(log_up, min(log_gap, log_up)))
         if log_gap - log_up <= want or a_up < 1e-2:
             break
-        nxt = _refined(x, lgap, log_up + want - math.log(2.0 * h.size), cap)
+        target = log_up + want - math.log(2.0 * h.size)
+        nxt = _refined(x, lgap, target, cap) if seen is None else _refined_at(x, seen, lgap, target, cap)
         if nxt is None:
             break
         x = nxt
