@@ -134,24 +134,25 @@ def _poly_log_moments(terms: MixtureTerms, orders) -> dict:
     mag = float(np.max(np.abs(lw))) + 1.0
     wanted = set(want)
     # whole multiples 0, 1, ..., n_max (a group's sensitivities): every coefficient is positive, and the
-    # shifted rows below are strided views of one padded array
+    # shifted rows below are one strided view of a buffer holding cur between runs of -inf
     dense = m == n_max + 1 and bool(np.all(n == np.arange(m)))
-    pad = np.full(n_max, -np.inf)
+    if dense:
+        last = want[-1] * n_max + 1  # the coefficients' count at the last order
+        buf = np.full(last + 2 * n_max, -np.inf)
+        buf[n_max : n_max + cur.size] = cur
+        shifted = as_strided(buf[n_max:], shape=(m, last + n_max), strides=(-buf.itemsize, buf.itemsize))
+        lw_col = lw[:, None]
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         for a in range(2, want[-1] + 1):
             # the new coefficient of z^s: log Σ_i e^{cur[s − n_i] + log w_i}, by the largest term and one
             # exponential per term (rounding: a few ulps of the magnitudes, as the margin below allows)
             if dense:
-                padded = np.concatenate((pad, cur, pad))
-                size = cur.size + n_max
-                shifted = as_strided(
-                    padded[n_max:], shape=(m, size), strides=(-padded.itemsize, padded.itemsize)
-                )
-                rows = shifted + lw[:, None]  # row i: cur shifted by i places, times w_i
+                rows = shifted[:, : cur.size + n_max] + lw_col  # row i: cur shifted by i places, times w_i
                 top_s = rows.max(axis=0)
                 rows -= top_s
                 np.exp(rows, out=rows)
                 cur = top_s + np.log(rows.sum(axis=0))
+                buf[n_max : n_max + cur.size] = cur
                 mag = max(mag, -float(cur.min()), float(cur.max()))
             else:
                 rows = np.full((m, cur.size + n_max), -np.inf)
