@@ -237,6 +237,56 @@ def test_pld_directions_are_certified_separately():
     assert rem.loss_min <= math.log(0.2) and add.loss_max >= -math.log(0.2)
 
 
+@pytest.mark.parametrize(
+    "sigma,c,p",
+    [
+        (1.0, [0, 1, 2], _binomial(2, 0.0064)),
+        (1.0, list(range(11)), _binomial(10, 0.0064)),
+        (0.6, [0, 1, 2], [0.2, 0.6, 0.2]),
+        (1.5, [1.0, 2.5], [0.7, 0.3]),
+        (2.0, list(range(41)), _binomial(40, 0.3)),  # past the loop's 32 components
+    ],
+)
+def test_inverse_keeps_the_bisections_guarantees(sigma, c, p):
+    """The inverse of every loss value at once (Newton steps, probes, bisection): ``L(lo) <= ℓ < L(hi)`` as
+    :meth:`log_ratio` computes it, as narrow as the bisection's stopping rule, and around the mpmath root."""
+    t = MixtureTerms(sigma, c, p)
+    ell = np.linspace(t.log_p0 if t.p0 > 0 else -40.0, 60.0, 3001)[1:]
+    if t.p0 > 0:  # the flat end, just above the infimum of L
+        ell = np.concatenate([t.log_p0 + np.logspace(-15, -1, 60), ell])
+    lo, hi = t.inverse(ell)
+    assert np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))
+    assert np.all(t.log_ratio(lo) <= ell)
+    assert not np.any(t.log_ratio(hi) <= ell)
+    assert np.all((hi - lo <= 4e-16 * np.abs(hi)) | (np.nextafter(lo, np.inf) >= hi))
+    L = _mp_loss(sigma, c, p)
+    for v, a, b in zip(ell[1::350], lo[1::350], hi[1::350]):
+        x = float(_mp_root(L, v))
+        # the root as far as the computed loss can tell it (its rounding error over the slope)
+        noise = (
+            8.0 * float(t.log_ratio_error(np.array([x]))[0]) / max(float(t.slope(np.array([x]))[0]), 1e-300)
+        )
+        assert a - noise <= x <= b + noise
+        # the element on its own (the scalar calls of point_below/point_above)
+        a1, b1 = t.inverse(np.array([v]))
+        assert t.log_ratio(a1)[0] <= v < t.log_ratio(b1)[0]
+        assert a1[0] - noise <= x <= b1[0] + noise
+    lo, hi = t.inverse(np.array([t.log_p0, np.inf]))
+    assert lo[0] == hi[0] == -np.inf and lo[1] == hi[1] == np.inf
+
+
+def test_active_bisection_is_the_bisection():
+    from dpcalc.engine._roots import bisect, bisect_active
+
+    rng = np.random.default_rng(7)
+    e = rng.normal(size=500) * 10.0
+    lo, hi = np.full(500, -10.0), np.concatenate([np.full(250, 10.0), np.full(250, 1e3)])
+    ref = bisect(lambda x: x**3 - e, lo, hi)
+    got = bisect_active(lambda x, i: x**3 - e[i], lo, hi)
+    np.testing.assert_array_equal(ref[0], got[0])
+    np.testing.assert_array_equal(ref[1], got[1])
+
+
 def test_group_one_is_the_subsampled_gaussian(invoke):
     a = _compose(invoke, "mog:sigma=0.9,group=1,q=0.05,count=200", "--delta", "1e-6", "--method", "pld")[
         "pld"
@@ -284,6 +334,25 @@ def test_rdp_is_above_the_exact_divergences(sigma, c, p):
             q = quad_log_moment(t, lam)
             if q is not None:
                 assert ref * (al - 1) <= q <= ref * (al - 1) * (1 + 5e-3) + 1e-12
+
+
+@pytest.mark.parametrize(
+    "sigma,c,p", [(1.0, [0, 1, 2], _binomial(2, 0.0064)), (0.7, [0, 1, 2, 3], _binomial(3, 0.3))]
+)
+def test_quadrature_leaves_out_only_intervals_that_add_nothing(sigma, c, p, monkeypatch):
+    """At high orders the remove direction's quadrature evaluates only the blocks of intervals that can add
+    to its sums: the same bound (to the rounding of the sums) and the same work as evaluating them all."""
+    import dpcalc.engine.mechanisms.mixture_gaussian_quad as quad
+
+    for lam in (1700.0, 6000.0):
+        t1, t2 = MixtureTerms(sigma, c, p), MixtureTerms(sigma, c, p)
+        skipped = quad_log_moment(t1, lam, with_lower=True)
+        with monkeypatch.context() as mpatch:
+            mpatch.setattr(quad, "SKIP_FROM", 10**12)
+            whole = quad_log_moment(t2, lam, with_lower=True)
+        assert skipped[0] == pytest.approx(whole[0], rel=1e-15) and skipped[0] >= whole[0] * (1 - 1e-15)
+        assert skipped[1] == pytest.approx(whole[1], rel=1e-15)
+        assert t1.work == t2.work
 
 
 def test_rdp_remove_direction_is_exact_at_integer_orders():

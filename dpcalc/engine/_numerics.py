@@ -97,7 +97,9 @@ def unimodal_argmin(f, x: np.ndarray, stride: int = 4) -> tuple[int, float]:
         return np.where(np.isfinite(v), v, np.inf)
 
     n = x.size
-    coarse = np.unique(np.append(np.arange(0, n, stride), n - 1))
+    coarse = np.arange(0, n, stride)
+    if coarse.size == 0 or coarse[-1] != n - 1:  # (not np.unique: it imports numpy.ma, ~7 ms of a start-up)
+        coarse = np.append(coarse, n - 1)
     if coarse.size >= n or n < 3 * stride:
         v = clean(f(x))
         i = int(np.argmin(v))

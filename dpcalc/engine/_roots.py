@@ -41,6 +41,33 @@ def bisect(f, lo, hi, *, increasing: bool = True, xtol: float = 0.0, rtol: float
     return lo, hi
 
 
+def bisect_active(
+    f, lo, hi, *, increasing: bool = True, xtol: float = 0.0, rtol: float = 4e-16, maxiter: int = 200
+):
+    """:func:`bisect` that evaluates only the elements still narrowing: ``f(x, idx)`` receives the midpoints of
+    the active elements and their indices into the 1-D arrays ``lo``/``hi`` (so that per-element data can be
+    taken with ``idx``).  The same updates, the same stopping rule and the same guarantees as :func:`bisect`,
+    element by element; an iteration costs what its active elements cost (a bracket that starts tight for
+    most elements and wide for a few is not paid for at the full size each time)."""
+    lo = np.array(lo, dtype=float, copy=True).ravel()
+    hi = np.array(hi, dtype=float, copy=True).ravel()
+    idx = np.nonzero(hi - lo > xtol + rtol * np.abs(hi))[0]
+    for _ in range(maxiter):
+        if idx.size == 0:
+            break
+        la, ha = lo[idx], hi[idx]
+        mid = la + 0.5 * (ha - la)
+        fm = np.asarray(f(mid, idx), dtype=float)
+        with np.errstate(invalid="ignore"):
+            below = (fm <= 0) if increasing else (fm >= 0)
+        below &= ~np.isnan(fm)
+        la = np.where(below, mid, la)
+        ha = np.where(below, ha, mid)
+        lo[idx], hi[idx] = la, ha
+        idx = idx[ha - la > xtol + rtol * np.abs(ha)]
+    return lo, hi
+
+
 _INVPHI = (np.sqrt(5.0) - 1.0) / 2.0
 
 

@@ -29,9 +29,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
 
 from dpcalc.engine._numerics import require
+from dpcalc.engine._special import lazy_special as special
 from dpcalc.engine.conversion.methods import delta_from_curve
 
 #: relative slack added to upper ends (and taken off lower ends) for the rounding of a few float ops

@@ -33,6 +33,10 @@ QUAD_WORK = 4_000_000
 QUAD_RHO = 1e-3
 #: Window half-width beyond the bulk, in σ (tails beyond are bounded in closed form).
 _T = 14.0
+#: The remove direction's grids of at least this many intervals leave out the intervals whose terms would
+#: add exactly 0 (:func:`_skipping`), judged :data:`SKIP_BLOCK` intervals at a time.
+SKIP_FROM = 1024
+SKIP_BLOCK = 64
 
 
 def _log_g_up(ell, lam: float) -> np.ndarray:
@@ -123,8 +127,10 @@ def _tails(terms: MixtureTerms, lam: float, a: float, b: float) -> list:
     return [v + 16.0 * _U * (abs(v) + 8.0) for v in out]
 
 
-def _log_sum(v: np.ndarray) -> float:
-    """``log Σ e^{v}`` raised by a relative rounding margin (``-inf`` for none)."""
+def _log_sum(v: np.ndarray, unseen: int = 0) -> float:
+    """``log Σ e^{v}`` raised by a relative rounding margin (``-inf`` for none); ``unseen`` more terms, left out
+    of ``v``, are each below the smallest positive ``e^{v − max}`` (so they would add exactly 0) and count in
+    the margin only."""
     v = np.where(np.isnan(v), np.inf, v)  # a failed term bounds nothing
     v = v[v > -np.inf]
     if v.size == 0:
@@ -132,7 +138,7 @@ def _log_sum(v: np.ndarray) -> float:
     mx = float(np.max(v))
     if math.isinf(mx):
         return mx
-    return mx + math.log(float(np.sum(np.exp(v - mx)))) + (v.size + 8) * 4.0 * _U * (1.0 + abs(mx))
+    return mx + math.log(float(np.sum(np.exp(v - mx)))) + (v.size + unseen + 8) * 4.0 * _U * (1.0 + abs(mx))
 
 
 def _refined(x: np.ndarray, lgap: np.ndarray, log_target: float, cap: int):
@@ -150,6 +156,24 @@ def _refined(x: np.ndarray, lgap: np.ndarray, log_target: float, cap: int):
     return np.append(left + j * step, x[-1])
 
 
+def _refined_at(x: np.ndarray, j: np.ndarray, lgap_j: np.ndarray, log_target: float, cap: int):
+    """:func:`_refined` where only the intervals ``j`` (increasing) have gap terms ``lgap_j`` and every other
+    interval stays whole (its gap below the target): the same grid, by the same arithmetic."""
+    n = x.size - 1
+    with np.errstate(over="ignore", invalid="ignore"):
+        k = np.ceil(np.exp(np.minimum(lgap_j - log_target, 10.0)))
+    k = np.clip(np.where(np.isfinite(k), k, 1.0), 1, 64).astype(np.int64)
+    if n - j.size + int(np.sum(k)) + 1 > cap or np.all(k == 1):
+        return None
+    cut = k > 1
+    i, k = j[cut], k[cut]
+    step = (x[i + 1] - x[i]) / k
+    reps = k - 1
+    which = np.repeat(np.arange(i.size), reps)
+    m = np.arange(which.size) - np.repeat(np.cumsum(reps) - reps, reps) + 1  # 1 .. k − 1 in each interval
+    return np.insert(x, np.repeat(i + 1, reps), x[i][which] + m * step[which])
+
+
 def _lsinhc(y: np.ndarray) -> np.ndarray:
     """An upper bound on ``log(sinh(y)/y)`` (``y²/6`` near 0: ``sinh(y)/y = Π(1 + y²/(kπ)²) <= e^{y²/6}``)."""
     a = np.abs(y)
@@ -159,12 +183,110 @@ def _lsinhc(y: np.ndarray) -> np.ndarray:
     return np.where(a < 0.5, a * a / 6.0, far + 16.0 * _U * (big + 4.0))
 
 
+def _envelopes(terms: MixtureTerms, lam: float, h, t, lv, lt, st, vt):
+    """``(lu, lgap)`` of intervals of widths ``h`` and midpoints ``t`` (:func:`_quad_raw`): the log of each
+    interval's envelope integral (an upper bound) and of its gap to the integrand; ``lv`` the raised loss at
+    the intervals' two ends (λ > 1: a pair of arrays), ``lt, st, vt`` :meth:`MixtureTerms.derivatives` at
+    the midpoints."""
+    s2 = terms.s2
+    lognorm = _LOG_SQRT_2PI + math.log(terms.sigma)
+    if lam > 1:
+        lv_l, lv_r = lv
+        alpha = lam * 0.5 * (lv_l + lv_r)
+        slope = lam * (lv_r - lv_l) / h
+    else:
+        dt = terms.log_ratio_error(t)
+        es = 8.0 * _U * (terms.m + 4) * float(terms.b[-1]) + 1e-300
+        alpha = lam * (lt - dt - es * 0.5 * h)
+        slope = lam * st
+    alpha = alpha - 0.5 * t * t / s2 - lognorm
+    beta = slope - t / s2
+    lu = alpha + np.log(h) + _lsinhc(0.5 * beta * h)
+    lu = lu + 16.0 * _U * (np.abs(alpha) + np.abs(lam * lt) + 0.5 * t * t / s2 + np.abs(np.log(h)) + 8.0)
+    err = (abs(lam) * vt + 1.0 / s2) * h * h / 8.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lgap = lu + np.log(-np.expm1(-np.minimum(err, 700.0)))
+    return lu, lgap
+
+
+def _skipping(terms: MixtureTerms, lam: float, x: np.ndarray, h: np.ndarray, tails):
+    """The envelopes of :func:`_quad_raw` (λ > 1) on the grid ``x`` (widths ``h``) without evaluating the
+    intervals whose terms would add exactly 0 to its sums: ``(j, lu, lgap, unseen, top)``, the intervals
+    evaluated (increasing) and their terms, the number left out and a bound on their ``lu`` (``-inf`` for
+    none); or ``None``.
+
+    At a high order the integrand's bulk (some tens of σ) is a small part of the window.  The grid's
+    intervals are taken :data:`SKIP_BLOCK` at a time; a block's own envelope (the chord of the raised loss
+    between its ends, the tangent of ``−x²/(2σ²)`` at its midpoint) bounds the envelope of each of its
+    intervals: their chords lie below the block's (``L`` is convex; the raised values at the inner points are
+    at most ``2·e`` above the block's chord, ``e`` the largest rounding bound of ``L`` there), and their
+    tangents at most ``h²/(8σ²)`` above the block's (``h`` their width).  A block is evaluated unless that
+    bound, with a margin, is 800 below both sums' largest terms (``e^{−800}`` is below the smallest double):
+    so every term left out would have added exactly 0, and it lies below the refinement's threshold, so the
+    next grid is the same too.  The work counted is the whole grid's, as if every interval were evaluated."""
+    n = x.size - 1
+    w0 = terms.work
+    starts = np.arange(0, n, SKIP_BLOCK)
+    ends = np.minimum(starts + SKIP_BLOCK, n)
+    pe = np.append(starts, n)  # the blocks' ends
+    xe = x[pe]
+    err_e = terms.log_ratio_error(xe)
+    lve = terms.log_ratio(xe) + err_e
+    la, lb = lve[:-1], lve[1:]
+    xa, xb = xe[:-1], xe[1:]
+    hb = xb - xa
+    tb = 0.5 * (xa + xb)
+    hmax = np.maximum.reduceat(h, starts)
+    emax = np.maximum(err_e[:-1], err_e[1:])  # the rounding bound grows with |x|: largest at an end
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        alpha = lam * 0.5 * (la + lb) - 0.5 * tb * tb / terms.s2 - _LOG_SQRT_2PI - math.log(terms.sigma)
+        beta = lam * (lb - la) / hb - tb / terms.s2
+        bound = alpha + np.log(hb) + _lsinhc(0.5 * beta * hb)
+        bound = bound + 2.0 * lam * emax + hmax * hmax / (8.0 * terms.s2) + 10.0
+        bound = bound + 1e-6 * (
+            np.abs(alpha) + lam * np.maximum(np.abs(la), np.abs(lb)) + tb * tb / terms.s2 + 1.0
+        )
+    done = np.zeros(starts.size, dtype=bool)
+    todo = ~(bound < np.nanmax(np.where(np.isnan(bound), -np.inf, bound)) - 1000.0)  # NaN: evaluate
+    if not np.any(todo):
+        return None
+    mx_lu, mx_gap = float(np.max(tails)), -math.inf
+    parts = []
+    while np.any(todo):
+        blocks = np.nonzero(todo)[0]
+        j = np.concatenate([np.arange(starts[k], ends[k]) for k in blocks])  # intervals, increasing
+        mark = np.zeros(n + 1, dtype=bool)
+        mark[j] = mark[j + 1] = True
+        pts = np.nonzero(mark)[0]  # the intervals' ends, increasing
+        lvp = terms.log_ratio(x[pts]) + terms.log_ratio_error(x[pts])
+        lv_l = lvp[np.searchsorted(pts, j)]
+        lv_r = lvp[np.searchsorted(pts, j + 1)]
+        tj = 0.5 * (x[j + 1] + x[j])
+        lt, st, vt = terms.derivatives(tj)
+        lu, lgap = _envelopes(terms, lam, h[j], tj, (lv_l, lv_r), lt, st, vt)
+        parts.append((j, lu, lgap))
+        done |= todo
+        # (a NaN term makes the floor NaN: then every block is evaluated)
+        mx_lu = max(mx_lu, float(np.max(np.where(np.isnan(lu), np.nan, np.where(lu > -np.inf, lu, -np.inf)))))
+        mx_gap = max(mx_gap, float(np.max(np.where(np.isfinite(lgap), lgap, -np.inf))))
+        floor = min(mx_lu, mx_gap) if not math.isnan(mx_lu) else math.nan
+        todo = ~done & ~(bound < floor - 800.0)
+    # derivatives at n midpoints (2 each), the loss at n + 1 points: the whole grid's work
+    terms.work = w0 + (3 * n + 1) * (terms.m + 16)
+    unseen = int(np.sum(ends[~done] - starts[~done]))
+    top = float(np.max(bound[~done])) if unseen else -math.inf
+    j = np.concatenate([p[0] for p in parts])
+    order = np.argsort(j, kind="stable")
+    lu = np.concatenate([p[1] for p in parts])[order]
+    lgap = np.concatenate([p[2] for p in parts])[order]
+    return j[order], lu, lgap, unseen, top
+
+
 def _quad_raw(terms: MixtureTerms, lam: float, a: float, b: float, cap: int, rho: float):
     """``(upper, lower estimate)`` of ``log E_Q[e^{λL}]`` by log-linear envelopes: on each interval
     ``λL`` is below its chord (λ > 1, L convex) or its tangent at the midpoint (λ < 0), and
     ``−x²/(2σ²)`` below its tangent at the midpoint; ``e^{linear}`` integrates in closed form."""
-    sig, s2 = terms.sigma, terms.s2
-    lognorm = _LOG_SQRT_2PI + math.log(sig)
+    sig = terms.sigma
     n0 = max(64, int(math.ceil((b - a) / sig)))
     if n0 > cap:
         return None
@@ -173,32 +295,31 @@ def _quad_raw(terms: MixtureTerms, lam: float, a: float, b: float, cap: int, rho
     log_up = log_lo = math.inf
     for _ in range(6):
         h = x[1:] - x[:-1]
-        t = 0.5 * (x[1:] + x[:-1])
-        lt, st, vt = terms.derivatives(t)
-        dt = terms.log_ratio_error(t)
-        if lam > 1:
-            lv = terms.log_ratio(x) + terms.log_ratio_error(x)
-            alpha = lam * 0.5 * (lv[:-1] + lv[1:])
-            slope = lam * (lv[1:] - lv[:-1]) / h
-        else:
-            es = 8.0 * _U * (terms.m + 4) * float(terms.b[-1]) + 1e-300
-            alpha = lam * (lt - dt - es * 0.5 * h)
-            slope = lam * st
-        alpha = alpha - 0.5 * t * t / s2 - lognorm
-        beta = slope - t / s2
-        lu = alpha + np.log(h) + _lsinhc(0.5 * beta * h)
-        lu = lu + 16.0 * _U * (np.abs(alpha) + np.abs(lam * lt) + 0.5 * t * t / s2 + np.abs(np.log(h)) + 8.0)
-        err = (abs(lam) * vt + 1.0 / s2) * h * h / 8.0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lgap = lu + np.log(-np.expm1(-np.minimum(err, 700.0)))
-        log_up = _log_sum(np.concatenate([lu, tails]))
-        log_gap = _log_sum(lgap)
+        w0 = terms.work
+        skip = _skipping(terms, lam, x, h, tails) if lam > 1 and h.size >= SKIP_FROM else None
+        for full in (False, True):
+            if skip is None or full:
+                terms.work = w0
+                t = 0.5 * (x[1:] + x[:-1])
+                lt, st, vt = terms.derivatives(t)
+                lv = terms.log_ratio(x) + terms.log_ratio_error(x) if lam > 1 else None
+                lu, lgap = _envelopes(terms, lam, h, t, None if lv is None else (lv[:-1], lv[1:]), lt, st, vt)
+                seen, unseen, top = None, 0, -math.inf
+            else:
+                seen, lu, lgap, unseen, top = skip
+            # (the terms left out are absent from lu, lgap: in index order the sums see the same terms)
+            log_up = _log_sum(np.concatenate([lu, tails]), unseen)
+            log_gap = _log_sum(lgap, unseen)
+            a_up = log_up  # log A
+            want = math.log(rho) + math.log(max(min(a_up, 1.0), 1e-300))  # relative accuracy in log A
+            # the intervals left out must stay whole in the refinement (below its threshold by a margin)
+            if top < log_up + want - math.log(2.0 * h.size) - 10.0:
+                break
         log_lo = float(log_sub(log_up, min(log_gap, log_up)))
-        a_up = log_up  # log A
-        want = math.log(rho) + math.log(max(min(a_up, 1.0), 1e-300))  # relative accuracy in log A
         if log_gap - log_up <= want or a_up < 1e-2:
             break
-        nxt = _refined(x, lgap, log_up + want - math.log(2.0 * h.size), cap)
+        target = log_up + want - math.log(2.0 * h.size)
+        nxt = _refined(x, lgap, target, cap) if seen is None else _refined_at(x, seen, lgap, target, cap)
         if nxt is None:
             break
         x = nxt

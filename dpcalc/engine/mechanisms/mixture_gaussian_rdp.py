@@ -35,6 +35,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from dpcalc.engine.mechanisms.base import check_alphas, up
 from dpcalc.engine.mechanisms.mixture_gaussian_loss import MixtureTerms
@@ -131,15 +132,40 @@ def _poly_log_moments(terms: MixtureTerms, orders) -> dict:
     out = {}
     cur = base
     mag = float(np.max(np.abs(lw))) + 1.0
-    with np.errstate(invalid="ignore", over="ignore"):
+    wanted = set(want)
+    # whole multiples 0, 1, ..., n_max (a group's sensitivities): every coefficient is positive, and the
+    # shifted rows below are one strided view of a buffer holding cur between runs of -inf
+    dense = m == n_max + 1 and bool(np.all(n == np.arange(m)))
+    if dense:
+        last = want[-1] * n_max + 1  # the coefficients' count at the last order
+        buf = np.full(last + 2 * n_max, -np.inf)
+        buf[n_max : n_max + cur.size] = cur
+        shifted = as_strided(buf[n_max:], shape=(m, last + n_max), strides=(-buf.itemsize, buf.itemsize))
+        lw_col = lw[:, None]
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         for a in range(2, want[-1] + 1):
-            new = np.full(cur.size + n_max, -np.inf)
-            for ni, wi in zip(n, lw):
-                seg = new[ni : ni + cur.size]
-                new[ni : ni + cur.size] = np.logaddexp(seg, cur + wi)
-            cur = new
-            mag = max(mag, float(np.max(np.abs(cur[np.isfinite(cur)]))))
-            if a in want:
+            # the new coefficient of z^s: log Σ_i e^{cur[s − n_i] + log w_i}, by the largest term and one
+            # exponential per term (rounding: a few ulps of the magnitudes, as the margin below allows)
+            if dense:
+                rows = shifted[:, : cur.size + n_max] + lw_col  # row i: cur shifted by i places, times w_i
+                top_s = rows.max(axis=0)
+                rows -= top_s
+                np.exp(rows, out=rows)
+                cur = top_s + np.log(rows.sum(axis=0))
+                buf[n_max : n_max + cur.size] = cur
+                mag = max(mag, -float(cur.min()), float(cur.max()))
+            else:
+                rows = np.full((m, cur.size + n_max), -np.inf)
+                for i, (ni, wi) in enumerate(zip(n, lw)):
+                    np.add(cur, wi, out=rows[i, ni : ni + cur.size])
+                top_s = rows.max(axis=0)
+                live = top_s > -np.inf
+                shift = np.where(live, top_s, 0.0)
+                rows -= shift
+                np.exp(rows, out=rows)
+                cur = np.where(live, shift + np.log(rows.sum(axis=0)), -np.inf)
+                mag = max(mag, float(np.max(np.abs(cur[live]))))
+            if a in wanted:
                 s = np.arange(cur.size, dtype=float)
                 t = cur + 0.5 * s * s / s2
                 mx = float(np.max(t))

@@ -24,7 +24,6 @@ account never silently changes with the file: a moved or edited curve makes the 
 
 from __future__ import annotations
 
-import hashlib
 import os
 
 import numpy as np
@@ -37,6 +36,8 @@ from dpcalc.textinput import read_lines
 
 def _sha256(path: str) -> str:
     """The SHA-256 of the file's bytes (it was just read as text, so it is a readable regular file)."""
+    import hashlib  # lazy: only an rdp-curve spec reads a file (hashlib's OpenSSL costs ~3 ms of every start)
+
     with open(path, "rb") as fh:
         return hashlib.sha256(fh.read()).hexdigest()
 
