@@ -221,7 +221,23 @@ guessing (sweep --fpr, e.g. 1e-6:0.5:x2).  The columns are those of TRADE-OFF CO
 
 @click.command("compose")
 @click.argument(
-    "mechanisms", nargs=-1, required=True, metavar="MECHANISM...", shell_complete=complete_mechanism
+    "mechanisms", nargs=-1, required=False, metavar="MECHANISM...", shell_complete=complete_mechanism
+)
+@click.option(
+    "--dp-event",
+    "dp_events",
+    multiple=True,
+    metavar="FILE",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="A DpEvent of dp-accounting / jax_privacy in its named-tuple JSON form (repeatable; - reads standard "
+    "input): its mechanisms join the MECHANISMs.  An event dpcalc cannot account for is refused, naming its "
+    "class and place.",
+)
+@click.option(
+    "--write-dp-event",
+    is_flag=True,
+    help="Print the DpEvent (named-tuple JSON) of the composition instead of accounting for it, to check it in "
+    "dp-accounting.",
 )
 @click.option(
     "--delta",
@@ -255,6 +271,8 @@ guessing (sweep --fpr, e.g. 1e-6:0.5:x2).  The columns are those of TRADE-OFF CO
 @common_options
 def command(
     mechanisms,
+    dp_events,
+    write_dp_event,
     delta,
     epsilon,
     method,
@@ -290,6 +308,18 @@ def command(
     """
     eps_error = single(eps_error, "--eps-error")
     k = single(group_size, "--group-size") or 1
+    if not mechanisms and not dp_events:
+        raise click.UsageError("Missing argument 'MECHANISM...' (or give --dp-event FILE).")
+    if dp_events or write_dp_event:
+        # lazy: the DpEvent conversion (the specs' parser, numpy) loads only for these options
+        from dpcalc.commands.dp_events import event_specs, write_event
+
+        mechanisms = (*mechanisms, *event_specs(dp_events))
+        if write_dp_event:
+            if out.plot:
+                raise click.UsageError("--plot: --write-dp-event prints a DpEvent (JSON), nothing to draw")
+            click.echo(write_event(mechanisms))
+            return
     out = with_max_tpr(out, fpr, max_tpr)
     question = _question(fpr, method, delta, epsilon, eps_error, tuning, rdp_curve, alphas, out)
     if k > 1 and tuning is not None:

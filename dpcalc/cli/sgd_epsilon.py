@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from dpcalc.cli.common import common_options, eps_error_option, run
@@ -231,6 +233,13 @@ RUN_HELP = {
     "batch is B·A, --steps counts optimizer steps, --epochs gives ceil(E·N/(B·A)) of them.",
 )
 @click.option(
+    "--write-dp-event",
+    is_flag=True,
+    help="Print the run's DpEvent (dp-accounting's named-tuple form, as JSON) instead of accounting for it: one "
+    "configuration, Poisson, truncated Poisson or fixed-size sampling (use dp-accounting's neighbouring relation "
+    "to match --neighbors).",
+)
+@click.option(
     "--delta",
     type=Grid(lo=0, lo_open=False, hi=1, hi_open=True),
     default=None,
@@ -333,6 +342,7 @@ def command(
     epochs,
     physical_batch_size,
     accumulation_steps,
+    write_dp_event,
     delta,
     accountant,
     group_size,
@@ -368,7 +378,7 @@ def command(
     if accumulation is not None:
         batch_size = [accumulation[0] * accumulation[1]]  # the logical batch: q = B·A/N, noise once per step
     refuse_with(fpr, **{"--delta": delta, "--rdp-curve": rdp_curve, "--tuning-runs": tuning})
-    if not wanted(rdp_curve, alphas, out) and delta is None and fpr is None:
+    if not wanted(rdp_curve, alphas, out) and delta is None and fpr is None and not write_dp_event:
         ctx = click.get_current_context()
         raise click.MissingParameter(ctx=ctx, param=next(q for q in ctx.command.params if q.name == "delta"))
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
@@ -396,6 +406,13 @@ def command(
         accumulation=accumulation,
         group_size=tuple(group_size) if group_size is not None else 1,
     )
+    if write_dp_event:  # the run as a DpEvent, to check it in dp-accounting
+        if out.plot:
+            raise click.UsageError("--plot: --write-dp-event prints a DpEvent (JSON), nothing to draw")
+        from dpcalc.commands.dp_events import sgd_event  # lazy: with the command's work
+
+        click.echo(sgd_event(params if delta is not None else _with_delta(params)))
+        return
     if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
         run(out, lambda: cmd.sgd_tradeoff(params, fpr))
         return
@@ -428,3 +445,8 @@ def _accumulation(physical, steps, batch_size, sample_rate, dataset_size):
     if dataset_size is None:
         raise click.UsageError("--physical-batch-size/--accumulation-steps need --dataset-size (q = B·A/N)")
     return (physical, steps)
+
+
+def _with_delta(params):
+    """``params`` with a placeholder δ (a DpEvent does not depend on δ; the checks ask for one)."""
+    return dataclasses.replace(params, delta=[1e-5])
