@@ -240,11 +240,11 @@ def test_pld_directions_are_certified_separately():
 @pytest.mark.parametrize(
     "sigma,c,p",
     [
-        (1.0, [0, 1, 2], _binomial(2, 0.0064)),
-        (1.0, list(range(11)), _binomial(10, 0.0064)),
+        (1.0, [0, 1, 2], binomial_weights(2, 0.0064)),
+        (1.0, list(range(11)), binomial_weights(10, 0.0064)),
         (0.6, [0, 1, 2], [0.2, 0.6, 0.2]),
         (1.5, [1.0, 2.5], [0.7, 0.3]),
-        (2.0, list(range(41)), _binomial(40, 0.3)),  # past the loop's 32 components
+        (2.0, list(range(41)), binomial_weights(40, 0.3)),  # past the loop's 32 components
     ],
 )
 def test_inverse_keeps_the_bisections_guarantees(sigma, c, p):
@@ -337,7 +337,8 @@ def test_rdp_is_above_the_exact_divergences(sigma, c, p):
 
 
 @pytest.mark.parametrize(
-    "sigma,c,p", [(1.0, [0, 1, 2], _binomial(2, 0.0064)), (0.7, [0, 1, 2, 3], _binomial(3, 0.3))]
+    "sigma,c,p",
+    [(1.0, [0, 1, 2], binomial_weights(2, 0.0064)), (0.7, [0, 1, 2, 3], binomial_weights(3, 0.3))],
 )
 def test_quadrature_leaves_out_only_intervals_that_add_nothing(sigma, c, p, monkeypatch):
     """At high orders the remove direction's quadrature evaluates only the blocks of intervals that can add
