@@ -19,7 +19,7 @@ from click.shell_completion import get_completion_class
 
 from dpcalc import __version__
 from dpcalc.cli import COMMANDS, main
-from dpcalc.commands.schema import CURVE_SCHEMAS, SCHEMAS, TRADEOFF_SCHEMAS
+from dpcalc.commands.schema import CURVE_SCHEMAS, SCHEDULE_SCHEMAS, SCHEMAS, TRADEOFF_SCHEMAS
 from dpcalc.engine.mechanisms.base import SUBSAMPLING_KEYS
 from dpcalc.engine.mechanisms.catalogue import CATALOGUE
 from dpcalc.exitcodes import ExitCode
@@ -146,6 +146,14 @@ def man_page(name: str | None) -> str:
         for col, meaning in CURVE_SCHEMAS[name]:
             lines += [".TP", f"\\fB{esc(col)}\\fR", esc(meaning)]
 
+    if name in SCHEDULE_SCHEMAS:
+        lines.append(".SH SCHEDULE COLUMNS")
+        lines += [
+            "With --schedule FILE, every CSV, TSV and JSON row has these columns instead, in this order: one row per "
+            "phase, accountant and δ, ε after the phase.",
+        ]
+        for col, meaning in SCHEDULE_SCHEMAS[name]:
+            lines += [".TP", f"\\fB{esc(col)}\\fR", esc(meaning)]
     if name in TRADEOFF_SCHEMAS:
         lines.append(".SH TRADE-OFF COLUMNS")
         lines += [

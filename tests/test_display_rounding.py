@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from dpcalc.commands.schema import CURVE_SCHEMAS, SCHEMAS, TRADEOFF_SCHEMAS
+from dpcalc.commands.schema import CURVE_SCHEMAS, SCHEDULE_SCHEMAS, SCHEMAS, TRADEOFF_SCHEMAS
 from dpcalc.render import MARK_RTOL
 from dpcalc.render.cells import rounded
 from dpcalc.result import (
@@ -34,7 +34,7 @@ CLASSES = {
 def schema_columns() -> set[str]:
     return {
         name
-        for schemas in (SCHEMAS, CURVE_SCHEMAS, TRADEOFF_SCHEMAS)
+        for schemas in (SCHEMAS, CURVE_SCHEMAS, TRADEOFF_SCHEMAS, SCHEDULE_SCHEMAS)
         for columns in schemas.values()
         for name, _ in columns
     }
@@ -59,7 +59,9 @@ _MENTION_ONLY = {"confidence", "valid", "bound", "method"}
 
 
 @pytest.mark.parametrize(
-    "schemas", [SCHEMAS, CURVE_SCHEMAS, TRADEOFF_SCHEMAS], ids=["main", "curve", "tradeoff"]
+    "schemas",
+    [SCHEMAS, CURVE_SCHEMAS, TRADEOFF_SCHEMAS, SCHEDULE_SCHEMAS],
+    ids=["main", "curve", "tradeoff", "schedule"],
 )
 def test_the_classification_agrees_with_each_documented_meaning(schemas):
     """Read independently of dpcalc.result: a column documented as an upper bound (or upper end) rounds

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import click
 
-from dpcalc.cli.common import common_options, eps_error_option, run
+from dpcalc.cli.common import common_options, eps_error_option, run, single
 from dpcalc.cli.rdp_curve import curve_options, wanted
 from dpcalc.cli.run_options import run_options
 from dpcalc.cli.tradeoff import refuse_with, tradeoff_options, with_max_tpr
@@ -233,6 +234,16 @@ RUN_HELP = {
     "batch is B·A, --steps counts optimizer steps, --epochs gives ceil(E·N/(B·A)) of them.",
 )
 @click.option(
+    "--schedule",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default=None,
+    metavar="FILE",
+    help="A run in phases instead of --noise-multiplier/--sample-rate/--steps: a CSV file (header; one phase a line: "
+    "noise_multiplier, sample_rate or batch_size [with dataset_size], steps or epochs) or JSON (an Opacus "
+    "history [[noise_multiplier, sample_rate, steps], ...], or an object with one); - reads standard input.  "
+    "One row per phase: ε after it.",
+)
+@click.option(
     "--write-dp-event",
     is_flag=True,
     help="Print the run's DpEvent (dp-accounting's named-tuple form, as JSON) instead of accounting for it: one "
@@ -342,6 +353,7 @@ def command(
     epochs,
     physical_batch_size,
     accumulation_steps,
+    schedule,
     write_dp_event,
     delta,
     accountant,
@@ -377,6 +389,33 @@ def command(
     )
     if accumulation is not None:
         batch_size = [accumulation[0] * accumulation[1]]  # the logical batch: q = B·A/N, noise once per step
+    if schedule is not None:
+        _schedule(
+            schedule,
+            out,
+            delta,
+            accountant,
+            neighbors,
+            conversion,
+            eps_error,
+            sampling,
+            dataset_size,
+            **{
+                "--noise-multiplier": sigma,
+                "--sample-rate": sample_rate,
+                "--batch-size": batch_size,
+                "--steps": steps,
+                "--epochs": epochs,
+                "--target-epsilon": target_epsilon,
+                "--max-batch-size": max_batch_size,
+                "--physical-batch-size": physical_batch_size,
+                "--tuning-runs": tuning,
+                "--fpr": fpr,
+                "--write-dp-event": write_dp_event or None,
+                "--rdp-curve": rdp_curve or None,
+            },
+        )
+        return
     refuse_with(fpr, **{"--delta": delta, "--rdp-curve": rdp_curve, "--tuning-runs": tuning})
     if not wanted(rdp_curve, alphas, out) and delta is None and fpr is None and not write_dp_event:
         ctx = click.get_current_context()
@@ -450,3 +489,36 @@ def _accumulation(physical, steps, batch_size, sample_rate, dataset_size):
 def _with_delta(params):
     """``params`` with a placeholder δ (a DpEvent does not depend on δ; the checks ask for one)."""
     return dataclasses.replace(params, delta=[1e-5])
+
+
+def _schedule(
+    path, out, delta, accountant, neighbors, conversion, eps_error, sampling, dataset_size, **others
+):
+    """``--schedule FILE``: the phases of a run, ε after each (dpcalc.commands.sgd_schedule)."""
+    for option, value in others.items():
+        if value is not None:
+            raise click.UsageError(f"--schedule cannot be used with {option} (the schedule gives the run)")
+    if delta is None:
+        raise click.UsageError("--schedule needs --delta")
+    if sampling != "poisson":
+        raise click.UsageError("--schedule: phases compose for --sampling poisson only here")
+    if dataset_size is not None and len(dataset_size) != 1:
+        raise click.UsageError("--schedule: --dataset-size takes a single value")
+    # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
+    from dpcalc.commands import sgd_schedule as cmd
+
+    text = sys.stdin.read(cmd.MAX_BYTES + 1) if path == "-" else None
+    n = dataset_size[0] if dataset_size is not None else None
+    eps_error = single(eps_error, "--eps-error")
+    run(
+        out,
+        lambda: cmd.sgd_schedule(
+            cmd.read_schedule(path, text, n),
+            delta,
+            accountant,
+            neighbors or "add-remove",
+            conversion,
+            eps_error,
+            path,
+        ),
+    )

@@ -159,7 +159,8 @@ def matrix(params: MatrixParams) -> Result:
     headline = {"sigma": "noise_multiplier", "steps": "steps"}.get(solve, "epsilon")
     caption = (
         f"participation: {', '.join(pt.label() for pt in parts)}; noise: C·G + Z with Z ~ N(0, σ²) per entry, σ relative to the clipping "
-        "norm; sensitivity: of C under the participation (sensitivity_exact: false = a certified upper bound)"
+        "norm; sensitivity_bound: the sensitivity of C under the participation, an upper bound (sensitivity_exact: true "
+        "where it is the exact value)"
     )
     if solve == "sigma":
         caption += "; noise_multiplier: the smallest (within a factor 1.0001 for bandmf rows, exact for gaussian) with ε <= target"
@@ -172,7 +173,9 @@ def matrix(params: MatrixParams) -> Result:
         headline=headline,
         title="Matrix mechanism (correlated noise)",
         caption=caption,
-        derived=("sensitivity", "sensitivity_exact", "dpsgd_steps", "bands") if solve == "steps" else (),
+        derived=("sensitivity_bound", "sensitivity_exact", "dpsgd_steps", "bands")
+        if solve == "steps"
+        else (),
     )
     res.plot = _plot(out, p, solve)
     return res
@@ -260,7 +263,7 @@ def _rows(out, s, part, sens, method, g, solve, p, strict):
         "bands": [s.bands] * n,
         "sample_rate": [part.q] * n,
         "method": [method] * n,
-        "sensitivity": [sens.value] * n,
+        "sensitivity_bound": [sens.value] * n,
         "sensitivity_exact": [sens.exact] * n,
         "noise_multiplier": [float(v) for v in np.asarray(sigma, float).reshape(-1)],
         "delta": g["delta"].tolist(),

@@ -143,13 +143,10 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("sample_rate", "cyclic Poisson: the probability q of each example at each step of its partition"),
         ("method", "gaussian (no amplification), bandmf-rdp or bandmf-pld (amplified BandMF)"),
         (
-            "sensitivity",
-            "Δ of C under the participation: the Gaussian mechanism's sensitivity (an upper bound)",
+            "sensitivity_bound",
+            "Δ of C under the participation, the Gaussian mechanism's sensitivity: a certified upper bound",
         ),
-        (
-            "sensitivity_exact",
-            "true where a theorem makes Δ exact, false where it is a certified upper bound",
-        ),
+        ("sensitivity_exact", "true where a theorem makes Δ exact, false where only the bound is known"),
         ("noise_multiplier", "σ: given, or the smallest within --target-epsilon"),
         ("delta", "the target δ"),
         ("target_epsilon", "the target ε of --target-epsilon"),
@@ -317,6 +314,24 @@ TRADEOFF_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
 def tradeoff_names(command: str) -> list[str]:
     """The column names of ``command --fpr``, in order."""
     return [name for name, _ in TRADEOFF_SCHEMAS[command]]
+
+
+#: The columns of a schedule (``sgd-epsilon --schedule FILE``): one row per phase and accountant.
+SCHEDULE_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
+    "sgd-epsilon": (
+        ("phase", "the phase's number (1 = the first line of the schedule)"),
+        ("accountant", "rdp or pld"),
+        ("noise_multiplier", "σ of the phase"),
+        ("sample_rate", "q of the phase (batch_size / dataset_size where the schedule gives batch sizes)"),
+        ("steps", "the phase's steps (from its epochs where the schedule gives epochs)"),
+        ("total_steps", "the steps of the run up to the end of this phase"),
+        ("delta", "the target δ"),
+        ("epsilon", "ε of the run up to the end of this phase: a certified upper bound (non-decreasing)"),
+        ("epsilon_lower", "pld: the lower end of the certified bracket [epsilon_lower, epsilon]"),
+        ("epsilon_estimate", "pld: an estimate inside the bracket (not a bound)"),
+        ("note", "why a row has no value, or what produced it"),
+    ),
+}
 
 
 def names(command: str) -> list[str]:

@@ -1,0 +1,252 @@
+"""``dpcalc sgd-epsilon --schedule FILE``: a DP-SGD run in phases — a warm-up at another batch size, a fine-tuning
+stage with less noise, a resumed job — with the running ε after each phase (docs/math.md §3.12).
+
+FILE is a CSV file, one phase a line, with a header naming its columns:
+
+* ``noise_multiplier`` (alias ``sigma``);
+* ``sample_rate``, or ``batch_size`` with ``dataset_size`` (a column, or ``--dataset-size``);
+* ``steps``, or ``epochs`` (⌈E/q⌉ = ⌈E·N/B⌉ steps, as the command counts them);
+* optionally ``sampling``: ``poisson`` (the only sampler phases compose for here);
+
+or a JSON file: an Opacus accountant's history, ``[[noise_multiplier, sample_rate, steps], ...]``, or an object
+with such a ``history`` (Opacus's ``state_dict()`` as JSON, or :class:`dpcalc.api.Accountant`'s state).
+
+Every phase is Poisson-sampled DP-SGD; phases compose (Mironov 2017, Prop. 1 for the Rényi curves; the PLD of
+the composition for pld, :func:`dpcalc.engine.composition.pld.compose_pld`).  A schedule of one phase is
+answered exactly as ``sgd-epsilon`` without ``--schedule``.  Rows: one per phase and accountant, ε after that
+phase (the running ε, non-decreasing).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+
+import numpy as np
+
+from dpcalc.api.accountant import Accountant
+from dpcalc.commands import schema
+from dpcalc.engine.conversion.of_curve import eps_of_curve
+from dpcalc.engine.dpsgd.accounting import rdp_total
+from dpcalc.engine.orders import DEFAULT_ORDERS
+from dpcalc.errors import InputError
+from dpcalc.result import PlotSpec, Result
+
+#: The most bytes of a schedule file; the most phases (rdp); the most phases the pld accountant composes
+#: (one composition of every prefix: about a second each).
+MAX_BYTES = 10_000_000
+MAX_PHASES = 10_000
+MAX_PLD_PHASES = 50
+COLUMNS = tuple(name for name, _ in schema.SCHEDULE_SCHEMAS["sgd-epsilon"])
+_ALIASES = {"sigma": "noise_multiplier", "noise-multiplier": "noise_multiplier", "sample-rate": "sample_rate"}
+
+
+def _read(path: str, text: str | None) -> str:
+    if text is not None:
+        return text
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise InputError(f"--schedule {path!r}: cannot read it ({exc.strerror})") from None
+    if size > MAX_BYTES:
+        raise InputError(f"--schedule {path!r}: {size} bytes, above the limit of {MAX_BYTES}")
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return fh.read(MAX_BYTES + 1)
+
+
+def _number(path, where, name, value, *, whole=False, lo=0.0, hi=None):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"--schedule {path!r}, {where}: {name} must be a number, got {value!r}") from None
+    if isinstance(value, bool) or not math.isfinite(v) or not v > lo or (hi is not None and v > hi):
+        bound = f"in ({lo:g}, {hi:g}]" if hi is not None else f"> {lo:g}"
+        raise InputError(
+            f"--schedule {path!r}, {where}: {name} must be a finite number {bound}, got {value!r}"
+        )
+    if whole and v != math.floor(v):
+        raise InputError(f"--schedule {path!r}, {where}: {name} must be a whole number, got {value!r}")
+    return v
+
+
+def read_schedule(path: str, text: str | None = None, dataset_size=None) -> list[tuple[float, float, int]]:
+    """The phases ``(noise_multiplier, sample_rate, steps)`` of a schedule file (module docstring), every fault
+    named by the file and its line (or phase)."""
+    body = _read(path, text)
+    if len(body) > MAX_BYTES:
+        raise InputError(f"--schedule {path!r}: more than {MAX_BYTES} bytes")
+    stripped = body.lstrip()
+    if stripped.startswith(("[", "{")):
+        return _json_phases(path, stripped)
+    return _csv_phases(path, body, dataset_size)
+
+
+def _json_phases(path, body):
+    try:
+        obj = json.loads(body)
+    except ValueError as exc:
+        raise InputError(f"--schedule {path!r}: not JSON ({exc})") from None
+    history = obj.get("history") if isinstance(obj, dict) else obj
+    if not isinstance(history, list) or not history:
+        raise InputError(
+            f"--schedule {path!r}: a JSON schedule is a list of [noise_multiplier, sample_rate, steps] "
+            "(an Opacus history) or an object with such a history"
+        )
+    if len(history) > MAX_PHASES:
+        raise InputError(f"--schedule {path!r}: {len(history)} phases, above the limit of {MAX_PHASES}")
+    out = []
+    for i, phase in enumerate(history, start=1):
+        where = f"phase {i}"
+        if not isinstance(phase, (list, tuple)) or len(phase) != 3:
+            raise InputError(f"--schedule {path!r}, {where}: must be [noise_multiplier, sample_rate, steps]")
+        s = _number(path, where, "noise_multiplier", phase[0])
+        q = _number(path, where, "sample_rate", phase[1], hi=1.0)
+        t = _number(path, where, "steps", phase[2], whole=True)
+        out.append((s, q, int(t)))
+    return out
+
+
+def _csv_phases(path, body, dataset_size):
+    rows = list(csv.reader(io.StringIO(body)))
+    rows = [
+        r for r in rows if r and not (len(r) == 1 and not r[0].strip()) and not r[0].lstrip().startswith("#")
+    ]
+    if len(rows) < 2:
+        raise InputError(f"--schedule {path!r}: needs a header line and at least one phase")
+    header = [_ALIASES.get(h.strip(), h.strip()) for h in rows[0]]
+    known = {"noise_multiplier", "sample_rate", "batch_size", "dataset_size", "steps", "epochs", "sampling"}
+    for h in header:
+        if h not in known:
+            raise InputError(
+                f"--schedule {path!r}, line 1: unknown column {h!r} (columns: {', '.join(sorted(known))})"
+            )
+    if "noise_multiplier" not in header:
+        raise InputError(f"--schedule {path!r}, line 1: needs a noise_multiplier column")
+    if ("sample_rate" in header) == ("batch_size" in header):
+        raise InputError(
+            f"--schedule {path!r}, line 1: needs a sample_rate column, or batch_size (with dataset_size)"
+        )
+    if ("steps" in header) == ("epochs" in header):
+        raise InputError(f"--schedule {path!r}, line 1: needs a steps column or an epochs column")
+    if len(rows) - 1 > MAX_PHASES:
+        raise InputError(f"--schedule {path!r}: {len(rows) - 1} phases, above the limit of {MAX_PHASES}")
+    out = []
+    for line, row in enumerate(rows[1:], start=2):
+        where = f"line {line}"
+        if len(row) != len(header):
+            raise InputError(f"--schedule {path!r}, {where}: {len(row)} fields, the header has {len(header)}")
+        v = dict(zip(header, (x.strip() for x in row)))
+        if v.get("sampling", "poisson") != "poisson":
+            raise InputError(
+                f"--schedule {path!r}, {where}: sampling {v['sampling']!r}: phases compose here for Poisson sampling only"
+            )
+        s = _number(path, where, "noise_multiplier", v["noise_multiplier"])
+        if "sample_rate" in v:
+            q = _number(path, where, "sample_rate", v["sample_rate"], hi=1.0)
+            n = b = None
+        else:
+            n_text = v.get("dataset_size") or (None if dataset_size is None else str(dataset_size))
+            if n_text is None:
+                raise InputError(
+                    f"--schedule {path!r}, {where}: batch_size needs dataset_size (a column or --dataset-size)"
+                )
+            n = _number(path, where, "dataset_size", n_text, whole=True)
+            b = _number(path, where, "batch_size", v["batch_size"], whole=True)
+            if b > n:
+                raise InputError(
+                    f"--schedule {path!r}, {where}: batch_size {b:g} is larger than dataset_size {n:g}"
+                )
+            q = b / n
+        if "steps" in v:
+            t = _number(path, where, "steps", v["steps"], whole=True)
+        else:
+            e = _number(path, where, "epochs", v["epochs"])
+            t = max(math.ceil(e * n / b) if b is not None else math.ceil(e / q), 1)
+        if t > 2**53:
+            raise InputError(f"--schedule {path!r}, {where}: more than 2^53 steps")
+        out.append((s, q, int(t)))
+    return out
+
+
+def sgd_schedule(phases, delta, accountant, neighbors, conversion, eps_error, path="") -> Result:
+    """One row per phase and accountant: the phase and ε after it (the running ε) at each δ."""
+    names = ["rdp", "pld"] if accountant == "all" else [accountant]
+    if any(n not in ("rdp", "pld") for n in names):
+        raise InputError(f"--accountant {accountant}: a schedule is answered by rdp and pld (or all)")
+    if "pld" in names and len(phases) > MAX_PLD_PHASES:
+        raise InputError(
+            f"--schedule {path!r}: {len(phases)} phases, above the limit of {MAX_PLD_PHASES} for the pld accountant "
+            "(one composition per phase); use --accountant rdp"
+        )
+    if "pld" in names and len(phases) > 1 and neighbors != "add-remove":
+        raise InputError(
+            "--schedule with --neighbors replace-one: phases compose by rdp only here; use --accountant rdp"
+        )
+    deltas = np.atleast_1d(np.asarray(delta, float))
+    out: dict[str, list] = {c: [] for c in COLUMNS}
+    total = np.cumsum([t for _, _, t in phases])
+    for name in names:
+        for d in deltas:
+            values = _rdp_running(phases, d, neighbors, conversion) if name == "rdp" else None
+            for i, (s, q, t) in enumerate(phases):
+                if name == "rdp":
+                    eps, lower, est = values[i], None, None
+                else:
+                    acc = Accountant("pld", neighbors=neighbors, eps_error=eps_error)
+                    for ss, qq, tt in phases[: i + 1]:
+                        acc.step(noise_multiplier=ss, sample_rate=qq, steps=tt)
+                    b = acc.get_bracket(float(d))
+                    eps, lower, est = b.value, b.lower, b.estimate
+                row = {
+                    "phase": i + 1,
+                    "accountant": name,
+                    "noise_multiplier": s,
+                    "sample_rate": q,
+                    "steps": t,
+                    "total_steps": int(total[i]),
+                    "delta": float(d),
+                    "epsilon": float(eps),
+                    "epsilon_lower": None if lower is None else float(lower),
+                    "epsilon_estimate": None if est is None else float(est),
+                    "note": "",
+                }
+                for c in COLUMNS:
+                    out[c].append(row[c])
+    caption = (
+        f"schedule: {len(phases)} phases, Poisson sampling, neighbours: {neighbors}; epsilon: after the phase (the "
+        "running ε of the phases so far, a certified upper bound)"
+        + ("; pld: [epsilon_lower, epsilon] the certified bracket" if "pld" in names else "")
+        + (f"; rdp: conversion {conversion}" if "rdp" in names else "")
+    )
+    res = Result(out, headline="epsilon", title="DP-SGD schedule: the running ε", caption=caption)
+    if len(phases) > 1:
+        res.plot = PlotSpec(
+            x="total_steps",
+            y="epsilon",
+            series="accountant",
+            group=("delta",) if deltas.size > 1 else (),
+            band=("epsilon_lower", "epsilon") if "pld" in names else None,
+            xlabel="steps so far",
+            ylabel="ε (nats) after the phase",
+            title="DP-SGD schedule: the running ε",
+        )
+    return res
+
+
+def _rdp_running(phases, delta, neighbors, conversion) -> list[float]:
+    """ε after each phase by RDP: the prefix sums of the phases' curves, converted (one phase: the one-shot
+    function's own arithmetic, :class:`~dpcalc.api.Accountant`)."""
+    if len(phases) == 1:
+        acc = Accountant("rdp", neighbors=neighbors, conversion=conversion)
+        acc.step(noise_multiplier=phases[0][0], sample_rate=phases[0][1], steps=phases[0][2])
+        return [acc.get_epsilon(float(delta))]
+    sigma, q, t = (np.array(c, dtype=float) for c in zip(*phases))
+    orders = np.asarray(DEFAULT_ORDERS, float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        curves = rdp_total(q, sigma, t, orders, neighbors=neighbors)
+        running = np.cumsum(curves, axis=0)
+    b = eps_of_curve(orders, running, np.full(len(phases), float(delta)), conversion)
+    return [float(v) for v in np.asarray(b.value).reshape(-1)]
