@@ -65,12 +65,15 @@ def test_written_events_give_dp_accountings_epsilon_inside_our_bracket(specs, tm
     text = _run(["compose", *specs, "--write-dp-event"])
     assert text.exit_code == 0, text.output
     event = dp_event.DpEvent.from_named_tuple(_to_named_tuple(json.loads(text.stdout)))
-    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-4)
-    acc.compose(event)
-    theirs = acc.get_epsilon(1e-5)
     (ours,) = _rows(["compose", *specs, "--delta", "1e-5", "--method", "pld"])
     lo, up = float(ours["epsilon_lower"]), float(ours["epsilon"])
-    assert lo <= theirs <= up * (1 + 5e-3)  # theirs: pessimistic, within its discretisation
+    if "mixture" not in " ".join(
+        specs
+    ):  # the mixture against dp-accounting: tests/test_group_compose.py (slow)
+        acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-4)
+        acc.compose(event)
+        theirs = acc.get_epsilon(1e-5)
+        assert lo <= theirs <= up * (1 + 5e-3)  # theirs: pessimistic, within its discretisation
     if "mixture" not in " ".join(specs) and "discrete" not in " ".join(specs):
         rdp = rdp_privacy_accountant.RdpAccountant()
         rdp.compose(event)
