@@ -39,10 +39,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 
 from dpcalc.errors import InputError
 from dpcalc.spec import MechanismSpec, parse_mechanism
+from dpcalc.textinput import read_bounded
 
 #: The most bytes of a DpEvent file, and the deepest nesting read.
 MAX_BYTES = 10_000_000
@@ -54,14 +54,7 @@ MODULE = "dp_accounting.dp_event"
 def read_event(source: str, text: str | None = None) -> dict:
     """The JSON object of a DpEvent from a file (``text`` given: already read, e.g. stdin), its size bounded."""
     if text is None:
-        try:
-            size = os.path.getsize(source)
-        except OSError as exc:
-            raise InputError(f"--dp-event {source!r}: cannot read it ({exc.strerror})") from None
-        if size > MAX_BYTES:
-            raise InputError(f"--dp-event {source!r}: {size} bytes, above the limit of {MAX_BYTES}")
-        with open(source, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(MAX_BYTES + 1)
+        text = read_bounded(source, f"--dp-event {source!r}", MAX_BYTES)
     if len(text) > MAX_BYTES:
         raise InputError(f"--dp-event {source!r}: more than {MAX_BYTES} bytes")
     try:

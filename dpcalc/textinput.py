@@ -339,6 +339,35 @@ def open_lines(path: str, name: str, stdin=None) -> Iterator[Iterator[str]]:
         yield iter_lines(fh, name)
 
 
+def read_bounded(path: str, name: str, limit: int) -> str:
+    """A whole text input (a DpEvent, a schedule) of at most ``limit`` bytes, refused above it before it is
+    read where the size is known (a file), else once ``limit`` bytes have arrived (a pipe)."""
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise open_error(exc, path, name) from None
+    if size > limit:
+        raise InputError(f"{name}: {size} bytes, above the limit of {limit}")
+    with open_binary(path, name) as fh:
+        chunks, total = [], 0
+        while total <= limit:
+            try:
+                data = fh.read(CHUNK)
+            except OSError as exc:
+                raise read_error(exc, name) from None
+            if not data:
+                break
+            chunks.append(data)
+            total += len(data)
+    if total > limit:
+        raise InputError(f"{name}: more than {limit} bytes")
+    raw = b"".join(chunks)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(utf8_message(name, raw, exc)) from None
+
+
 def read_lines(path: str, name: str, stdin=None) -> list[str]:
     """All lines of a text input (a spec file, a curve): :func:`open_lines`, read to its end."""
     with open_lines(path, name, stdin) as lines:

@@ -23,7 +23,6 @@ import csv
 import io
 import json
 import math
-import os
 
 import numpy as np
 
@@ -34,6 +33,7 @@ from dpcalc.engine.dpsgd.accounting import rdp_total
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result
+from dpcalc.textinput import read_bounded
 
 #: The most bytes of a schedule file; the most phases (rdp); the most phases the pld accountant composes
 #: (one composition of every prefix: about a second each).
@@ -45,16 +45,7 @@ _ALIASES = {"sigma": "noise_multiplier", "noise-multiplier": "noise_multiplier",
 
 
 def _read(path: str, text: str | None) -> str:
-    if text is not None:
-        return text
-    try:
-        size = os.path.getsize(path)
-    except OSError as exc:
-        raise InputError(f"--schedule {path!r}: cannot read it ({exc.strerror})") from None
-    if size > MAX_BYTES:
-        raise InputError(f"--schedule {path!r}: {size} bytes, above the limit of {MAX_BYTES}")
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        return fh.read(MAX_BYTES + 1)
+    return text if text is not None else read_bounded(path, f"--schedule {path!r}", MAX_BYTES)
 
 
 def _number(path, where, name, value, *, whole=False, lo=0.0, hi=None):
