@@ -127,6 +127,46 @@ def test_a_dp_sgd_run_as_an_event_is_the_same_run():
     assert float(b["epsilon_lower"]) <= acc.get_epsilon(1e-5) <= float(b["epsilon"]) * (1 + 5e-3)
 
 
+def test_the_odometer_reads_a_composition_step_by_step(tmp_path):
+    """odometer --dp-event: a ComposedDpEvent's events are the adaptive steps, in order, before --event; the
+    rows equal the same steps given as --event; the final plain RDP ε is dp-accounting's RDP accountant on
+    the same event at the odometer's orders (Mironov's conversion there; ours is at most it)."""
+    event = dp_event.ComposedDpEvent(
+        [
+            dp_event.GaussianDpEvent(5.0),
+            dp_event.SelfComposedDpEvent(
+                dp_event.PoissonSampledDpEvent(0.02, dp_event.GaussianDpEvent(1.2)), 300
+            ),
+            dp_event.LaplaceDpEvent(3.0),
+        ]
+    )
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(_to_json(event.to_named_tuple())), encoding="utf-8")
+    got = _rows(["odometer", "--dp-event", str(path), "--event", "gaussian:sigma=4", "--delta", "1e-6"])
+    want = _rows(
+        [
+            "odometer",
+            *("--event", "gaussian:sigma=5"),
+            *("--event", "subsampled-gaussian:sigma=1.2,q=0.02,count=300"),
+            *("--event", "laplace:scale=3"),
+            *("--event", "gaussian:sigma=4"),
+            *("--delta", "1e-6"),
+        ]
+    )
+    assert [r["step"] for r in got] == ["1", "2", "3", "4"]
+    keys = ("epsilon", "alpha", "level", "epsilon_rdp")
+    assert [[r[k] for k in keys] for r in got] == [[r[k] for k in keys] for r in want]
+    orders = [1.25 + 0.25 * i for i in range(36)] + [16, 32]
+    acc = rdp_privacy_accountant.RdpAccountant(orders)
+    acc.compose(event)
+    three = float(got[2]["epsilon_rdp"])
+    assert three <= acc.get_epsilon(1e-6) * (1 + 1e-9)
+    stdin = _run(["odometer", "--dp-event", "-", "-", "--delta", "1e-6"], stdin="")
+    assert stdin.exit_code == 2 and "both read standard input" in stdin.output
+    ledger = _run(["odometer", "--ledger", str(tmp_path / "l"), "--dp-event", str(path)])
+    assert ledger.exit_code == 2 and "cannot be used with --ledger" in ledger.output
+
+
 def test_k_ary_randomized_response_and_trees():
     rr = {"class_name": "RandomizedResponseDpEvent", "noise_parameter": 0.5, "num_buckets": 4}
     (row,) = _rows(["compose", "--dp-event", "-", "--delta", "0"], stdin=json.dumps(rr))

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
@@ -15,6 +16,8 @@ from hypothesis import strategies as st
 
 from dpcalc import api
 from dpcalc.cli import main
+from dpcalc.engine.conversion.of_curve import eps_of_curve
+from dpcalc.engine.dpsgd.accounting import rdp_total
 
 PHASES = [(1.5, 0.0064, 157), (1.1, 0.0256, 196), (0.9, 0.0256, 79)]
 
@@ -100,6 +103,34 @@ def test_an_opacus_history_and_an_accountant_state():
         ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--accountant", "pld"], stdin=acc.to_json()
     )
     assert d[-1]["epsilon"] == repr(acc.get_epsilon(1e-5))
+
+
+#: Opacus 1.6.0's RDPAccountant on a two-phase history (``acc.history = OPACUS_HISTORY``;
+#: ``acc.get_privacy_spent(delta=d)`` -> (ε, best α)), recorded in a venv with ``pip install torch==2.13.0
+#: opacus==1.6.0`` (Opacus needs torch, which the test extras do not install).  Its orders are
+#: ``[1 + x / 10 for x in range(1, 100)] + list(range(12, 64))`` and its conversion Balle et al. 2020 Thm 21.
+OPACUS_HISTORY = [(1.1, 256 / 60000, 2000), (0.8, 512 / 60000, 500)]
+OPACUS_ORDERS = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64))
+OPACUS_EPSILON = {1e-5: 2.785833030006781, 1e-6: 3.3052518375164524}
+
+
+@pytest.mark.parametrize("delta", sorted(OPACUS_EPSILON))
+def test_opacus_own_accountant_on_the_same_history(delta):
+    """With Opacus's orders and conversion, dpcalc's Rényi curve of the history gives Opacus's ε (to 1e-10,
+    never below it); the command's rdp row (more orders, the optimal conversion) is at most Opacus's ε, and its
+    pld row below that."""
+    orders = np.array(OPACUS_ORDERS, float)
+    sigma, q, steps = (np.array(c, float) for c in zip(*OPACUS_HISTORY))
+    curve = rdp_total(q, sigma, steps, orders, neighbors="add-remove").sum(axis=0)
+    same = float(np.asarray(eps_of_curve(orders, curve, np.array([delta]), "balle").value).ravel()[0])
+    want = OPACUS_EPSILON[delta]
+    assert want <= same <= want * (1 + 1e-10)
+    rows = _rows(
+        ["sgd-epsilon", "--schedule", "-", "--delta", repr(delta), "--accountant", "all"],
+        stdin=json.dumps({"history": [list(p) for p in OPACUS_HISTORY]}),
+    )
+    last = {r["accountant"]: float(r["epsilon"]) for r in rows if r["phase"] == "2"}
+    assert last["pld"] < last["rdp"] <= want
 
 
 @pytest.mark.parametrize(

@@ -112,6 +112,14 @@ ORDERS_HELP = (
     help="An event given on the command line (repeatable; before EVENTS' rows), e.g. gaussian:sigma=2.",
 )
 @click.option(
+    "--dp-event",
+    "dp_events",
+    multiple=True,
+    metavar="FILE",
+    help="A DpEvent of dp-accounting or jax_privacy as JSON (its named-tuple form; - for stdin; "
+    "repeatable): its events are steps, a composition's one by one, before --event and EVENTS.",
+)
+@click.option(
     "--delta",
     type=Grid(lo=0, hi=1, hi_open=True, why="Rényi filters and odometers certify no finite ε at δ = 0"),
     default=None,
@@ -195,6 +203,7 @@ ORDERS_HELP = (
 def command(
     events,
     inline,
+    dp_events,
     delta,
     alphas,
     gamma_kind,
@@ -215,7 +224,7 @@ def command(
 
     EVENTS (a CSV file, or - for stdin) has a header and one row per adaptive step: a 'mechanism'
     column (a MECHANISM as in 'dpcalc compose'), or the columns sample_rate,noise_multiplier[,steps]
-    (DP-SGD steps). Each output row is printed as soon as its input row is read: step, the running
+    (DP-SGD steps); or --dp-event FILE, a DpEvent as dp-accounting writes it. Each output row is printed as soon as its input row is read: step, the running
     odometer ε with its order and level, and the plain RDP ε for comparison; with --filter, whether
     the filter lets the step run (-q prints just true/false) and the guarantee of the interaction.
 
@@ -244,11 +253,32 @@ def command(
     }
     if ledger is not None:
         pins = _ledger_options(
-            events, inline, filter_eps, follow, add, check, repair, print_head, expect_head, head_file, out
+            events,
+            inline + dp_events,
+            filter_eps,
+            follow,
+            add,
+            check,
+            repair,
+            print_head,
+            expect_head,
+            head_file,
+            out,
         )
     else:
         _stream_options(
-            events, inline, follow, delta, add, check, repair, print_head, expect_head, head_file, out
+            events,
+            inline,
+            dp_events,
+            follow,
+            delta,
+            add,
+            check,
+            repair,
+            print_head,
+            expect_head,
+            head_file,
+            out,
         )
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
     from dpcalc.cli import odometer_io
@@ -259,7 +289,17 @@ def command(
         )
     else:
         odometer_io.stream_events(
-            events, inline, follow, delta, orders, gamma_kind, conversion, filter_eps, filter_rule, out
+            events,
+            inline,
+            follow,
+            delta,
+            orders,
+            gamma_kind,
+            conversion,
+            filter_eps,
+            filter_rule,
+            out,
+            dp_events,
         )
 
 
@@ -270,7 +310,7 @@ def _ledger_options(
     together; returns the pinned heads (:func:`_pins`)."""
     for name, value in (
         ("EVENTS", events),
-        ("--event", inline or None),
+        ("--event or --dp-event", inline or None),
         ("--filter", filter_eps),
         ("--follow", follow or None),
     ):
@@ -284,7 +324,7 @@ def _ledger_options(
 
 
 def _stream_options(
-    events, inline, follow, delta, add, check, repair, print_head, expect_head, head_file, out
+    events, inline, dp_events, follow, delta, add, check, repair, print_head, expect_head, head_file, out
 ):
     """Without --ledger: the ledger's options are refused, and the events need a source and --delta."""
     for name, value in (
@@ -297,8 +337,12 @@ def _stream_options(
     ):
         if value is not None:
             raise click.UsageError(f"{name} needs --ledger FILE")
-    if events is None and not inline:
-        raise click.UsageError("give EVENTS (a CSV file or - for stdin), --event MECHANISM, or --ledger FILE")
+    if events is None and not inline and not dp_events:
+        raise click.UsageError(
+            "give EVENTS (a CSV file or - for stdin), --event MECHANISM, --dp-event FILE, or --ledger FILE"
+        )
+    if events == "-" and "-" in dp_events:
+        raise click.UsageError("EVENTS - and --dp-event - both read standard input: give one of them a file")
     if follow and (events is None or events == "-"):
         raise click.UsageError("--follow needs EVENTS to be a file (a pipe is followed anyway)")
     if delta is None:

@@ -20,6 +20,7 @@ from dpcalc import textinput
 from dpcalc.cli import _quiet_broken_pipe
 from dpcalc.cli.common import BudgetExceeded, emit, run
 from dpcalc.commands import odometer as session
+from dpcalc.commands.dp_events import sourced_event_specs
 from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.events import Event, follow_lines, iter_events, stream_lines
 from dpcalc.exitcodes import ExitCode
@@ -59,16 +60,19 @@ class _Waiter:
         return self._read(n)
 
 
-def _event_source(events, inline, follow, curves):
-    """(events, streaming, waiter): the --event options first, then EVENTS' rows.
+def _event_source(events, inline, follow, curves, dp_events=()):
+    """(events, streaming, waiter): the --dp-event files' events first (a composition's events one by one, in
+    order), then the --event options, then EVENTS' rows.
 
     A regular file (without --follow) is read and checked whole, curves included, before anything
     is written: an error anywhere leaves stdout empty.  Standard input, a pipe (``<(cmd)``) and
     --follow are streams: each row is checked as it arrives (``streaming`` is True), and ``waiter``
     (a :class:`_Waiter`) calls its ``idle`` before the input would block."""
+    named = [(f"--dp-event {src!r}", text) for src, text in sourced_event_specs(dp_events)]
+    named += [("--event", text) for text in inline]
     given = [
-        Event(i, mechanism=text, spec=session.parse_spec(text, f"--event #{i}"), source="--event")
-        for i, text in enumerate(inline, start=1)
+        Event(i, mechanism=text, spec=session.parse_spec(text, f"{where} #{i}"), source=where)
+        for i, (where, text) in enumerate(named, start=1)
     ]
     for ev in given:  # all checked before any output
         curves.of_event(ev)
@@ -100,7 +104,7 @@ def _closing(fh, iterator):
 
 
 def stream_events(
-    events, inline, follow, delta, orders, gamma_kind, conversion, filter_eps, filter_rule, out
+    events, inline, follow, delta, orders, gamma_kind, conversion, filter_eps, filter_rule, out, dp_events=()
 ) -> None:
     stream = session.Stream(
         orders, delta, gamma_kind, conversion, filter_eps, filter_rule, keep_rows=bool(out.plot)
@@ -157,7 +161,7 @@ def stream_events(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", DpcalcWarning)
             try:
-                source, streaming, waiter = _event_source(events, inline, follow, stream.curves)
+                source, streaming, waiter = _event_source(events, inline, follow, stream.curves, dp_events)
                 if waiter is not None:
                     waiter.idle = flush
                 for ev in source:

@@ -16,7 +16,13 @@ from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
 
 def event_specs(sources) -> tuple[str, ...]:
     """The MECHANISM texts of the DpEvent files ``sources`` (``-``: standard input, read once)."""
-    texts: list[str] = []
+    return tuple(text for _, text in sourced_event_specs(sources))
+
+
+def sourced_event_specs(sources) -> list[tuple[str, str]]:
+    """``(source, MECHANISM text)`` for each spec of the DpEvent files ``sources``, in their order (a
+    ComposedDpEvent's events one by one; ``-``: standard input, read once)."""
+    out: list[tuple[str, str]] = []
     stdin_used = False
     for source in sources:
         if source == "-":
@@ -26,8 +32,8 @@ def event_specs(sources) -> tuple[str, ...]:
             obj = read_event("-", sys.stdin.read())
         else:
             obj = read_event(source)
-        texts += [s.label() for s in specs_of_event_object(obj, source)]
-    return tuple(texts)
+        out += [(source, s.label()) for s in specs_of_event_object(obj, source)]
+    return out
 
 
 def write_event(texts) -> str:
