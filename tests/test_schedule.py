@@ -163,7 +163,125 @@ def test_a_100_mb_schedule_is_refused(tmp_path):
     assert result.exit_code == 2 and "above the limit" in result.output
 
 
-@pytest.mark.parametrize("extra", [["--sigma", "1"], ["--steps", "10"], ["--target-epsilon", "3"]])
+@pytest.mark.parametrize("extra", [["--sigma", "1"], ["--steps", "10"], ["--sample-rate", "0.1"]])
 def test_a_schedule_replaces_the_run_options(extra):
     result = _run(["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", *extra], stdin=_csv(PHASES))
     assert result.exit_code == 2 and "--schedule cannot be used with" in result.output
+
+
+# ------------------------------------------------------------------------------ the noise of one phase
+
+
+def _free_csv(phases, free) -> str:
+    return "noise_multiplier,sample_rate,steps\n" + "".join(
+        f"{'?' if i == free else repr(s)},{q!r},{t}\n" for i, (s, q, t) in enumerate(phases)
+    )
+
+
+def test_one_free_phase_is_sgd_epsilons_calibration():
+    """A schedule of one phase with its noise left out answers as ``sgd-epsilon --target-epsilon``: the pld
+    row's noise and ε exactly, the rdp row's noise the library's (rounded up, so at most 1e-12 above)."""
+    (s, q, t) = PHASES[1]
+    got = _rows(
+        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--target-epsilon", "3", "--accountant", "all"],
+        stdin=_free_csv([PHASES[1]], 0),
+    )
+    want = _rows(
+        [
+            "sgd-epsilon",
+            "--sample-rate",
+            repr(q),
+            "--steps",
+            str(t),
+            "--delta",
+            "1e-5",
+            "--target-epsilon",
+            "3",
+        ]
+        + ["--accountant", "all"]
+    )
+    g = {r["accountant"]: r for r in got}
+    w = {r["method"]: r for r in want}
+    assert [g["pld"][k] for k in ("noise_multiplier", "epsilon", "epsilon_lower")] == [
+        w["pld"][k] for k in ("noise_multiplier", "epsilon", "epsilon_lower")
+    ]
+    a, b = float(g["rdp"]["noise_multiplier"]), float(w["rdp"]["noise_multiplier"])
+    assert b <= a <= b * (1 + 1e-12)
+    assert float(g["rdp"]["epsilon"]) <= 3.0
+
+
+@pytest.mark.parametrize("free,names", [(0, ("rdp",)), (1, ("rdp", "pld")), (2, ("rdp",))])
+def test_the_noise_found_meets_the_target_and_a_little_less_misses_it(free, names):
+    """Several phases, one left out: the run with the noise found ends within the target, and with the
+    noise one search step (1 + 1e-4) smaller it ends above it (each by the same accountant, as printed);
+    the running ε never decreases."""
+    target = 3.5
+    rows = _rows(
+        [
+            "sgd-epsilon",
+            "--schedule",
+            "-",
+            "--delta",
+            "1e-5",
+            "--target-epsilon",
+            repr(target),
+            "--accountant",
+            "all",
+        ],
+        stdin=_free_csv(PHASES, free),
+    )
+    for name in ("rdp", "pld"):
+        mine = [r for r in rows if r["accountant"] == name]
+        eps = [float(r["epsilon"]) for r in mine]
+        assert eps == sorted(eps) and eps[-1] <= target
+        assert "noise multiplier found" in mine[free]["note"]
+        sigma = float(mine[free]["noise_multiplier"])
+        below = [(sigma / (1 + 1e-4) if i == free else s, q, t) for i, (s, q, t) in enumerate(PHASES)]
+        again = _rows(
+            ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--accountant", name], stdin=_csv(below)
+        )
+        assert float(again[-1]["epsilon"]) > target
+        same = [(sigma if i == free else s, q, t) for i, (s, q, t) in enumerate(PHASES)]
+        again = _rows(
+            ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--accountant", name], stdin=_csv(same)
+        )
+        assert again[-1]["epsilon"] == mine[-1]["epsilon"]
+
+
+def test_an_unreachable_target_says_so():
+    """The other phases alone are above the target: no noise meets it; the free phase and those after it get
+    no finite bound, the phases before it their own ε."""
+    rows = _rows(
+        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--target-epsilon", "1", "--accountant", "all"],
+        stdin=json.dumps([[0.5, 0.1, 1000], [None, 0.01, 10]]),
+    )
+    for name in ("rdp", "pld"):
+        first, second = [r for r in rows if r["accountant"] == name]
+        assert float(first["epsilon"]) > 1 and second["epsilon"] == "inf"
+        assert second["noise_multiplier"] == "inf" and "no noise multiplier" in second["note"]
+
+
+@pytest.mark.parametrize(
+    "content,extra,words",
+    [
+        (
+            "noise_multiplier,sample_rate,steps\n?,0.01,10\n?,0.01,10\n",
+            ["--target-epsilon", "3"],
+            "both leave",
+        ),
+        ("noise_multiplier,sample_rate,steps\n?,0.01,10\n", [], "give --target-epsilon"),
+        ("noise_multiplier,sample_rate,steps\n1,0.01,10\n", ["--target-epsilon", "3"], "write ? as"),
+        (
+            "noise_multiplier,sample_rate,steps\n?,0.01,10\n",
+            ["--target-epsilon", "3", "--delta", "1e-6,1e-5"],
+            "single --delta",
+        ),
+        ("noise_multiplier,sample_rate,steps\n?,0.01,10\n", ["--target-epsilon", "1,3"], "single value"),
+    ],
+)
+def test_bad_free_phases_are_one_line(content, extra, words):
+    delta = [] if "--delta" in extra else ["--delta", "1e-5"]
+    result = _run(["sgd-epsilon", "--schedule", "-", *delta, *extra], stdin=content)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().split("\n")
+    assert len(lines) == 1 and words in lines[0], result.output

@@ -241,7 +241,8 @@ RUN_HELP = {
     help="A run in phases instead of --noise-multiplier/--sample-rate/--steps: a CSV file (header; one phase a line: "
     "noise_multiplier, sample_rate or batch_size [with dataset_size], steps or epochs) or JSON (an Opacus "
     "history [[noise_multiplier, sample_rate, steps], ...], or an object with one); - reads standard input.  "
-    "One row per phase: ε after it.",
+    "One row per phase: ε after it.  One phase's noise_multiplier may be ? (JSON null): with --target-epsilon, "
+    "the least noise for it.",
 )
 @click.option(
     "--write-dp-event",
@@ -400,13 +401,13 @@ def command(
             eps_error,
             sampling,
             dataset_size,
+            target_epsilon,
             **{
                 "--noise-multiplier": sigma,
                 "--sample-rate": sample_rate,
                 "--batch-size": batch_size,
                 "--steps": steps,
                 "--epochs": epochs,
-                "--target-epsilon": target_epsilon,
                 "--max-batch-size": max_batch_size,
                 "--physical-batch-size": physical_batch_size,
                 "--tuning-runs": tuning,
@@ -492,7 +493,7 @@ def _with_delta(params):
 
 
 def _schedule(
-    path, out, delta, accountant, neighbors, conversion, eps_error, sampling, dataset_size, **others
+    path, out, delta, accountant, neighbors, conversion, eps_error, sampling, dataset_size, target, **others
 ):
     """``--schedule FILE``: the phases of a run, ε after each (dpcalc.commands.sgd_schedule)."""
     for option, value in others.items():
@@ -510,6 +511,7 @@ def _schedule(
     text = sys.stdin.read(cmd.MAX_BYTES + 1) if path == "-" else None
     n = dataset_size[0] if dataset_size is not None else None
     eps_error = single(eps_error, "--eps-error")
+    target = None if target is None else single(target, "--target-epsilon")
     run(
         out,
         lambda: cmd.sgd_schedule(
@@ -520,5 +522,6 @@ def _schedule(
             conversion,
             eps_error,
             path,
+            target,
         ),
     )

@@ -8,6 +8,11 @@ FILE is a CSV file, one phase a line, with a header naming its columns:
 * ``steps``, or ``epochs`` (⌈E/q⌉ = ⌈E·N/B⌉ steps, as the command counts them);
 * optionally ``sampling``: ``poisson`` (the only sampler phases compose for here);
 
+one phase's ``noise_multiplier`` may be ``?`` (JSON: ``null``): with ``--target-epsilon``, the smallest noise
+multiplier of that phase for which the whole run's ε at δ is within the target (per accountant: a monotone
+search on the schedule's own final ε, the answer computed and within the target, σ/(1 + 1e-4) computed and
+above it; one phase: ``sgd-epsilon --target-epsilon``'s own calibration);
+
 or a JSON file: an Opacus accountant's history, ``[[noise_multiplier, sample_rate, steps], ...]``, or an object
 with such a ``history`` (Opacus's ``state_dict()`` as JSON, or :class:`dpcalc.api.Accountant`'s state).
 
@@ -27,10 +32,13 @@ import math
 import numpy as np
 
 from dpcalc.api.accountant import Accountant
+from dpcalc.api.dpsgd import sgd_noise_multiplier
 from dpcalc.commands import schema
+from dpcalc.engine.composition.pld import calibrate_compose_pld
 from dpcalc.engine.conversion.of_curve import eps_of_curve
 from dpcalc.engine.dpsgd.accounting import rdp_total
 from dpcalc.engine.orders import DEFAULT_ORDERS
+from dpcalc.engine.pld.search import boundary
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result
 from dpcalc.textinput import read_bounded
@@ -40,6 +48,11 @@ from dpcalc.textinput import read_bounded
 MAX_BYTES = 10_000_000
 MAX_PHASES = 10_000
 MAX_PLD_PHASES = 50
+#: The relative step of the noise search (as sgd-epsilon's), and its range.
+SIGMA_RTOL = 1e-4
+SIGMA_RANGE = (1e-3, 1e6)
+#: What a phase's noise cell holds when its noise is to be found.
+FREE = "?"
 COLUMNS = tuple(name for name, _ in schema.SCHEDULE_SCHEMAS["sgd-epsilon"])
 _ALIASES = {"sigma": "noise_multiplier", "noise-multiplier": "noise_multiplier", "sample-rate": "sample_rate"}
 
@@ -63,9 +76,11 @@ def _number(path, where, name, value, *, whole=False, lo=0.0, hi=None):
     return v
 
 
-def read_schedule(path: str, text: str | None = None, dataset_size=None) -> list[tuple[float, float, int]]:
+def read_schedule(
+    path: str, text: str | None = None, dataset_size=None
+) -> list[tuple[float | None, float, int]]:
     """The phases ``(noise_multiplier, sample_rate, steps)`` of a schedule file (module docstring), every fault
-    named by the file and its line (or phase)."""
+    named by the file and its line (or phase); a noise multiplier to be found is ``None``."""
     body = _read(path, text)
     if len(body) > MAX_BYTES:
         raise InputError(f"--schedule {path!r}: more than {MAX_BYTES} bytes")
@@ -93,7 +108,7 @@ def _json_phases(path, body):
         where = f"phase {i}"
         if not isinstance(phase, (list, tuple)) or len(phase) != 3:
             raise InputError(f"--schedule {path!r}, {where}: must be [noise_multiplier, sample_rate, steps]")
-        s = _number(path, where, "noise_multiplier", phase[0])
+        s = None if phase[0] in (None, FREE) else _number(path, where, "noise_multiplier", phase[0])
         q = _number(path, where, "sample_rate", phase[1], hi=1.0)
         t = _number(path, where, "steps", phase[2], whole=True)
         out.append((s, q, int(t)))
@@ -134,7 +149,11 @@ def _csv_phases(path, body, dataset_size):
             raise InputError(
                 f"--schedule {path!r}, {where}: sampling {v['sampling']!r}: phases compose here for Poisson sampling only"
             )
-        s = _number(path, where, "noise_multiplier", v["noise_multiplier"])
+        s = (
+            None
+            if v["noise_multiplier"] == FREE
+            else _number(path, where, "noise_multiplier", v["noise_multiplier"])
+        )
         if "sample_rate" in v:
             q = _number(path, where, "sample_rate", v["sample_rate"], hi=1.0)
             n = b = None
@@ -162,8 +181,9 @@ def _csv_phases(path, body, dataset_size):
     return out
 
 
-def sgd_schedule(phases, delta, accountant, neighbors, conversion, eps_error, path="") -> Result:
-    """One row per phase and accountant: the phase and ε after it (the running ε) at each δ."""
+def sgd_schedule(phases, delta, accountant, neighbors, conversion, eps_error, path="", target=None) -> Result:
+    """One row per phase and accountant: the phase and ε after it (the running ε) at each δ.  With
+    ``target``: the noise of the phase that left it out (``None``), found per accountant (module docstring)."""
     names = ["rdp", "pld"] if accountant == "all" else [accountant]
     if any(n not in ("rdp", "pld") for n in names):
         raise InputError(f"--accountant {accountant}: a schedule is answered by rdp and pld (or all)")
@@ -177,17 +197,36 @@ def sgd_schedule(phases, delta, accountant, neighbors, conversion, eps_error, pa
             "--schedule with --neighbors replace-one: phases compose by rdp only here; use --accountant rdp"
         )
     deltas = np.atleast_1d(np.asarray(delta, float))
+    free = _free_phase(phases, path, target, deltas)
     out: dict[str, list] = {c: [] for c in COLUMNS}
     total = np.cumsum([t for _, _, t in phases])
     for name in names:
+        run, note = phases, ""
+        if free is not None:
+            sigma = _solve_sigma(
+                name, phases, free, float(deltas[0]), target, neighbors, conversion, eps_error
+            )
+            if sigma is None:
+                note = f"no noise multiplier up to {SIGMA_RANGE[1]:g} meets ε ≤ {target:g}"
+                sigma = math.inf
+            else:
+                note = f"noise multiplier found: the least with ε ≤ {target:g} after the last phase"
+            run = [(sigma if i == free else s, q, t) for i, (s, q, t) in enumerate(phases)]
+        unsolved = free is not None and not math.isfinite(run[free][0])
         for d in deltas:
-            values = _rdp_running(phases, d, neighbors, conversion) if name == "rdp" else None
-            for i, (s, q, t) in enumerate(phases):
-                if name == "rdp":
+            if name == "rdp" and not unsolved:
+                values = _rdp_running(run, d, neighbors, conversion)
+            elif name == "rdp":  # the phases before the free one, then no finite ε
+                head = _rdp_running(run[:free], d, neighbors, conversion) if free else []
+                values = [*head, *[math.inf] * (len(run) - free)]
+            for i, (s, q, t) in enumerate(run):
+                if unsolved and i >= free:
+                    eps, lower, est = math.inf, None, None  # no bound, and no lower bound claimed
+                elif name == "rdp":
                     eps, lower, est = values[i], None, None
                 else:
                     acc = Accountant("pld", neighbors=neighbors, eps_error=eps_error)
-                    for ss, qq, tt in phases[: i + 1]:
+                    for ss, qq, tt in run[: i + 1]:
                         acc.step(noise_multiplier=ss, sample_rate=qq, steps=tt)
                     b = acc.get_bracket(float(d))
                     eps, lower, est = b.value, b.lower, b.estimate
@@ -202,7 +241,7 @@ def sgd_schedule(phases, delta, accountant, neighbors, conversion, eps_error, pa
                     "epsilon": float(eps),
                     "epsilon_lower": None if lower is None else float(lower),
                     "epsilon_estimate": None if est is None else float(est),
-                    "note": "",
+                    "note": note if i == free else "",
                 }
                 for c in COLUMNS:
                     out[c].append(row[c])
@@ -225,6 +264,96 @@ def sgd_schedule(phases, delta, accountant, neighbors, conversion, eps_error, pa
             title="DP-SGD schedule: the running ε",
         )
     return res
+
+
+def _free_phase(phases, path, target, deltas) -> int | None:
+    """The index of the phase whose noise is to be found (``None`` if none), the options checked."""
+    free = [i for i, (s, _, _) in enumerate(phases) if s is None]
+    if len(free) > 1:
+        raise InputError(
+            f"--schedule {path!r}: phases {free[0] + 1} and {free[1] + 1} both leave their noise multiplier "
+            f"out ({FREE}); one phase's noise is found at a time"
+        )
+    if free and target is None:
+        raise InputError(
+            f"--schedule {path!r}: phase {free[0] + 1} leaves its noise multiplier out ({FREE}): "
+            "give --target-epsilon to find it"
+        )
+    if target is not None and not free:
+        raise InputError(
+            f"--target-epsilon with --schedule: write {FREE} as the noise multiplier of the phase whose noise "
+            "to find"
+        )
+    if free and deltas.size != 1:
+        raise InputError("--target-epsilon with --schedule: give a single --delta")
+    return free[0] if free else None
+
+
+def _solve_sigma(name, phases, free, delta, target, neighbors, conversion, eps_error) -> float | None:
+    """The least noise multiplier of phase ``free`` with the run's final ε at most ``target`` by accountant
+    ``name`` (``None``: none in :data:`SIGMA_RANGE`).  One phase under add/remove: sgd-epsilon's own
+    calibration; several (pld): the calibration of the composition of the phases' PLDs, whose every check is
+    the composition the table computes (:func:`~dpcalc.engine.composition.pld.calibrate_compose_pld`); else a
+    monotone search (:func:`~dpcalc.engine.pld.search.boundary`) on the schedule's final ε."""
+
+    def fill(sigma):
+        return [(sigma if i == free else s, q, t) for i, (s, q, t) in enumerate(phases)]
+
+    others = [p for i, p in enumerate(phases) if i != free]
+    if others and _final(name, others, delta, neighbors, conversion, eps_error) > target:
+        return None  # the other phases alone are above the target (no noise in this one can help)
+
+    if len(phases) == 1 and neighbors == "add-remove":
+        (_, q, t) = phases[0]
+        kw = {"conversion": conversion} if name == "rdp" else {"eps_error": eps_error}
+        sigma = sgd_noise_multiplier(q, t, delta, target, accountant=name, rtol=SIGMA_RTOL, **kw).value
+    elif name == "pld" and neighbors == "add-remove":
+        sigma, *_ = calibrate_compose_pld(
+            lambda x: [
+                ("subsampled-gaussian", {"q": float(q), "sigma": float(s)}, int(t)) for s, q, t in fill(x)
+            ],
+            delta,
+            target,
+            rtol=SIGMA_RTOL,
+            eps_error=eps_error,
+            lo=SIGMA_RANGE[0],
+            hi=SIGMA_RANGE[1],
+        )
+    else:
+
+        def search(conv, start, step):
+            test = lambda x: (_final(name, fill(x), delta, neighbors, conv, eps_error), None)  # noqa: E731
+            return boundary(
+                test,
+                target,
+                start,
+                ok_above=True,
+                lo=SIGMA_RANGE[0],
+                hi=SIGMA_RANGE[1],
+                rtol=SIGMA_RTOL,
+                first_step=step,
+            )
+
+        start, step = 1.0, 1.1
+        if name == "rdp" and conversion == "optimal":
+            # steered by Balle et al.'s conversion (a closed form, never below the optimal one: its answer
+            # meets the target here too), then searched from there by the conversion the table prints
+            rough = search("balle", 1.0, 1.1)
+            if rough.x is not None:
+                start, step = rough.x, 1.02
+        sigma = search(conversion, start, step).x
+    sigma = None if sigma is None else float(sigma)
+    return sigma if sigma is not None and math.isfinite(sigma) else None
+
+
+def _final(name, run, delta, neighbors, conversion, eps_error) -> float:
+    """The run's ε after its last phase by accountant ``name`` (what the table's last row prints)."""
+    if name == "rdp":
+        return _rdp_running(run, delta, neighbors, conversion)[-1]
+    acc = Accountant("pld", neighbors=neighbors, eps_error=eps_error)
+    for s, q, t in run:
+        acc.step(noise_multiplier=s, sample_rate=q, steps=t)
+    return acc.get_epsilon(delta)
 
 
 def _rdp_running(phases, delta, neighbors, conversion) -> list[float]:
