@@ -142,7 +142,11 @@ def test_opacus_own_accountant_on_the_same_history(delta):
         ("noise_multiplier,steps\n1,10\n", "sample_rate"),
         ("noise_multiplier,sample_rate,steps\n1,0.01\n", "line 2: 2 fields"),
         ("noise_multiplier,batch_size,steps\n1,64,10\n", "needs dataset_size"),
-        ("noise_multiplier,sample_rate,steps,sampling\n1,0.01,10,shuffle\n", "Poisson sampling only"),
+        ("noise_multiplier,sample_rate,steps,sampling\n1,0.01,10,shuffle\n", "line 2: sampling 'shuffle'"),
+        (
+            "noise_multiplier,sample_rate,steps,sampling\n1,0.01,10,truncated-poisson\n",
+            "line 2: sampling truncated-poisson needs dataset_size and max_batch_size",
+        ),
         ("[[1, 0.01]]", "phase 1: must be"),
         ('{"history": "x"}', "a JSON schedule is a list"),
         ("[1, 2", "not JSON"),
@@ -285,3 +289,56 @@ def test_bad_free_phases_are_one_line(content, extra, words):
     assert result.exit_code == 2, result.output
     lines = result.output.strip().split("\n")
     assert len(lines) == 1 and words in lines[0], result.output
+
+
+# ------------------------------------------------------------------------------ phases of other samplers
+
+SAMPLED = [
+    ("fixed-size", ["--batch-size", "64", "--dataset-size", "10000", "--epochs", "1"], "64,10000,1,", ""),
+    (
+        "truncated-poisson",
+        ["--batch-size", "256", "--dataset-size", "10000", "--epochs", "2", "--max-batch-size", "300"],
+        "256,10000,2,",
+        "300",
+    ),
+]
+
+
+@pytest.mark.parametrize("sampling,options,cells,bmax", SAMPLED, ids=[s[0] for s in SAMPLED])
+def test_one_phase_of_another_sampler_is_sgd_epsilon_exactly(sampling, options, cells, bmax):
+    """A phase names its sampler (the column, or --sampling for all): one phase is ``sgd-epsilon --sampling``'s
+    rdp row exactly (fixed-size: replace-one neighbours, as there), the noise found for it within the target."""
+    head = "noise_multiplier,batch_size,dataset_size,epochs,sampling,max_batch_size\n"
+    (a,) = _rows(
+        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5"], stdin=head + f"1.3,{cells}{sampling},{bmax}\n"
+    )
+    (b,) = _rows(["sgd-epsilon", "--sigma", "1.3", *options, "--sampling", sampling, "--delta", "1e-5"])
+    assert (a["steps"], a["epsilon"]) == (b["steps"], b["epsilon"])
+    (c,) = _rows(
+        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--target-epsilon", a["epsilon"]],
+        stdin=head + f"?,{cells}{sampling},{bmax}\n",
+    )
+    assert float(c["epsilon"]) <= float(a["epsilon"]) and float(c["noise_multiplier"]) <= 1.3 * (1 + 1e-4)
+
+
+def test_phases_of_several_samplers_compose_by_their_curves():
+    """A fixed-size warm-up, then Poisson phases (replace-one, the relation fixed-size needs): the running ε
+    never decreases, any order gives the same total, and the pld accountant (Poisson phases only) refuses,
+    naming the line; fixed-size with add/remove neighbours is refused, naming the line."""
+    head = "noise_multiplier,batch_size,dataset_size,epochs,sampling\n"
+    lines = ["1.5,64,10000,1,fixed-size\n", "1.1,256,10000,5,poisson\n", "0.9,256,10000,2,poisson\n"]
+    rows = _rows(["sgd-epsilon", "--schedule", "-", "--delta", "1e-5"], stdin=head + "".join(lines))
+    eps = [float(r["epsilon"]) for r in rows]
+    assert eps == sorted(eps) and len(eps) == 3
+    back = _rows(["sgd-epsilon", "--schedule", "-", "--delta", "1e-5"], stdin=head + "".join(lines[::-1]))
+    assert float(back[-1]["epsilon"]) == pytest.approx(eps[-1], rel=1e-12)
+    pld = _run(
+        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--accountant", "pld"],
+        stdin=head + "".join(lines),
+    )
+    assert pld.exit_code == 2 and "line 2: sampling fixed-size: the pld accountant" in pld.output
+    add = _run(
+        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--neighbors", "add-remove"],
+        stdin=head + "".join(lines),
+    )
+    assert add.exit_code == 2 and "line 2:" in add.output and "replace-one" in add.output

@@ -239,7 +239,8 @@ RUN_HELP = {
     default=None,
     metavar="FILE",
     help="A run in phases instead of --noise-multiplier/--sample-rate/--steps: a CSV file (header; one phase a line: "
-    "noise_multiplier, sample_rate or batch_size [with dataset_size], steps or epochs) or JSON (an Opacus "
+    "noise_multiplier, sample_rate or batch_size [with dataset_size], steps or epochs; optionally sampling and "
+    "max_batch_size) or JSON (an Opacus "
     "history [[noise_multiplier, sample_rate, steps], ...], or an object with one); - reads standard input.  "
     "One row per phase: ε after it.  One phase's noise_multiplier may be ? (JSON null): with --target-epsilon, "
     "the least noise for it.",
@@ -501,8 +502,10 @@ def _schedule(
             raise click.UsageError(f"--schedule cannot be used with {option} (the schedule gives the run)")
     if delta is None:
         raise click.UsageError("--schedule needs --delta")
-    if sampling != "poisson":
-        raise click.UsageError("--schedule: phases compose for --sampling poisson only here")
+    if sampling not in ("poisson", "fixed-size", "truncated-poisson"):
+        raise click.UsageError(
+            f"--schedule with --sampling {sampling}: phases compose for poisson, fixed-size and truncated-poisson"
+        )
     if dataset_size is not None and len(dataset_size) != 1:
         raise click.UsageError("--schedule: --dataset-size takes a single value")
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
@@ -512,16 +515,15 @@ def _schedule(
     n = dataset_size[0] if dataset_size is not None else None
     eps_error = single(eps_error, "--eps-error")
     target = None if target is None else single(target, "--target-epsilon")
-    run(
-        out,
-        lambda: cmd.sgd_schedule(
-            cmd.read_schedule(path, text, n),
-            delta,
-            accountant,
-            neighbors or "add-remove",
-            conversion,
-            eps_error,
-            path,
-            target,
-        ),
-    )
+
+    def answer():
+        phases, settings = cmd.read_schedule(path, text, n, sampling)
+        # a fixed-size phase (Wang et al.'s bound) is for replace-one neighbours: the run's default then
+        relation = neighbors or (
+            "replace-one" if any(st[0] == "fixed-size" for st in settings) else "add-remove"
+        )
+        return cmd.sgd_schedule(
+            phases, delta, accountant, relation, conversion, eps_error, path, target, settings
+        )
+
+    run(out, answer)

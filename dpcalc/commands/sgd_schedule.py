@@ -6,7 +6,8 @@ FILE is a CSV file, one phase a line, with a header naming its columns:
 * ``noise_multiplier`` (alias ``sigma``);
 * ``sample_rate``, or ``batch_size`` with ``dataset_size`` (a column, or ``--dataset-size``);
 * ``steps``, or ``epochs`` (⌈E/q⌉ = ⌈E·N/B⌉ steps, as the command counts them);
-* optionally ``sampling``: ``poisson`` (the only sampler phases compose for here);
+* optionally ``sampling``: ``poisson``, ``fixed-size`` or ``truncated-poisson`` (default: ``--sampling``,
+  itself poisson by default), and ``max_batch_size`` for truncated Poisson (which needs the dataset size too);
 
 one phase's ``noise_multiplier`` may be ``?`` (JSON: ``null``): with ``--target-epsilon``, the smallest noise
 multiplier of that phase for which the whole run's ε at δ is within the target (per accountant: a monotone
@@ -16,8 +17,9 @@ above it; one phase: ``sgd-epsilon --target-epsilon``'s own calibration);
 or a JSON file: an Opacus accountant's history, ``[[noise_multiplier, sample_rate, steps], ...]``, or an object
 with such a ``history`` (Opacus's ``state_dict()`` as JSON, or :class:`dpcalc.api.Accountant`'s state).
 
-Every phase is Poisson-sampled DP-SGD; phases compose (Mironov 2017, Prop. 1 for the Rényi curves; the PLD of
-the composition for pld, :func:`dpcalc.engine.composition.pld.compose_pld`).  A schedule of one phase is
+Every phase is DP-SGD with its sampler; phases compose (Mironov 2017, Prop. 1 for the Rényi curves, each phase's
+the sampler's own, :func:`dpcalc.engine.dpsgd.accounting.rdp_total`; the PLD of the composition for pld,
+:func:`dpcalc.engine.composition.pld.compose_pld`, Poisson phases only).  A schedule of one phase is
 answered exactly as ``sgd-epsilon`` without ``--schedule``.  Rows: one per phase and accountant, ε after that
 phase (the running ε, non-decreasing).
 """
@@ -36,7 +38,7 @@ from dpcalc.api.dpsgd import sgd_noise_multiplier
 from dpcalc.commands import schema
 from dpcalc.engine.composition.pld import calibrate_compose_pld
 from dpcalc.engine.conversion.of_curve import eps_of_curve
-from dpcalc.engine.dpsgd.accounting import rdp_total
+from dpcalc.engine.dpsgd.accounting import check_setting, rdp_total
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.pld.search import boundary
 from dpcalc.errors import InputError
@@ -53,6 +55,8 @@ SIGMA_RTOL = 1e-4
 SIGMA_RANGE = (1e-3, 1e6)
 #: What a phase's noise cell holds when its noise is to be found.
 FREE = "?"
+#: The samplers a phase may use: those whose Rényi curve of a run is steps × a per-step curve.
+SAMPLERS = ("poisson", "fixed-size", "truncated-poisson")
 COLUMNS = tuple(name for name, _ in schema.SCHEDULE_SCHEMAS["sgd-epsilon"])
 _ALIASES = {"sigma": "noise_multiplier", "noise-multiplier": "noise_multiplier", "sample-rate": "sample_rate"}
 
@@ -76,18 +80,20 @@ def _number(path, where, name, value, *, whole=False, lo=0.0, hi=None):
     return v
 
 
-def read_schedule(
-    path: str, text: str | None = None, dataset_size=None
-) -> list[tuple[float | None, float, int]]:
-    """The phases ``(noise_multiplier, sample_rate, steps)`` of a schedule file (module docstring), every fault
-    named by the file and its line (or phase); a noise multiplier to be found is ``None``."""
+def read_schedule(path: str, text: str | None = None, dataset_size=None, sampling: str = "poisson"):
+    """``(phases, settings)`` of a schedule file (module docstring), every fault named by the file and its line
+    (or phase): the phases ``(noise_multiplier, sample_rate, steps)`` (a noise multiplier to be found is
+    ``None``), and for each its ``(sampling, dataset_size, max_batch_size, where)`` (``sampling``: the default
+    for a phase that does not name one)."""
     body = _read(path, text)
     if len(body) > MAX_BYTES:
         raise InputError(f"--schedule {path!r}: more than {MAX_BYTES} bytes")
     stripped = body.lstrip()
     if stripped.startswith(("[", "{")):
-        return _json_phases(path, stripped)
-    return _csv_phases(path, body, dataset_size)
+        phases = _json_phases(path, stripped)
+        n = None if dataset_size is None else float(dataset_size)
+        return phases, [(sampling, n, None, f"phase {i}") for i in range(1, len(phases) + 1)]
+    return _csv_phases(path, body, dataset_size, sampling)
 
 
 def _json_phases(path, body):
@@ -115,7 +121,7 @@ def _json_phases(path, body):
     return out
 
 
-def _csv_phases(path, body, dataset_size):
+def _csv_phases(path, body, dataset_size, sampling):
     rows = list(csv.reader(io.StringIO(body)))
     rows = [
         r for r in rows if r and not (len(r) == 1 and not r[0].strip()) and not r[0].lstrip().startswith("#")
@@ -123,7 +129,16 @@ def _csv_phases(path, body, dataset_size):
     if len(rows) < 2:
         raise InputError(f"--schedule {path!r}: needs a header line and at least one phase")
     header = [_ALIASES.get(h.strip(), h.strip()) for h in rows[0]]
-    known = {"noise_multiplier", "sample_rate", "batch_size", "dataset_size", "steps", "epochs", "sampling"}
+    known = {
+        "noise_multiplier",
+        "sample_rate",
+        "batch_size",
+        "dataset_size",
+        "steps",
+        "epochs",
+        "sampling",
+        "max_batch_size",
+    }
     for h in header:
         if h not in known:
             raise InputError(
@@ -139,15 +154,17 @@ def _csv_phases(path, body, dataset_size):
         raise InputError(f"--schedule {path!r}, line 1: needs a steps column or an epochs column")
     if len(rows) - 1 > MAX_PHASES:
         raise InputError(f"--schedule {path!r}: {len(rows) - 1} phases, above the limit of {MAX_PHASES}")
-    out = []
+    out, settings = [], []
     for line, row in enumerate(rows[1:], start=2):
         where = f"line {line}"
         if len(row) != len(header):
             raise InputError(f"--schedule {path!r}, {where}: {len(row)} fields, the header has {len(header)}")
         v = dict(zip(header, (x.strip() for x in row)))
-        if v.get("sampling", "poisson") != "poisson":
+        kind = v.get("sampling") or sampling
+        if kind not in SAMPLERS:
             raise InputError(
-                f"--schedule {path!r}, {where}: sampling {v['sampling']!r}: phases compose here for Poisson sampling only"
+                f"--schedule {path!r}, {where}: sampling {kind!r}: phases compose here for "
+                f"{', '.join(SAMPLERS)} (samplers with a Rényi curve per step)"
             )
         s = (
             None
@@ -177,13 +194,27 @@ def _csv_phases(path, body, dataset_size):
             t = max(math.ceil(e * n / b) if b is not None else math.ceil(e / q), 1)
         if t > 2**53:
             raise InputError(f"--schedule {path!r}, {where}: more than 2^53 steps")
+        if n is None and (v.get("dataset_size") or dataset_size is not None):
+            n = _number(path, where, "dataset_size", v.get("dataset_size") or str(dataset_size), whole=True)
+        bmax = v.get("max_batch_size") or None
+        bmax = None if bmax is None else _number(path, where, "max_batch_size", bmax, whole=True)
+        if kind == "truncated-poisson" and (n is None or bmax is None):
+            raise InputError(
+                f"--schedule {path!r}, {where}: sampling truncated-poisson needs dataset_size and max_batch_size"
+            )
         out.append((s, q, int(t)))
-    return out
+        settings.append((kind, n, bmax, where))
+    return out, settings
 
 
-def sgd_schedule(phases, delta, accountant, neighbors, conversion, eps_error, path="", target=None) -> Result:
+def sgd_schedule(
+    phases, delta, accountant, neighbors, conversion, eps_error, path="", target=None, settings=None
+) -> Result:
     """One row per phase and accountant: the phase and ε after it (the running ε) at each δ.  With
-    ``target``: the noise of the phase that left it out (``None``), found per accountant (module docstring)."""
+    ``target``: the noise of the phase that left it out (``None``), found per accountant (module docstring).
+    ``settings``: each phase's ``(sampling, dataset_size, max_batch_size, where)`` (:func:`read_schedule`;
+    None: all Poisson)."""
+    settings = _checked_settings(phases, settings, neighbors, path)
     names = ["rdp", "pld"] if accountant == "all" else [accountant]
     if any(n not in ("rdp", "pld") for n in names):
         raise InputError(f"--accountant {accountant}: a schedule is answered by rdp and pld (or all)")
@@ -191,6 +222,12 @@ def sgd_schedule(phases, delta, accountant, neighbors, conversion, eps_error, pa
         raise InputError(
             f"--schedule {path!r}: {len(phases)} phases, above the limit of {MAX_PLD_PHASES} for the pld accountant "
             "(one composition per phase); use --accountant rdp"
+        )
+    other = next((st for st in settings if st[0] != "poisson"), None)
+    if "pld" in names and other is not None:
+        raise InputError(
+            f"--schedule {path!r}, {other[3]}: sampling {other[0]}: the pld accountant composes Poisson phases "
+            "here; use --accountant rdp"
         )
     if "pld" in names and len(phases) > 1 and neighbors != "add-remove":
         raise InputError(
@@ -204,7 +241,7 @@ def sgd_schedule(phases, delta, accountant, neighbors, conversion, eps_error, pa
         run, note = phases, ""
         if free is not None:
             sigma = _solve_sigma(
-                name, phases, free, float(deltas[0]), target, neighbors, conversion, eps_error
+                name, phases, free, float(deltas[0]), target, neighbors, conversion, eps_error, settings
             )
             if sigma is None:
                 note = f"no noise multiplier up to {SIGMA_RANGE[1]:g} meets ε ≤ {target:g}"
@@ -215,9 +252,9 @@ def sgd_schedule(phases, delta, accountant, neighbors, conversion, eps_error, pa
         unsolved = free is not None and not math.isfinite(run[free][0])
         for d in deltas:
             if name == "rdp" and not unsolved:
-                values = _rdp_running(run, d, neighbors, conversion)
+                values = _rdp_running(run, d, neighbors, conversion, settings)
             elif name == "rdp":  # the phases before the free one, then no finite ε
-                head = _rdp_running(run[:free], d, neighbors, conversion) if free else []
+                head = _rdp_running(run[:free], d, neighbors, conversion, settings[:free]) if free else []
                 values = [*head, *[math.inf] * (len(run) - free)]
             for i, (s, q, t) in enumerate(run):
                 if unsolved and i >= free:
@@ -246,7 +283,7 @@ def sgd_schedule(phases, delta, accountant, neighbors, conversion, eps_error, pa
                 for c in COLUMNS:
                     out[c].append(row[c])
     caption = (
-        f"schedule: {len(phases)} phases, Poisson sampling, neighbours: {neighbors}; epsilon: after the phase (the "
+        f"schedule: {len(phases)} phases, {_samplers(settings)}, neighbours: {neighbors}; epsilon: after the phase (the "
         "running ε of the phases so far, a certified upper bound)"
         + ("; pld: [epsilon_lower, epsilon] the certified bracket" if "pld" in names else "")
         + (f"; rdp: conversion {conversion}" if "rdp" in names else "")
@@ -264,6 +301,27 @@ def sgd_schedule(phases, delta, accountant, neighbors, conversion, eps_error, pa
             title="DP-SGD schedule: the running ε",
         )
     return res
+
+
+def _checked_settings(phases, settings, neighbors, path) -> list:
+    """Each phase's sampler setting (all Poisson when not given), every sampler checked against the
+    neighbouring relation (the refusal names the phase's line)."""
+    if settings is None:
+        return [("poisson", None, None, f"phase {i}") for i in range(1, len(phases) + 1)]
+    seen = set()
+    for kind, _, _, where in settings:
+        if kind not in seen:
+            seen.add(kind)
+            try:
+                check_setting(kind, neighbors)
+            except InputError as exc:
+                raise InputError(f"--schedule {path!r}, {where}: {exc}") from None
+    return list(settings)
+
+
+def _samplers(settings) -> str:
+    kinds = list(dict.fromkeys(st[0] for st in settings))
+    return ("sampling: " + ", ".join(kinds)) if kinds != ["poisson"] else "Poisson sampling"
 
 
 def _free_phase(phases, path, target, deltas) -> int | None:
@@ -289,7 +347,9 @@ def _free_phase(phases, path, target, deltas) -> int | None:
     return free[0] if free else None
 
 
-def _solve_sigma(name, phases, free, delta, target, neighbors, conversion, eps_error) -> float | None:
+def _solve_sigma(
+    name, phases, free, delta, target, neighbors, conversion, eps_error, settings
+) -> float | None:
     """The least noise multiplier of phase ``free`` with the run's final ε at most ``target`` by accountant
     ``name`` (``None``: none in :data:`SIGMA_RANGE`).  One phase under add/remove: sgd-epsilon's own
     calibration; several (pld): the calibration of the composition of the phases' PLDs, whose every check is
@@ -300,10 +360,11 @@ def _solve_sigma(name, phases, free, delta, target, neighbors, conversion, eps_e
         return [(sigma if i == free else s, q, t) for i, (s, q, t) in enumerate(phases)]
 
     others = [p for i, p in enumerate(phases) if i != free]
-    if others and _final(name, others, delta, neighbors, conversion, eps_error) > target:
+    rest = [st for i, st in enumerate(settings) if i != free]
+    if others and _final(name, others, delta, neighbors, conversion, eps_error, rest) > target:
         return None  # the other phases alone are above the target (no noise in this one can help)
 
-    if len(phases) == 1 and neighbors == "add-remove":
+    if len(phases) == 1 and neighbors == "add-remove" and settings[0][0] == "poisson":
         (_, q, t) = phases[0]
         kw = {"conversion": conversion} if name == "rdp" else {"eps_error": eps_error}
         sigma = sgd_noise_multiplier(q, t, delta, target, accountant=name, rtol=SIGMA_RTOL, **kw).value
@@ -322,7 +383,7 @@ def _solve_sigma(name, phases, free, delta, target, neighbors, conversion, eps_e
     else:
 
         def search(conv, start, step):
-            test = lambda x: (_final(name, fill(x), delta, neighbors, conv, eps_error), None)  # noqa: E731
+            test = lambda x: (_final(name, fill(x), delta, neighbors, conv, eps_error, settings), None)  # noqa: E731
             return boundary(
                 test,
                 target,
@@ -346,19 +407,21 @@ def _solve_sigma(name, phases, free, delta, target, neighbors, conversion, eps_e
     return sigma if sigma is not None and math.isfinite(sigma) else None
 
 
-def _final(name, run, delta, neighbors, conversion, eps_error) -> float:
+def _final(name, run, delta, neighbors, conversion, eps_error, settings) -> float:
     """The run's ε after its last phase by accountant ``name`` (what the table's last row prints)."""
     if name == "rdp":
-        return _rdp_running(run, delta, neighbors, conversion)[-1]
+        return _rdp_running(run, delta, neighbors, conversion, settings)[-1]
     acc = Accountant("pld", neighbors=neighbors, eps_error=eps_error)
     for s, q, t in run:
         acc.step(noise_multiplier=s, sample_rate=q, steps=t)
     return acc.get_epsilon(delta)
 
 
-def _rdp_running(phases, delta, neighbors, conversion) -> list[float]:
-    """ε after each phase by RDP: the prefix sums of the phases' curves, converted (one phase: the one-shot
-    function's own arithmetic, :class:`~dpcalc.api.Accountant`)."""
+def _rdp_running(phases, delta, neighbors, conversion, settings) -> list[float]:
+    """ε after each phase by RDP: the prefix sums of the phases' curves (each its sampler's), converted (one
+    Poisson phase: the one-shot function's own arithmetic, :class:`~dpcalc.api.Accountant`)."""
+    if any(st[0] != "poisson" for st in settings):
+        return _rdp_running_samplers(phases, delta, neighbors, conversion, settings)
     if len(phases) == 1:
         acc = Accountant("rdp", neighbors=neighbors, conversion=conversion)
         acc.step(noise_multiplier=phases[0][0], sample_rate=phases[0][1], steps=phases[0][2])
@@ -368,5 +431,38 @@ def _rdp_running(phases, delta, neighbors, conversion) -> list[float]:
     with np.errstate(over="ignore", invalid="ignore"):
         curves = rdp_total(q, sigma, t, orders, neighbors=neighbors)
         running = np.cumsum(curves, axis=0)
+    b = eps_of_curve(orders, running, np.full(len(phases), float(delta)), conversion)
+    return [float(v) for v in np.asarray(b.value).reshape(-1)]
+
+
+def _rdp_running_samplers(phases, delta, neighbors, conversion, settings) -> list[float]:
+    """As :func:`_rdp_running` with phases of several samplers: each sampler's phases' curves at once
+    (:func:`~dpcalc.engine.dpsgd.accounting.rdp_total`, the curve ``sgd-epsilon --sampling`` converts)."""
+    orders = np.asarray(DEFAULT_ORDERS, float)
+    sigma, q, t = (np.array(c, dtype=float) for c in zip(*phases))
+    curves = np.empty((len(phases), orders.size))
+    kinds = np.array([st[0] for st in settings])
+    with np.errstate(over="ignore", invalid="ignore"):
+        for kind in dict.fromkeys(kinds):
+            at = np.flatnonzero(kinds == kind)
+            n = np.array([settings[i][1] for i in at], dtype=float) if kind != "poisson" else None
+            bmax = (
+                np.array([settings[i][2] for i in at], dtype=float) if kind == "truncated-poisson" else None
+            )
+            if kind == "fixed-size" and np.isnan(n).any():
+                n = None  # the dataset size is not needed for fixed-size's curve
+            curves[at] = rdp_total(
+                q[at],
+                sigma[at],
+                t[at],
+                orders,
+                sampling=kind,
+                neighbors=neighbors,
+                dataset_size=n,
+                max_batch_size=bmax,
+            )
+        running = np.cumsum(curves, axis=0)
+    if len(phases) == 1:
+        return [float(np.asarray(eps_of_curve(orders, running[0], float(delta), conversion).value))]
     b = eps_of_curve(orders, running, np.full(len(phases), float(delta)), conversion)
     return [float(v) for v in np.asarray(b.value).reshape(-1)]
