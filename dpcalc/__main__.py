@@ -2,9 +2,17 @@
 command line.  Ctrl-C at any moment exits 130 quietly: the handler is set before click or any
 command module is imported (:mod:`dpcalc.interrupt` loads nothing the interpreter has not)."""
 
+# Before anything else loads (even dpcalc.interrupt): Ctrl-C while the modules below are imported exits 130
+# silently too (only the interpreter's own C modules are used; run() then installs dpcalc.interrupt's handler).
+import _signal  # noqa: I001 - first, on purpose
 import os
 
-from dpcalc import interrupt
+try:
+    _signal.signal(_signal.SIGINT, lambda signum, frame: os._exit(130))
+except ValueError:  # pragma: no cover - not the main thread
+    pass
+
+from dpcalc import interrupt  # noqa: E402
 
 
 def run() -> None:
