@@ -20,8 +20,6 @@ Many ε for one configuration (a privacy profile) share one composition per dire
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from dpcalc.engine.pld.bracket import (
@@ -155,14 +153,22 @@ def sgd_delta_pld(
     epsilon = _check_eps(epsilon)
     eps_error = _check_eps_error(eps_error)
     sampler, config = _setting(sampling, dataset_size, max_batch_size)
-    if not config and epsilon.size > 1 and all(np.unique(a).size == 1 for a in (q, sigma, steps)):
+    if epsilon.size > 1 and all(np.unique(a).size == 1 for a in (q, sigma, steps, *config)):
         # one configuration, many ε (a privacy profile): one composition per direction
-        shape = np.broadcast_shapes(q.shape, sigma.shape, steps.shape, epsilon.shape)
+        shape = np.broadcast_shapes(
+            q.shape, sigma.shape, steps.shape, epsilon.shape, *(c.shape for c in config)
+        )
         q1, s1, t1 = float(q.ravel()[0]), float(sigma.ravel()[0]), int(steps.ravel()[0])
+        row = tuple(float(np.ravel(c)[0]) for c in config)
         what = f"sample rate {q1:g}, noise multiplier {s1:g}, {t1} steps"
-        dirs = _sgm_directions(q1, s1, t1, neighbors, sampler)
-        key = ("sgd", q1, s1, t1, neighbors)
-        out = _in_range(what, lambda: _delta_worst(dirs, epsilon.ravel(), eps_error, memory_cap, key))
+        dirs = _sgm_directions(q1, s1, t1, neighbors, sampler, row)
+        key = ("sgd", q1, s1, t1, neighbors, sampler.name, row) if config else ("sgd", q1, s1, t1, neighbors)
+        out = _in_range(
+            what,
+            lambda: _solved(
+                lambda d, e: _delta_worst(d, e, eps_error, memory_cap, key), dirs, epsilon.ravel(), what
+            ),
+        )
         return Bracket(*(np.broadcast_to(o.reshape(epsilon.shape), shape).copy() for o in out))
     return _per_config(
         q,
@@ -208,6 +214,6 @@ def _solved(solve, dirs, target, what: str) -> tuple:
     bracket has no lower end, :func:`~dpcalc.engine.pld.bracket.dominates_only`) an infinite upper end means
     their neglected mass (round-off, tails) is as large as the δ asked, which is a refusal, not an answer."""
     bracket = solve(dirs, target)
-    if dominates_only(dirs) and not math.isfinite(bracket[2]):
+    if dominates_only(dirs) and not np.all(np.isfinite(bracket[2])):
         raise _floor_refusal(f"PLD accounting of {what}", "allocation", "--accountant rdp")
     return bracket

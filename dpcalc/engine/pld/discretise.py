@@ -212,10 +212,13 @@ def _discretise_mixture(model, h: float, ia: int, ib: int, max_panels: float = m
     """A revealed mixture (:mod:`~dpcalc.engine.mechanisms.mixture_loss`): every component on the same grid,
     masses, bad mass and bias added with the weights (each component's discrete pair dominates it, so the
     weighted sum dominates the mixture); the loss-map slack is the largest of the components'."""
-    parts = []
+    parts, used = [], 0
     for w, m in zip(model.weights, model.models):
-        parts.append((w, discretise(m, h, ia, ib, max_panels)))
-        max_panels -= parts[-1][1].panels
+        try:
+            parts.append((w, discretise(m, h, ia, ib, max_panels - used)))
+        except TooManyPanels as exc:  # the whole mixture's count, as the cap is the whole mixture's
+            raise TooManyPanels(used + exc.need) from None
+        used += parts[-1][1].panels
     p = np.zeros(ib - ia + 1)
     for w, d in parts:
         p += w * d.p

@@ -168,7 +168,7 @@ def _refuse(err: _TooBig, cap: float, goal: float, given: bool, basis: str = "ε
     )
     if err.unit != "bytes" and err.fit == math.inf:
         raise InputError(
-            f"MECHANISM: its privacy loss distribution needs about {err.need:.3g} {err.what}, above the work "
+            f"the privacy loss distribution needs about {err.need:.3g} {err.what}, above the work "
             f"cap of {err.cap:.3g} (at any --eps-error); use {RDP_HINT}"
         ) from None
     relax = max(err.fit, goal * 1.5) if err.fit else goal * err.ratio(cap) * 3.0
