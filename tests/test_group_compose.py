@@ -130,7 +130,8 @@ def test_poisson_subsampled_gaussian_is_the_mixture(invoke):
 def test_mixture_bracket_contains_dp_accounting(invoke):
     pld = pytest.importorskip("dp_accounting.pld.pld_privacy_accountant")
     dp_event = pytest.importorskip("dp_accounting.dp_event")
-    acc = pld.PLDAccountant(value_discretization_interval=1e-4)
+    # interval 3e-4: its ε is within 4e-10 of the one at 1e-4 here, in 40 % of the time (1e-3 is 4e-6 above)
+    acc = pld.PLDAccountant(value_discretization_interval=3e-4)
     acc.compose(dp_event.MixtureOfGaussiansDpEvent(1.0, [0.0, 1.0, 2.0, 3.0], binomial_weights(3, 0.05)), 20)
     theirs = acc.get_epsilon(1e-5)
     row = _rows(invoke(["compose", SGM, "--delta", "1e-5", "--group-size", "3", "--method", "pld",
