@@ -21,6 +21,11 @@ MAN_EXAMPLES = [
         "--noise-multiplier 1 --delta 1e-6",
     ),
     (
+        "MMCC: the 4-banded square root over 200 steps, Poisson sampling at q = 0.01 over the whole run:",
+        "dpcalc matrix --strategy sqrt:bands=4 --steps 200 --participation poisson:q=0.01 --noise-multiplier 1 "
+        "--delta 1e-6",
+    ),
+    (
         "The most steps of the banded square root at σ = 4 within ε = 3, each example at most 5 times, 200 apart:",
         "dpcalc matrix --strategy sqrt:bands=16 --participation min-sep:k=5,b=200 --noise-multiplier 4 "
         "--target-epsilon 3 --delta 1e-6",
@@ -44,7 +49,8 @@ file:path=FILE (a square lower-triangular C, CSV or .npy, checked).
 
 Participation (--participation): single (each example once); min-sep:k=K,b=B (at most K times, at least B
 steps apart: K epochs of B steps); cyclic-poisson:b=B,q=Q (the examples in B partitions, step i uses
-partition i mod B, each example with probability Q).
+partition i mod B, each example with probability Q); poisson:q=Q (each example in every step with
+probability Q).
 
 sensitivity: the largest ‖C·ΔG‖ over the participation (sensitivity_exact true: exact, by a theorem
 named in the note — single participation; McKenna et al. 2024, Thm 2 for non-negative non-increasing
@@ -55,6 +61,11 @@ gaussian: no amplification, the Gaussian mechanism with that sensitivity (Balle 
 bandmf-rdp, bandmf-pld: amplified BandMF (Choquette-Choo et al. 2023, Thm 4) for a C with at most B bands
 under cyclic Poisson sampling: DP-SGD with Poisson sampling at rate Q, ceil(n/B) steps and noise
 σ / max column norm, by DP-SGD's rdp and pld accountants.
+mmcc: MMCC (Choquette-Choo, Ganesh, Steinke & Thakurta 2024, arXiv:2310.15526, Thm 4.8 and the conditional
+composition of Thm 3.1) for a non-negative C under poisson:q=Q: each row a mixture of Gaussians whose
+participation probabilities p̃ bound the posterior given the earlier rows outside tail events of total
+probability δ_tail = δ/2, composed by a certified PLD at δ − δ_tail (the unamplified Gaussian where smaller);
+ε only (no --target-epsilon, no search for the steps).
 
 --target-epsilon: the smallest noise multiplier of each row (exact for gaussian; within a factor 1.0001,
 conservative, for the bandmf rows); with --noise-multiplier and no --steps, the largest number of steps
@@ -82,8 +93,9 @@ conservative, for the bandmf rows); with --noise-multiplier and no --steps, the 
     "--participation",
     multiple=True,
     metavar="PATTERN",
-    help="single (the default), min-sep:k=K,b=B (at most K times, B steps apart) or cyclic-poisson:b=B,q=Q (B "
-    "partitions, each example with probability Q at each step of its partition); repeatable: rows for each.",
+    help="single (the default), min-sep:k=K,b=B (at most K times, B steps apart), cyclic-poisson:b=B,q=Q (B "
+    "partitions, each example with probability Q at each step of its partition) or poisson:q=Q (each example "
+    "with probability Q at every step); repeatable: rows for each.",
 )
 @click.option(
     "--noise-multiplier",
@@ -103,7 +115,7 @@ conservative, for the bandmf rows); with --noise-multiplier and no --steps, the 
     default="all",
     show_default=True,
     help="gaussian (no amplification, exact), bandmf-rdp / bandmf-pld (amplified BandMF: cyclic Poisson "
-    "sampling and a banded C), or all that apply.",
+    "sampling and a banded C), mmcc (MMCC: Poisson sampling, C >= 0), or all that apply.",
 )
 @eps_error_option
 @common_options
@@ -112,7 +124,8 @@ def command(strategies, steps, participation, sigma, delta, target_epsilon, meth
 
     For each strategy C: its sensitivity under the participation pattern, and ε without amplification (the
     Gaussian mechanism) and, under cyclic Poisson sampling with a banded C, amplified BandMF (rdp and a
-    certified pld bracket).  With --target-epsilon: the smallest noise multiplier instead.
+    certified pld bracket); under Poisson sampling with C >= 0, MMCC (a certified pld bracket).  With
+    --target-epsilon: the smallest noise multiplier instead.
     """
     eps_error = single(eps_error, "--eps-error")
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion

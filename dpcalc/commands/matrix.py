@@ -4,7 +4,8 @@ banded matrix factorization (docs/math.md §12).
 For each strategy (:mod:`dpcalc.engine.matrix.strategies`) and participation pattern it reports the sensitivity of
 C (exact where a theorem makes it so, else a certified upper bound: :mod:`dpcalc.engine.matrix.sensitivity`),
 then one row per accountant that applies (:mod:`dpcalc.engine.matrix.accounting`): ``gaussian`` (no
-amplification, exact), ``bandmf-rdp`` and ``bandmf-pld`` (amplified BandMF, cyclic Poisson sampling).  With
+amplification, exact), ``bandmf-rdp`` and ``bandmf-pld`` (amplified BandMF, cyclic Poisson sampling), ``mmcc``
+(Poisson sampling over the whole run, a non-negative C: :mod:`dpcalc.engine.matrix.mmcc`, ε only).  With
 ``target_epsilon`` and no noise multiplier: the smallest noise multiplier of each row.
 """
 
@@ -41,6 +42,8 @@ _NOTES = {
     "σ/max column norm; rdp accountant",
     "bandmf-pld": "amplified BandMF (Choquette-Choo et al. 2023, Thm 4): DP-SGD at rate q, ⌈n/b⌉ steps, "
     "σ/max column norm; certified PLD bracket",
+    "mmcc": "MMCC (Choquette-Choo, Ganesh, Steinke & Thakurta 2024, arXiv:2310.15526, Thm 4.8 with conditional "
+    "composition, Thm 3.1): the rows as mixtures of Gaussians under posterior bounds p̃; certified PLD bracket",
 }
 
 
@@ -71,16 +74,16 @@ def participation(text: str) -> Participation:
         if not eq:
             raise InputError(f"--participation {text!r}: {part!r} is not KEY=VALUE")
         params[key.strip()] = value.strip()
-    allowed = {"single": (), "min-sep": ("k", "b"), "cyclic-poisson": ("b", "q")}
+    allowed = {"single": (), "min-sep": ("k", "b"), "cyclic-poisson": ("b", "q"), "poisson": ("q",)}
     if kind not in allowed:
         raise InputError(
-            f"--participation {text!r}: must be single, min-sep:k=K,b=B or cyclic-poisson:b=B[,q=Q]"
+            f"--participation {text!r}: must be single, min-sep:k=K,b=B, cyclic-poisson:b=B[,q=Q] or poisson:q=Q"
         )
     for key in params:
         if key not in allowed[kind]:
             raise InputError(f"--participation {text!r}: unknown key {key!r}")
     for key in allowed[kind]:
-        if key not in params and key != "q":
+        if key not in params and (key != "q" or kind == "poisson"):
             raise InputError(f"--participation {text!r}: give {key}=")
 
     def whole(key):
@@ -102,6 +105,8 @@ def participation(text: str) -> Participation:
             q = float("nan")
         if not 0 < q <= 1:
             raise InputError(f"--participation {text!r}: q must be in (0, 1], got {params['q']!r}")
+    if kind == "poisson":
+        return Participation("poisson", b=1, q=q)
     return Participation("cyclic", b=whole("b"), q=q)
 
 
@@ -162,6 +167,11 @@ def matrix(params: MatrixParams) -> Result:
         "norm; sensitivity_bound: the sensitivity of C under the participation, an upper bound (sensitivity_exact: true "
         "where it is the exact value)"
     )
+    if "mmcc" in out["method"]:
+        caption += (
+            "; mmcc: ε of the run under Poisson sampling (Choquette-Choo et al. 2024, arXiv:2310.15526), "
+            "a certified bound (δ − δ_tail to the PLD of the row mixtures, δ_tail to the tail events)"
+        )
     if solve == "sigma":
         caption += "; noise_multiplier: the smallest (within a factor 1.0001 for bandmf rows, exact for gaussian) with ε <= target"
     if solve == "steps":
@@ -208,6 +218,10 @@ def _steps_rows(out, text, part, method, g, p, strict):
             if strict:
                 raise InputError(f"--method {method}: {why}")
             return
+        if method == "mmcc":
+            if strict:
+                raise InputError(f"--method mmcc: {MMCC_ONLY_EPSILON}")
+            return
         found = boundary(test, target, max(lo, 100.0), ok_above=False, lo=lo, hi=hi, integer=True)
         if found.x is None:
             row = {c: [None] for c in COLUMNS}
@@ -232,15 +246,60 @@ def _steps_rows(out, text, part, method, g, p, strict):
             out[c] += row[c]
 
 
+#: Why mmcc answers no inverse question.
+MMCC_ONLY_EPSILON = (
+    "answers ε at a given --noise-multiplier and --steps only (its tail bounds are recomputed for every σ; "
+    "--target-epsilon is not offered for mmcc)"
+)
+
+
+def _mmcc_refusal(s, part, solve) -> str | None:
+    """Why the mmcc row does not apply, or None."""
+    if part.kind != "poisson":
+        return "mmcc needs Poisson sampling over the whole run (--participation poisson:q=Q)"
+    if solve:
+        return MMCC_ONLY_EPSILON
+    if not s.nonnegative:
+        return f"mmcc needs C >= 0 entrywise; {s.label} has negative entries"
+    return None
+
+
 def _rows(out, s, part, sens, method, g, solve, p, strict):
     n = g["delta"].size
     why = acc.bandmf_refusal(s, part) if method.startswith("bandmf") else None
+    if method == "mmcc":
+        why = _mmcc_refusal(s, part, solve)
     if why is not None:
         if strict:
             raise InputError(f"--method {method}: {why}")
         return
     lower = est = np.full(n, np.nan)
-    if method == "gaussian":
+    note = [f"{_NOTES[method]}; sensitivity: {sens.how}"] * n
+    if method == "mmcc":
+        from dpcalc.engine.matrix import mmcc
+
+        res = mmcc.mmcc_epsilon(
+            mmcc.causal_matrix(s),
+            part.q,
+            g["sigma"],
+            g["delta"],
+            eps_error=p.eps_error,
+            unamplified_sensitivity=sens.value,
+            label=s.label,
+        )
+        sigma = g["sigma"]
+        eps, lower, est = (np.array([getattr(r, k) for r in res]) for k in ("upper", "lower", "estimate"))
+        note = [
+            f"{_NOTES['mmcc']}; δ_tail = {r.tail_delta:.3g} for {r.pairs} (row, step) pairs, largest p̃ "
+            f"{r.max_p_tilde:.4g}, {r.laws} row laws"
+            + (
+                "; the unamplified Gaussian (all p̃ = 1, δ_tail = 0) was smaller: reported"
+                if r.unamplified
+                else ""
+            )
+            for r in res
+        ]
+    elif method == "gaussian":
         if solve:
             sigma = acc.unamplified_sigma(sens.value, g["target"], g["delta"])
             eps = acc.unamplified_epsilon(sens.value, sigma, g["delta"])
@@ -272,7 +331,7 @@ def _rows(out, s, part, sens, method, g, solve, p, strict):
         "epsilon_lower": [None if np.isnan(v) else float(v) for v in np.asarray(lower, float).reshape(-1)],
         "epsilon_estimate": [None if np.isnan(v) else float(v) for v in np.asarray(est, float).reshape(-1)],
         "dpsgd_steps": [steps] * n,
-        "note": [f"{_NOTES[method]}; sensitivity: {sens.how}"] * n,
+        "note": note,
     }
     for k in COLUMNS:
         out[k] += values[k]

@@ -137,11 +137,20 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
             "strategy",
             "the strategy C (--strategy): identity, toeplitz:coef=…, sqrt[:bands=b], tree or file:path=…",
         ),
-        ("participation", "single, min-sep:k=K,b=B or cyclic-poisson:b=B[,q=Q] (--participation)"),
+        (
+            "participation",
+            "single, min-sep:k=K,b=B, cyclic-poisson:b=B[,q=Q] or poisson:q=Q (--participation)",
+        ),
         ("steps", "n: the steps of the run (columns of C)"),
         ("bands", "the nonzero diagonals of C (empty: not banded, the tree)"),
-        ("sample_rate", "cyclic Poisson: the probability q of each example at each step of its partition"),
-        ("method", "gaussian (no amplification), bandmf-rdp or bandmf-pld (amplified BandMF)"),
+        (
+            "sample_rate",
+            "cyclic Poisson: the probability q of each example at each step of its partition (poisson: at each step)",
+        ),
+        (
+            "method",
+            "gaussian (no amplification), bandmf-rdp or bandmf-pld (amplified BandMF), mmcc (Poisson sampling)",
+        ),
         (
             "sensitivity_bound",
             "Δ of C under the participation, the Gaussian mechanism's sensitivity: a certified upper bound",
@@ -151,8 +160,11 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("delta", "the target δ"),
         ("target_epsilon", "the target ε of --target-epsilon"),
         ("epsilon", "ε: a certified upper bound"),
-        ("epsilon_lower", "bandmf-pld: the lower end of the certified bracket [epsilon_lower, epsilon]"),
-        ("epsilon_estimate", "bandmf-pld: an estimate inside the bracket (not a bound)"),
+        (
+            "epsilon_lower",
+            "bandmf-pld, mmcc: the lower end of the certified bracket [epsilon_lower, epsilon]",
+        ),
+        ("epsilon_estimate", "bandmf-pld, mmcc: an estimate inside the bracket (not a bound)"),
         ("dpsgd_steps", "bandmf rows: the steps ⌈n/b⌉ of the DP-SGD run that dominates it"),
         _NOTE,
     ),

@@ -15,7 +15,9 @@ its largest value over the sets S the pattern allows and the unit vectors g:
   steps), at least the true value since every row sum of |G| over S is at most its u_i;
 * cyclic participation over b partitions (cyclic Poisson sampling, Choquette-Choo et al. 2023): an example of
   partition p may take part in the steps p, p + b, p + 2b, …: the largest of ``Σ_{i,j∈L_p}|G_ij|`` over the
-  partitions — exact where G >= 0 (all of them taking part is then the worst case).
+  partitions — exact where G >= 0 (all of them taking part is then the worst case);
+* Poisson sampling over the whole run (``poisson``, q): any step may be taken, so b = 1 of the cyclic case:
+  ``Σ_{i,j}|G_ij|``, which is ``‖C·1‖₂²`` for C >= 0.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ MAX_DP_WORK = 2.5e8
 class Participation:
     """How often and how far apart an example takes part: ``single``; ``min-sep`` (at most ``k`` times, at
     least ``b`` steps apart); ``cyclic`` (partitions of b steps apart, each step sampled with probability q;
-    ``q`` None: every step of its partition)."""
+    ``q`` None: every step of its partition); ``poisson`` (every step sampled with probability q, b = 1)."""
 
     kind: str
     k: int = 1
@@ -49,6 +51,8 @@ class Participation:
             return "single"
         if self.kind == "min-sep":
             return f"min-sep:k={self.k},b={self.b}"
+        if self.kind == "poisson":
+            return f"poisson:q={self.q!r}"
         return f"cyclic-poisson:b={self.b}" + (f",q={self.q!r}" if self.q is not None else "")
 
 
@@ -79,7 +83,7 @@ def sensitivity(s: Strategy, p: Participation) -> Sensitivity:
     k = participations(n, p)
     if k == 1:
         return Sensitivity(_up(float(np.max(norms))), True, "single participation: the largest column norm")
-    if p.kind == "cyclic":
+    if p.kind in ("cyclic", "poisson"):
         return _cyclic(s, p.b)
     if s.toeplitz and s.monotone_toeplitz():
         v = np.zeros(n)

@@ -49,6 +49,7 @@ class Strategy:
     gram_dense: np.ndarray | None = None  # CᵀC where C is given densely
     bands: int | None = None  # nonzero diagonals of a square lower-triangular C (None: not banded)
     nonnegative: bool = False  # every entry of C >= 0 (so every entry of CᵀC >= 0)
+    dense: np.ndarray | None = None  # C itself where given densely (a file): MMCC needs its rows
 
     @property
     def toeplitz(self) -> bool:
@@ -192,7 +193,7 @@ def strategy(text: str, n: int) -> Strategy:
             raise InputError(f"--strategy {text!r}: the matrix is {C.shape[0]}×{C.shape[0]}, --steps is {n}")
         nz = np.nonzero(C)
         bands = int(np.max(nz[0] - nz[1])) + 1 if nz[0].size else 1
-        return Strategy(text, n, gram_dense=C.T @ C, bands=bands, nonnegative=bool(np.all(C >= 0)))
+        return Strategy(text, n, gram_dense=C.T @ C, bands=bands, nonnegative=bool(np.all(C >= 0)), dense=C)
     raise InputError(f"--strategy {text!r}: unknown strategy {kind!r} (one of {', '.join(KINDS)})")
 
 
