@@ -19,7 +19,7 @@ from click.shell_completion import get_completion_class
 
 from dpcalc import __version__
 from dpcalc.cli import COMMANDS, main
-from dpcalc.commands.schema import CURVE_SCHEMAS, SCHEDULE_SCHEMAS, SCHEMAS, TRADEOFF_SCHEMAS
+from dpcalc.commands.schema import CURVE_SCHEMAS, RISK_SCHEMAS, SCHEDULE_SCHEMAS, SCHEMAS, TRADEOFF_SCHEMAS
 from dpcalc.engine.mechanisms.base import SUBSAMPLING_KEYS
 from dpcalc.engine.mechanisms.catalogue import CATALOGUE
 from dpcalc.exitcodes import ExitCode
@@ -153,6 +153,14 @@ def man_page(name: str | None) -> str:
             "phase, accountant and δ, ε after the phase.",
         ]
         for col, meaning in SCHEDULE_SCHEMAS[name]:
+            lines += [".TP", f"\\fB{esc(col)}\\fR", esc(meaning)]
+    if name in RISK_SCHEMAS:
+        lines.append(".SH RISK COLUMNS")
+        lines += [
+            "With --advantage or --prior (and sgd-epsilon's --target-advantage), every CSV, TSV and JSON row has "
+            "these columns instead, in this order: one row per method, configuration and prior.",
+        ]
+        for col, meaning in RISK_SCHEMAS[name]:
             lines += [".TP", f"\\fB{esc(col)}\\fR", esc(meaning)]
     if name in TRADEOFF_SCHEMAS:
         lines.append(".SH TRADE-OFF COLUMNS")

@@ -36,12 +36,24 @@ UPPER_COLUMNS = frozenset(
         "sigma",
         "scale",
         "sensitivity_bound",
+        "advantage",
+        "success",
     }
 )
 #: Lower bounds: the lower ends of brackets and an audit's lower bounds.  What a budget and ``-q``
 #: treat as a certified lower bound (:mod:`dpcalc.render.configs`) is this set, never an input.
 LOWER_BOUND_COLUMNS = frozenset(
-    {"epsilon_lower", "delta_lower", "rdp_lower", "rdp_certifying", "tpr_lower", "mu_lower", "epsilon_gdp"}
+    {
+        "epsilon_lower",
+        "delta_lower",
+        "rdp_lower",
+        "rdp_certifying",
+        "tpr_lower",
+        "mu_lower",
+        "epsilon_gdp",
+        "advantage_lower",
+        "success_lower",
+    }
 )
 #: Rounded down: the lower bounds, an audit's ``ratio`` to the claim, and the answers that are largest
 #: values within a target (the sample rate found by ``--target-epsilon``, the whole ``epochs`` within
@@ -50,7 +62,15 @@ LOWER_BOUND_COLUMNS = frozenset(
 LOWER_COLUMNS = LOWER_BOUND_COLUMNS | frozenset({"ratio", "sample_rate", "epochs", "release_epsilon"})
 #: Estimates (not bounds), rounded to nearest.
 ESTIMATE_COLUMNS = frozenset(
-    {"epsilon_estimate", "delta_estimate", "tpr_estimate", "best_alpha", "crossing_steps"}
+    {
+        "epsilon_estimate",
+        "delta_estimate",
+        "tpr_estimate",
+        "best_alpha",
+        "crossing_steps",
+        "advantage_estimate",
+        "success_estimate",
+    }
 )
 #: Inputs, counts, orders, labels and flags: exact or as given, shown to nearest.
 EXACT_COLUMNS = frozenset(
@@ -71,6 +91,7 @@ EXACT_COLUMNS = frozenset(
         "fp",
         "fpr",
         "group_size",
+        "guarantee",
         "guesses",
         "initial_distance",
         "level",
@@ -83,6 +104,7 @@ EXACT_COLUMNS = frozenset(
         "note",
         "participation",
         "phase",
+        "prior",
         "recorded",
         "run",
         "samples",

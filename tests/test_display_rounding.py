@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from dpcalc.commands.schema import CURVE_SCHEMAS, SCHEDULE_SCHEMAS, SCHEMAS, TRADEOFF_SCHEMAS
+from dpcalc.commands.schema import CURVE_SCHEMAS, RISK_SCHEMAS, SCHEDULE_SCHEMAS, SCHEMAS, TRADEOFF_SCHEMAS
 from dpcalc.render import MARK_RTOL
 from dpcalc.render.cells import rounded
 from dpcalc.result import (
@@ -34,7 +34,7 @@ CLASSES = {
 def schema_columns() -> set[str]:
     return {
         name
-        for schemas in (SCHEMAS, CURVE_SCHEMAS, TRADEOFF_SCHEMAS, SCHEDULE_SCHEMAS)
+        for schemas in (SCHEMAS, CURVE_SCHEMAS, TRADEOFF_SCHEMAS, SCHEDULE_SCHEMAS, RISK_SCHEMAS)
         for columns in schemas.values()
         for name, _ in columns
     }
@@ -60,8 +60,8 @@ _MENTION_ONLY = {"confidence", "valid", "bound", "method"}
 
 @pytest.mark.parametrize(
     "schemas",
-    [SCHEMAS, CURVE_SCHEMAS, TRADEOFF_SCHEMAS, SCHEDULE_SCHEMAS],
-    ids=["main", "curve", "tradeoff", "schedule"],
+    [SCHEMAS, CURVE_SCHEMAS, TRADEOFF_SCHEMAS, SCHEDULE_SCHEMAS, RISK_SCHEMAS],
+    ids=["main", "curve", "tradeoff", "schedule", "risk"],
 )
 def test_the_classification_agrees_with_each_documented_meaning(schemas):
     """Read independently of dpcalc.result: a column documented as an upper bound (or upper end) rounds
@@ -111,6 +111,8 @@ INVOCATIONS = [
     "compose dp:epsilon=1,count=10 --delta 1e-5 --method all",
     "compose gaussian:sigma=2,count=10 laplace:scale=3 --epsilon 1 --method all",
     "compose gaussian:sigma=10,count=100 --fpr 1e-6,1e-3 --method all",
+    "compose subsampled-gaussian:sigma=1,q=0.01,count=100 gaussian:sigma=4 --prior 0.1,0.5 --method all",
+    "convert --from dp --epsilon 1 --delta 1e-3 --advantage",
     "compose gaussian:count=10 --epsilon 1,2 --delta 1e-5 --method all",
     "compose laplace:count=10 --epsilon 1 --delta 1e-5 --method all",
     "compose randomized-response:count=10 --epsilon 1 --delta 1e-5 --method all",

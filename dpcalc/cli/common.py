@@ -51,6 +51,7 @@ class Output:
     max_delta: float | None = None
     plot: str | None = None
     max_tpr: float | None = None  # --max-tpr (compose, sgd-epsilon, convert with --fpr): judges tpr_upper
+    max_advantage: float | None = None  # --max-advantage (with --advantage/--prior): judges advantage
 
     def resolved_format(self) -> str:
         return resolve_format(self.fmt)
@@ -322,7 +323,12 @@ class BudgetJudge:
     def __init__(self, out: Output) -> None:
         self.limits = [
             (q, lim)
-            for q, lim in (("epsilon", out.max_epsilon), ("delta", out.max_delta), ("tpr", out.max_tpr))
+            for q, lim in (
+                ("epsilon", out.max_epsilon),
+                ("delta", out.max_delta),
+                ("tpr", out.max_tpr),
+                ("advantage", out.max_advantage),
+            )
             if lim is not None
         ]
         self.rows = 0

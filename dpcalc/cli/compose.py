@@ -7,7 +7,7 @@ import click
 from dpcalc.cli.common import common_options, eps_error_option, run, single
 from dpcalc.cli.rdp_curve import curve_options, wanted
 from dpcalc.cli.spec_complete import complete_mechanism
-from dpcalc.cli.tradeoff import refuse_with, tradeoff_options, with_max_tpr
+from dpcalc.cli.tradeoff import refuse_with, risk_options, risk_question, tradeoff_options, with_max_tpr
 from dpcalc.cli.tuning import tuning_option
 from dpcalc.cli.types import Grid
 from dpcalc.commands.choices import COMPOSE_METHODS, GROUP_SIZE_MAX
@@ -266,6 +266,7 @@ guessing (sweep --fpr, e.g. 1e-6:0.5:x2).  The columns are those of TRADE-OFF CO
 )
 @eps_error_option
 @tradeoff_options
+@risk_options()
 @tuning_option
 @curve_options
 @common_options
@@ -280,6 +281,9 @@ def command(
     eps_error,
     fpr,
     max_tpr,
+    advantage,
+    prior,
+    max_advantage,
     tuning,
     out,
     rdp_curve=False,
@@ -321,6 +325,19 @@ def command(
             click.echo(write_event(mechanisms))
             return
     out = with_max_tpr(out, fpr, max_tpr)
+    out, risk = risk_question(out, fpr, advantage, prior, max_advantage)
+    if risk:
+        for option, value in (("--delta", delta), ("--epsilon", epsilon), ("--tuning-runs", tuning)):
+            if value is not None:
+                raise click.UsageError(
+                    f"--advantage/--prior replace {option} as the question: give one of them"
+                )
+        if wanted(rdp_curve, alphas, out):
+            raise click.UsageError("--rdp-curve cannot be used with --advantage/--prior")
+        from dpcalc.commands.compose_risk import compose_risk  # lazy: the command's work
+
+        run(out, lambda: compose_risk(mechanisms, prior, method, eps_error, group_size=k))
+        return
     question = _question(fpr, method, delta, epsilon, eps_error, tuning, rdp_curve, alphas, out)
     if k > 1 and tuning is not None:
         raise click.UsageError("--group-size cannot be used with --tuning-runs")

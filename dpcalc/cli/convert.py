@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from dpcalc.cli.common import common_options, run
-from dpcalc.cli.tradeoff import refuse_with, tradeoff_options, with_max_tpr
+from dpcalc.cli.tradeoff import refuse_with, risk_options, risk_question, tradeoff_options, with_max_tpr
 from dpcalc.cli.types import Grid
 from dpcalc.commands.choices import CONVERSIONS
 from dpcalc.textinput import open_error
@@ -39,6 +39,14 @@ MAN_EXAMPLES = [
         "dpcalc convert --alpha 10 --rdp 0.5 --fpr 1e-3",
     ),
     ("Fail a CI job when ε passes 2:", "dpcalc convert --curve curve.csv --delta 1e-5 -q --max-epsilon 2"),
+    (
+        "What (1, 1e-3)-DP allows an attacker: the largest TPR at FPR 0.8, and the advantage:",
+        "dpcalc convert --from dp --epsilon 1 --delta 1e-3 --fpr 0.8",
+    ),
+    (
+        "The advantage and an attacker's success at prior 1/2 under 1-GDP:",
+        "dpcalc convert --from gdp --mu 1 --prior 0.5",
+    ),
 ]
 
 MAN_NOTES = """\
@@ -63,7 +71,16 @@ Formulas and test vectors: docs/math.md §1.
 false-positive rate α, tpr_upper, an upper bound on the true-positive rate of every membership test,
 from the (ε, δ(ε)) pairs the Rényi bound certifies (the optimal conversion and that of Balle et al.,
 minimised over ε; docs/math.md §10), assuming as every row here does that the bound holds in both
-directions of the neighbouring relation.  --max-tpr T is its budget check (exit 3)."""
+directions of the neighbouring relation.  --max-tpr T is its budget check (exit 3).
+
+--advantage / --prior P (instead of --delta or --epsilon): a certified upper bound on TPR − FPR of
+every membership test (δ at ε = 0) and on the success of the best attacker with prior P, from the
+guarantee's own privacy profile (docs/math.md §10.4); --max-advantage A is its budget check.
+
+--from dp --epsilon E --delta D with --fpr, --advantage or --prior: the (E, D)-DP guarantee itself,
+its own trade-off curve (exact).  --from gdp --mu M: μ-GDP, exact (also --delta to get ε, --epsilon
+to get δ).  --from zcdp --rho R: ρ-zCDP through its Rényi curve ρ·α (--fpr, --advantage, --prior;
+for ε use 'dpcalc compose zcdp:rho=R --delta D')."""
 
 HELP_METHOD = (
     "optimal (exact, Asoodeh et al.; rounded up), asoodeh (closed form), balle (Balle et al. 2020 / "
@@ -98,14 +115,34 @@ HELP_METHOD = (
 @click.option(
     "--from",
     "source",
-    type=click.Choice(["rdp", "dp"]),
+    type=click.Choice(["rdp", "dp", "gdp", "zcdp"]),
     default="rdp",
     show_default=True,
-    help="rdp: RDP → (ε, δ).  dp: (ε, δ) → the largest RDP level at --alpha that certifies it.",
+    help="rdp: RDP → (ε, δ).  dp: (ε, δ) → the largest RDP level at --alpha that certifies it (with --fpr, "
+    "--advantage or --prior: what (ε, δ)-DP itself allows).  gdp: μ-GDP (--mu).  zcdp: ρ-zCDP (--rho).",
 )
+@click.option("--mu", type=Grid(lo=0), default=None, metavar="M", help="With --from gdp: μ > 0 of μ-GDP.")
+@click.option("--rho", type=Grid(lo=0), default=None, metavar="R", help="With --from zcdp: ρ > 0 of ρ-zCDP.")
 @tradeoff_options
+@risk_options()
 @common_options
-def command(alpha, rdp, curve, delta, epsilon, method, source, fpr, max_tpr, out):
+def command(
+    alpha,
+    rdp,
+    curve,
+    delta,
+    epsilon,
+    method,
+    source,
+    mu,
+    rho,
+    fpr,
+    max_tpr,
+    advantage,
+    prior,
+    max_advantage,
+    out,
+):
     """Convert between Rényi DP and (ε, δ)-DP.
 
     Give --alpha and --rdp (or --curve FILE) and either --delta (to get ε) or --epsilon (to get δ).
@@ -115,16 +152,44 @@ def command(alpha, rdp, curve, delta, epsilon, method, source, fpr, max_tpr, out
     rows with --from dp); a larger sweep is refused up front.
     """
     out = with_max_tpr(out, fpr, max_tpr)
-    refuse_with(fpr, **{"--delta": delta, "--epsilon": epsilon})
+    out, risk = risk_question(out, fpr, advantage, prior, max_advantage)
+    if source != "dp":  # with --from dp, --epsilon and --delta are the guarantee
+        refuse_with(fpr, **{"--delta": delta, "--epsilon": epsilon})
+        if risk and (delta is not None or epsilon is not None):
+            raise click.UsageError("--advantage/--prior replace --delta/--epsilon as the question")
+    if (mu is not None) != (source == "gdp") or (rho is not None) != (source == "zcdp"):
+        raise click.UsageError("--mu goes with --from gdp, --rho with --from zcdp (and each needs its own)")
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
     from dpcalc.commands import convert as cmd
+    from dpcalc.commands import convert_profiles as prof  # lazy: as the line above
 
     params = cmd.ConvertParams(
-        alpha=alpha, rdp=rdp, curve=curve, delta=delta, epsilon=epsilon, method=method, source=source
+        alpha=alpha,
+        rdp=rdp,
+        curve=curve,
+        delta=delta,
+        epsilon=epsilon,
+        method=method,
+        source=source,
+        mu=mu,
+        rho=rho,
     )
+    if risk:  # membership-inference risk (docs/math.md §10.4)
+        run(out, lambda: _convert(params, lambda: prof.convert_risk(params, prior)))
+        return
+    if fpr is not None and source != "rdp":  # the trade-off curve of the guarantee itself
+        run(out, lambda: prof.convert_tradeoff_of(params, fpr))
+        return
     if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
         run(out, lambda: _convert(params, lambda: cmd.convert_tradeoff(params, fpr)))
         return
+    if source == "gdp":
+        run(out, lambda: prof.convert_gdp(params))
+        return
+    if source == "zcdp":
+        raise click.UsageError(
+            "--from zcdp answers --fpr, --advantage and --prior; for ε use 'dpcalc compose zcdp:rho=R --delta D'"
+        )
     run(out, lambda: _convert(params, lambda: cmd.convert_stream(params)))
 
 

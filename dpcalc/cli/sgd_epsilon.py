@@ -11,7 +11,7 @@ import click
 from dpcalc.cli.common import common_options, eps_error_option, run, single
 from dpcalc.cli.rdp_curve import curve_options, wanted
 from dpcalc.cli.run_options import run_options
-from dpcalc.cli.tradeoff import refuse_with, tradeoff_options, with_max_tpr
+from dpcalc.cli.tradeoff import refuse_with, risk_options, risk_question, tradeoff_options, with_max_tpr
 from dpcalc.cli.tuning import tuning_option
 from dpcalc.cli.types import SEED_MAX, Grid
 from dpcalc.commands.choices import GROUP_SIZE_MAX, SGD_ACCOUNTANTS, SGD_CONVERSIONS, SGD_SAMPLINGS
@@ -342,6 +342,7 @@ RUN_HELP = {
     help="Processes for a large sweep [default: one per core from 8192 rows, else 1].",
 )
 @tradeoff_options
+@risk_options(target=True)
 @tuning_option
 @curve_options
 @common_options
@@ -371,6 +372,10 @@ def command(
     jobs,
     fpr,
     max_tpr,
+    advantage,
+    prior,
+    max_advantage,
+    target_advantage,
     tuning,
     out,
     rdp_curve=False,
@@ -386,6 +391,7 @@ def command(
     With --rdp-curve, the Rényi curve of each configuration instead (no --delta needed).
     """
     out = with_max_tpr(out, fpr, max_tpr)
+    out, risk = risk_question(out, fpr, advantage, prior, max_advantage, target_advantage)
     accumulation = _accumulation(
         physical_batch_size, accumulation_steps, batch_size, sample_rate, dataset_size
     )
@@ -419,7 +425,15 @@ def command(
         )
         return
     refuse_with(fpr, **{"--delta": delta, "--rdp-curve": rdp_curve, "--tuning-runs": tuning})
-    if not wanted(rdp_curve, alphas, out) and delta is None and fpr is None and not write_dp_event:
+    if risk:
+        _refuse_with_risk(target_advantage, delta, rdp_curve, tuning, write_dp_event)
+    if (
+        not wanted(rdp_curve, alphas, out)
+        and delta is None
+        and fpr is None
+        and not write_dp_event
+        and not risk
+    ):
         ctx = click.get_current_context()
         raise click.MissingParameter(ctx=ctx, param=next(q for q in ctx.command.params if q.name == "delta"))
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
@@ -457,12 +471,31 @@ def command(
     if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
         run(out, lambda: cmd.sgd_tradeoff(params, fpr))
         return
+    if risk:  # membership-inference risk: advantage, an attacker's success (docs/math.md §10.4)
+        target = single(target_advantage, "--target-advantage")
+        run(out, lambda: cmd.sgd_risk(params, prior, target))
+        return
     if rdp_curve:
         if tuning is not None:
             raise click.UsageError("--tuning-runs cannot be used with --rdp-curve")
         run(out, lambda: cmd.sgd_curve(params, alphas, stream=True))
         return
     run(out, lambda: cmd.sgd_epsilon_stream(params, jobs=jobs))
+
+
+def _refuse_with_risk(target_advantage, delta, rdp_curve, tuning, write_dp_event) -> None:
+    """What cannot go with --advantage/--prior/--target-advantage (a usage error naming it)."""
+    if target_advantage is None and delta is not None:
+        raise click.UsageError(
+            "--advantage/--prior replace --delta as the question (--delta goes with --target-advantage)"
+        )
+    for option, value in (
+        ("--rdp-curve", rdp_curve),
+        ("--tuning-runs", tuning),
+        ("--write-dp-event", write_dp_event),
+    ):
+        if value not in (None, False):
+            raise click.UsageError(f"{option} cannot be used with --advantage/--prior/--target-advantage")
 
 
 def _accumulation(physical, steps, batch_size, sample_rate, dataset_size):

@@ -52,3 +52,59 @@ def refuse_with(fpr, **given) -> None:
     for option, value in given.items():
         if value not in (None, False):
             raise click.UsageError(f"--fpr replaces {option} as the question: give one of them")
+
+
+PRIOR_HELP = (
+    "Prior(s) π in (0, 1) that the target is a member: report success, a certified upper bound on the "
+    "probability that the best attacker with this prior guesses membership right (and the advantage)."
+)
+
+
+def risk_options(target: bool = False):
+    """Add ``--advantage``, ``--prior P`` and ``--max-advantage A`` (and with ``target``,
+    ``--target-advantage A``): membership-inference risk instead of ε or δ (docs/math.md §10.4)."""
+
+    def decorate(func):
+        if target:
+            func = click.option(
+                "--target-advantage",
+                type=Grid(lo=0, hi=1, lo_open=True, hi_open=True),
+                default=None,
+                metavar="A",
+                help="Leave out the noise: the least noise multiplier whose certified advantage is at most A "
+                "(per accountant), with its ε at --delta.",
+            )(func)
+        func = click.option(
+            "--max-advantage",
+            type=Grid(lo=0, hi=1),
+            default=None,
+            metavar="A",
+            help="Budget check (with --advantage or --prior): exit 3 if the tightest certified advantage of some "
+            "configuration exceeds A.",
+        )(func)
+        func = click.option(
+            "--prior", type=Grid(lo=0, hi=1, lo_open=True, hi_open=True), default=None, help=PRIOR_HELP
+        )(func)
+        return click.option(
+            "--advantage",
+            is_flag=True,
+            help="Report advantage: a certified upper bound on TPR − FPR of every membership test (δ at ε = 0), "
+            "instead of ε or δ.",
+        )(func)
+
+    return decorate
+
+
+def risk_question(out, fpr, advantage, prior, max_advantage, target=None):
+    """``(out, asked)``: whether the options ask the risk question, ``out`` with ``--max-advantage`` set;
+    usage errors for what cannot go together."""
+    asked = bool(advantage) or prior is not None or target is not None
+    if max_advantage is not None and not asked:
+        raise click.UsageError("--max-advantage needs --advantage, --prior or --target-advantage")
+    if asked and fpr is not None:
+        raise click.UsageError("--fpr and --advantage/--prior ask different questions: give one of them")
+    if prior is not None and len(prior) > 100:
+        raise click.UsageError("--prior: at most 100 values")
+    if max_advantage is not None:
+        out = dataclasses.replace(out, max_advantage=single(max_advantage, "--max-advantage"))
+    return out, asked

@@ -54,6 +54,8 @@ class ConvertParams:
     epsilon: Sequence[float] | None = None
     method: str = "optimal"
     source: str = "rdp"
+    mu: Sequence[float] | None = None  # --from gdp
+    rho: Sequence[float] | None = None  # --from zcdp
 
 
 def convert(params: ConvertParams) -> Result:
@@ -75,7 +77,7 @@ def convert(params: ConvertParams) -> Result:
     if (p.delta is None) == (p.epsilon is None):
         raise InputError("give exactly one of --delta (to get ε) or --epsilon (to get δ)")
     if p.curve is not None:
-        alphas, zetas = _read_curve(p.curve)
+        alphas, zetas = read_curve(p.curve)
         return _zero_note(_from_curve(alphas, zetas, p.delta, p.epsilon, methods), p.delta)
     return _zero_note(_points(p.alpha, p.rdp, p.delta, p.epsilon, methods), p.delta)
 
@@ -109,7 +111,7 @@ def _forbid(context: str, **opts) -> None:
             raise InputError(f"--{name} cannot be used {context}")
 
 
-def _read_curve(path: str):
+def read_curve(path: str):
     """The curve of ``--curve PATH`` (``-``: standard input), read by :mod:`dpcalc.textinput`: a
     file that cannot be read (missing, a directory, unreadable, not UTF-8, unbounded like
     ``/dev/zero``) is an :class:`InputError` naming ``--curve PATH`` (exit 2), like a malformed curve."""
@@ -342,7 +344,7 @@ def convert_tradeoff(params: ConvertParams, fpr) -> Result:
     _forbid("with --fpr (it replaces them as the question)", delta=p.delta, epsilon=p.epsilon)
     if p.curve is not None:
         _forbid("with --curve", alpha=p.alpha, rdp=p.rdp)
-        alphas, zetas = (np.asarray(x, float) for x in _read_curve(p.curve))
+        alphas, zetas = (np.asarray(x, float) for x in read_curve(p.curve))
         curves = [(None, None, alphas, zetas)]
     else:
         _require(alpha=p.alpha, rdp=p.rdp)

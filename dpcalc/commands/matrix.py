@@ -276,7 +276,7 @@ def _rows(out, s, part, sens, method, g, solve, p, strict):
     lower = est = np.full(n, np.nan)
     note = [f"{_NOTES[method]}; sensitivity: {sens.how}"] * n
     if method == "mmcc":
-        from dpcalc.engine.matrix import mmcc
+        from dpcalc.engine.matrix import mmcc  # lazy: MMCC's engine loads only for its rows
 
         res = mmcc.mmcc_epsilon(
             mmcc.causal_matrix(s),

@@ -323,6 +323,54 @@ TRADEOFF_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+_RISK_TAIL = (
+    ("prior", "--prior: the probability π the attacker gives to membership before seeing the output"),
+    ("advantage_lower", "exact and pld: the lower end of the bracket [advantage_lower, advantage]"),
+    ("advantage_estimate", "pld: an estimate inside the bracket (not a bound)"),
+    (
+        "advantage",
+        "a certified upper bound on TPR − FPR of every membership test (δ(0), the total variation of the "
+        "pair; exact for Gaussian compositions)",
+    ),
+    ("success_lower", "exact and pld: the lower end of the bracket [success_lower, success]"),
+    ("success_estimate", "pld: an estimate inside the bracket (not a bound)"),
+    (
+        "success",
+        "a certified upper bound on the probability that an attacker with prior π guesses membership right "
+        "(max(π, 1 − π) is guessing without looking)",
+    ),
+    ("epsilon", "with --target-advantage: ε at --delta of the noise found (a certified upper bound)"),
+    ("delta", "with --target-advantage: the --delta that epsilon is at"),
+    _NOTE,
+)
+
+#: The columns of ``--advantage`` / ``--prior`` (compose, sgd-epsilon, convert): one row per method,
+#: configuration and prior.
+RISK_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
+    "compose": (("method", "exact, pld or rdp"), *_RISK_TAIL),
+    "convert": (
+        (
+            "method",
+            "the guarantee's own profile: exact (--from gdp), dp (--from dp), optimal (a Rényi bound, --from zcdp)",
+        ),
+        ("guarantee", "the guarantee of the row: mu=, rho=, epsilon=,delta=, alpha=,rdp= or curve"),
+        *_RISK_TAIL,
+    ),
+    "sgd-epsilon": (
+        ("method", "exact (q = 1), pld or rdp"),
+        ("sample_rate", "the sampling rate q"),
+        ("noise_multiplier", "the noise multiplier σ (with --target-advantage: the least found)"),
+        ("steps", "the number of steps T"),
+        *_RISK_TAIL,
+    ),
+}
+
+
+def risk_names(command: str) -> list[str]:
+    """The column names of ``command --advantage``/``--prior``, in order."""
+    return [name for name, _ in RISK_SCHEMAS[command]]
+
+
 def tradeoff_names(command: str) -> list[str]:
     """The column names of ``command --fpr``, in order."""
     return [name for name, _ in TRADEOFF_SCHEMAS[command]]

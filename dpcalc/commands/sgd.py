@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dpcalc.commands.sgd_curve import sgd_curve
 from dpcalc.commands.sgd_epsilon import SgdEpsilonParams, sgd_epsilon, sgd_epsilon_stream
+from dpcalc.commands.sgd_risk import sgd_risk
 from dpcalc.commands.sgd_tradeoff import sgd_tradeoff
 
-__all__ = ["SgdEpsilonParams", "sgd_curve", "sgd_epsilon", "sgd_epsilon_stream", "sgd_tradeoff"]
+__all__ = ["SgdEpsilonParams", "sgd_curve", "sgd_epsilon", "sgd_epsilon_stream", "sgd_risk", "sgd_tradeoff"]

@@ -32,7 +32,7 @@ def sgd_tradeoff(params, fpr) -> Result:
     fpr = tradeoff.check_fpr(np.atleast_1d(np.asarray(fpr, float)))
     if params.target_epsilon is not None:
         raise InputError("--fpr cannot be used with --target-epsilon (give the noise, rate and steps)")
-    sampler, neighbors, extra = _fpr_setting(params)
+    sampler, neighbors, extra = profile_setting(params)
     sampling = sampler.name
     plain = (sampling, neighbors) == ("poisson", "add-remove")
     accountant = params.accountant
@@ -46,7 +46,7 @@ def sgd_tradeoff(params, fpr) -> Result:
         )
     pld_kw = sampler.pld_setting(neighbors, extra.get("dataset_size"), extra.get("max_batch_size"))
     rows = []
-    for q, sigma, steps in _sgd_configs(params, sampler):
+    for q, sigma, steps in profile_configs(params, sampler):
         cfg = {"sample_rate": q, "noise_multiplier": sigma, "steps": steps}
         if q == 1.0 and accountant == "all" and plain:
             rows += [dict(r, **cfg) for r in exact_rows(fpr, math.sqrt(steps) / sigma)]
@@ -90,7 +90,7 @@ def sgd_tradeoff(params, fpr) -> Result:
     return tradeoff_result(rows, "sgd-epsilon", "DP-SGD trade-off", setting, setting)
 
 
-def _fpr_setting(params):
+def profile_setting(params, question="--fpr"):
     """(sampler, neighbours, the keywords of the accountants) of ``--fpr``: every sampler whose bound is a
     privacy profile (not shuffle or fixed-size); the inputs its run reads with one value each (the rows have
     no columns for them)."""
@@ -98,29 +98,32 @@ def _fpr_setting(params):
     if not sampler.profile_relations:
         profiles = [s.name for s in catalogue.CATALOGUE.values() if s.profile_relations]
         raise InputError(
-            f"--fpr: does not apply to --sampling {sampler.name} (its bound is not a privacy profile here); use "
+            f"{question}: does not apply to --sampling {sampler.name} (its bound is not a privacy profile here); use "
             + ", ".join(profiles[:-1])
             + f" or {profiles[-1]}"
         )
     neighbors = params.neighbors or "add-remove"
     if neighbors not in sampler.profile_relations:
-        raise InputError(f"--fpr: --sampling {sampler.name} is analysed under add/remove neighbours only")
+        raise InputError(
+            f"{question}: --sampling {sampler.name} is analysed under add/remove neighbours only"
+        )
 
     check_inputs(params, sampler)  # what the sampler needs, and --max-batch-size belonging to it
     given = [k for k in sampler.run_inputs if getattr(params, k) is not None]
     if any(len(getattr(params, k)) != 1 for k in given):
         raise InputError(
-            f"--fpr with --sampling {sampler.name}: give "
+            f"{question} with --sampling {sampler.name}: give "
             + " and ".join(f"one {OPTIONS[k]}" for k in reversed(given))  # the cap first, as it always read
         )
     extra = {k: float(getattr(params, k)[0]) for k in given}
     return sampler, neighbors, extra
 
 
-def _sgd_configs(params, sampler):
-    """(q, σ, T) of every configuration of the swept inputs."""
-    if params.sigma is None:
-        raise InputError("--fpr: give --noise-multiplier")
+def profile_configs(params, sampler, question="--fpr", sigmas=None):
+    """(q, σ, T) of every configuration of the swept inputs (``sigmas``: instead of --noise-multiplier)."""
+    sigmas = params.sigma if sigmas is None else sigmas
+    if sigmas is None:
+        raise InputError(f"{question}: give --noise-multiplier")
     if params.sample_rate is not None:
         rates = [(float(q), 1.0, float(q)) for q in params.sample_rate]  # (q, N, B) with E·N/B = E/q
     elif params.batch_size is not None and params.dataset_size is not None:
@@ -128,9 +131,9 @@ def _sgd_configs(params, sampler):
         if any(r[0] > 1 for r in rates):
             raise InputError("--batch-size: must not exceed --dataset-size")
     else:
-        raise InputError("--fpr: give --sample-rate (or --batch-size with --dataset-size)")
+        raise InputError(f"{question}: give --sample-rate (or --batch-size with --dataset-size)")
     out = []
-    for (q, n, b), sigma in itertools.product(rates, params.sigma):
+    for (q, n, b), sigma in itertools.product(rates, sigmas):
         if params.steps is not None:
             lengths = [int(t) for t in params.steps]
         elif params.epochs is not None:  # as sgd-epsilon counts them (ceil(E·N/B), or whole epochs)
@@ -140,6 +143,6 @@ def _sgd_configs(params, sampler):
                 for e in params.epochs
             ]
         else:
-            raise InputError("--fpr: give --steps or --epochs")
+            raise InputError(f"{question}: give --steps or --epochs")
         out += [(q, float(sigma), t) for t in lengths]
     return out

@@ -37,7 +37,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpcalc.engine._special import lazy_special as special
+from dpcalc.engine.composition.pld import compose_pld
 from dpcalc.engine.matrix.strategies import MAX_DENSE_STEPS, Strategy
+from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
 from dpcalc.errors import InputError
 
 #: The share of δ spent on the tail events (where some pair needs one).
@@ -447,9 +449,6 @@ def mmcc_epsilon(
 ) -> list[MMCC]:
     """ε(δ) of MMCC (module docstring) at each (σ, δ) of the broadcast arrays; ``unamplified_sensitivity``:
     an upper bound on ‖C·1‖₂ (computed, rounded up, when None)."""
-    from dpcalc.engine.composition.pld import compose_pld
-    from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
-
     C = np.asarray(C, float)
     check_nonnegative(C, label)
     if not 0 < p <= 1:

@@ -1,0 +1,163 @@
+"""``dpcalc sgd-epsilon --advantage`` / ``--prior P`` / ``--target-advantage A``: membership-inference risk of a
+DP-SGD run (docs/math.md §10.4; rows as :mod:`dpcalc.commands.risk`): rdp (the run's Rényi curve), pld (a
+certified bracket) and, with ``--accountant all``, exact at q = 1.  The samplers are those of ``--fpr``.
+
+``--target-advantage A`` (the noise left out): the least noise multiplier whose certified advantage is at most
+A, per accountant — a monotone search (:func:`dpcalc.engine.pld.search.boundary`) on the advantage the row
+prints (the σ found computed and within A, σ/(1 + 1e-4) computed and above it; Kulynych et al. 2024,
+arXiv:2407.02191, calibrate to such a risk instead of to ε) — with ε at ``--delta`` of that noise beside it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcalc.commands.risk import refused_rows, risk_result, risk_rows
+from dpcalc.commands.sgd_group import refuse_group
+from dpcalc.commands.sgd_tradeoff import profile_configs, profile_setting
+from dpcalc.engine import risk
+from dpcalc.engine._special import lazy_special as special
+from dpcalc.engine.conversion.methods import delta_from_curve
+from dpcalc.engine.conversion.of_curve import eps_of_curve
+from dpcalc.engine.dpsgd.accounting import rdp_total
+from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
+from dpcalc.engine.mechanisms import gaussian_exact
+from dpcalc.engine.orders import DEFAULT_ORDERS
+from dpcalc.engine.pld.search import boundary
+from dpcalc.errors import InputError
+from dpcalc.result import Result
+
+#: The relative step of the noise search, and its range (as sgd-epsilon's --target-epsilon).
+SIGMA_RTOL = 1e-4
+SIGMA_RANGE = (1e-3, 1e6)
+#: The most configurations one --target-advantage answers (each a search).
+MAX_TARGET_CONFIGS = 16
+
+
+def sgd_risk(params, priors, target=None) -> Result:
+    """One row per configuration, accountant and prior; with ``target`` (an advantage), the noise found."""
+    question = (
+        "--target-advantage" if target is not None else ("--prior" if priors is not None else "--advantage")
+    )
+    refuse_group(params, question)
+    if params.target_epsilon is not None:
+        raise InputError(f"{question} cannot be used with --target-epsilon (one target at a time)")
+    sampler, neighbors, extra = profile_setting(params, question)
+    plain = (sampler.name, neighbors) == ("poisson", "add-remove")
+    accountant = params.accountant
+    if accountant not in ("rdp", "pld", "all"):
+        raise InputError(f"{question}: applies to --accountant rdp, pld or all, not {accountant}")
+    has_pld = sampler.covers("pld")
+    if accountant == "pld" and not has_pld:
+        raise InputError(f"{question}: --accountant pld does not apply to --sampling {sampler.name}; use rdp")
+    pld_kw = sampler.pld_setting(neighbors, extra.get("dataset_size"), extra.get("max_batch_size"))
+    rdp_kw = dict(sampling=sampler.name, neighbors=neighbors, **extra)
+    names = [n for n in ("exact", "rdp", "pld") if accountant == "all" or n == accountant]
+
+    def methods(q, sigma, steps):
+        """(name, delta_at) of each method that applies to the configuration."""
+        out = []
+        if "exact" in names and q == 1.0 and plain:
+            mu = math.sqrt(steps) / sigma
+
+            def exact(e, mu=mu):  # Balle & Wang's profile: an upper bound rounded up, its formula below
+                return risk.gaussian_delta(e, mu), None, gaussian_exact.delta_gaussian(e, mu)
+
+            out.append(("exact", exact))
+        if "rdp" in names:
+            curve = rdp_total(q, sigma, steps, DEFAULT_ORDERS, **rdp_kw)
+            orders = np.asarray(DEFAULT_ORDERS, float)
+            out.append(
+                ("rdp", lambda e, c=curve: (None, None, delta_from_curve(orders, c, e, "optimal").value))
+            )
+        if "pld" in names and has_pld:
+
+            def pld(e, c=(q, sigma, steps)):
+                b = sgd_delta_pld(*c, e, params.eps_error, **pld_kw)
+                return (None if sampler.pld_upper_only else b.lower), b.estimate, b.upper
+
+            out.append(("pld", pld))
+        return out
+
+    setting = f"sampling: {sampler.name}; neighbours: {neighbors}" + "".join(
+        f"; {k}: {v:g}" for k, v in extra.items() if k in sampler.captioned_inputs
+    )
+    if target is not None:
+        return _calibrated(params, sampler, question, target, methods, names, priors, setting, rdp_kw, pld_kw)
+    rows = []
+    for q, sigma, steps in profile_configs(params, sampler, question):
+        cfg = {"sample_rate": q, "noise_multiplier": sigma, "steps": steps}
+        for name, delta_at in methods(q, sigma, steps):
+            rows += risk_rows(name, delta_at, priors, cfg)
+    return risk_result(rows, "sgd-epsilon", setting, priors)
+
+
+def _calibrated(params, sampler, question, target, methods, names, priors, setting, rdp_kw, pld_kw) -> Result:
+    """``--target-advantage``: per configuration and accountant, the least σ with advantage ≤ target."""
+    if params.sigma is not None:
+        raise InputError("--target-advantage: leave out --noise-multiplier (it is what is found)")
+    if params.delta is None or len(params.delta) != 1:
+        raise InputError("--target-advantage needs one --delta (ε of the noise found is shown at it)")
+    delta = float(params.delta[0])
+    configs = profile_configs(params, sampler, question, sigmas=[1.0])
+    if len(configs) > MAX_TARGET_CONFIGS:
+        raise InputError(
+            f"--target-advantage: {len(configs)} configurations, above the limit of {MAX_TARGET_CONFIGS}"
+        )
+    rows = []
+    for q, _, steps in configs:
+        for name in [n for n in names if n != "exact" or q == 1.0]:
+
+            def adv(sigma, name=name, q=q, steps=steps):
+                got = dict(methods(q, sigma, steps)).get(name)
+                if got is None:
+                    return math.inf, None
+                at0 = got(np.zeros(1))  # the bracket of δ(0): kept for the row (info)
+                return float(np.atleast_1d(at0[2])[0]), at0
+
+            if name == "exact" and not any(n == "exact" for n, _ in methods(q, 1.0, steps)):
+                continue
+            found = boundary(
+                adv,
+                target,
+                _clt_start(q, steps, target),
+                ok_above=True,
+                lo=SIGMA_RANGE[0],
+                hi=SIGMA_RANGE[1],
+                rtol=SIGMA_RTOL,
+                first_step=1.05,
+            )
+            cfg = {"sample_rate": q, "steps": steps, "delta": delta}
+            if found.x is None or not math.isfinite(found.x):
+                reason = f"no noise multiplier up to {SIGMA_RANGE[1]:g} has advantage ≤ {target:g}"
+                rows += refused_rows(name, priors, reason, dict(cfg, noise_multiplier=math.inf))
+                continue
+            sigma = float(found.x)
+            # without priors the row reads δ(0) alone: the search's own bracket at σ
+            delta_at = (
+                dict(methods(q, sigma, steps))[name] if priors is not None else (lambda e, b=found.info: b)
+            )
+            if name == "pld":
+                eps = float(sgd_epsilon_pld(q, sigma, steps, delta, params.eps_error, **pld_kw).upper)
+            elif name == "rdp":
+                curve = rdp_total(q, sigma, steps, DEFAULT_ORDERS, **rdp_kw)
+                conv = params.conversion or "optimal"
+                eps = float(
+                    np.asarray(eps_of_curve(np.asarray(DEFAULT_ORDERS, float), curve, delta, conv).value)
+                )
+            else:
+                eps = float(gaussian_exact.eps_gaussian(delta, math.sqrt(steps) / sigma))
+            note = f"the least noise multiplier with advantage ≤ {target:g}; epsilon: its ε at δ = {delta:g}"
+            rows += risk_rows(name, delta_at, priors, dict(cfg, noise_multiplier=sigma, epsilon=eps), note)
+    return risk_result(rows, "sgd-epsilon", setting + f"; target advantage {target:g}", priors)
+
+
+def _clt_start(q, steps, target) -> float:
+    """Where the search starts (it only steers): the σ whose central-limit μ (Dong, Roth & Su 2022, Thm 5.3:
+    μ = q·√(T·(e^{1/σ²} − 1))) has the μ-GDP advantage 2Φ(μ/2) − 1 = target."""
+    mu = 2.0 * float(special.ndtri((1.0 + target) / 2.0))
+    x = (mu / q) ** 2 / steps
+    sigma = 1.0 / math.sqrt(math.log1p(x)) if x > 0 else SIGMA_RANGE[1]
+    return min(max(sigma, SIGMA_RANGE[0]), SIGMA_RANGE[1])
