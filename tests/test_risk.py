@@ -162,6 +162,23 @@ def test_target_advantage_meets_the_target_and_a_little_less_noise_misses(accoun
     assert _f(row["epsilon"]) == pytest.approx(_f(eps["epsilon"]), rel=1e-9)
 
 
+def test_target_tpr_meets_the_target_and_a_little_less_noise_misses():
+    """--target-tpr T --fpr F (pld): the noise found has certified TPR at F within T, 1e-4 less noise does not,
+    each as ``--fpr`` prints it."""
+    (row,) = _rows(
+        ["sgd-epsilon", "--sample-rate", "0.01", "--steps", "1000", "--fpr", "1e-3", "--target-tpr", "0.003"]
+        + ["--delta", "1e-5", "--accountant", "pld"]
+    )
+    sigma = _f(row["noise_multiplier"])
+    assert _f(row["tpr"]) <= 0.003 and row["fpr"] == "0.001" and _f(row["tpr_lower"]) <= _f(row["tpr"])
+    for s, ok in ((sigma, True), (sigma / (1 + 1e-4), False)):
+        (again,) = _rows(
+            ["sgd-epsilon", "--sigma", repr(s), "--sample-rate", "0.01", "--steps", "1000", "--fpr", "1e-3"]
+            + ["--accountant", "pld"]
+        )
+        assert (_f(again["tpr"]) <= 0.003) is ok
+
+
 def test_risk_calibrated_noise_is_below_epsilon_calibrated_noise_at_the_same_risk():
     """The README's example: advantage <= 0.1 asked as an ε (the ε whose (ε, δ)-DP implies it) needs about
     3.7 times the noise that calibrating to the advantage itself needs (pld both)."""

@@ -376,6 +376,7 @@ def command(
     prior,
     max_advantage,
     target_advantage,
+    target_tpr,
     tuning,
     out,
     rdp_curve=False,
@@ -391,7 +392,7 @@ def command(
     With --rdp-curve, the Rényi curve of each configuration instead (no --delta needed).
     """
     out = with_max_tpr(out, fpr, max_tpr)
-    out, risk = risk_question(out, fpr, advantage, prior, max_advantage, target_advantage)
+    out, risk = risk_question(out, fpr, advantage, prior, max_advantage, target_advantage, target_tpr)
     accumulation = _accumulation(
         physical_batch_size, accumulation_steps, batch_size, sample_rate, dataset_size
     )
@@ -424,9 +425,11 @@ def command(
             },
         )
         return
-    refuse_with(fpr, **{"--delta": delta, "--rdp-curve": rdp_curve, "--tuning-runs": tuning})
+    if target_tpr is None:
+        refuse_with(fpr, **{"--delta": delta, "--rdp-curve": rdp_curve, "--tuning-runs": tuning})
+    target = target_advantage if target_tpr is None else target_tpr
     if risk:
-        _refuse_with_risk(target_advantage, delta, rdp_curve, tuning, write_dp_event)
+        _refuse_with_risk(target, delta, rdp_curve, tuning, write_dp_event)
     if (
         not wanted(rdp_curve, alphas, out)
         and delta is None
@@ -468,12 +471,13 @@ def command(
 
         click.echo(sgd_event(params if delta is not None else _with_delta(params)))
         return
+    if risk:  # membership-inference risk: advantage, an attacker's success (docs/math.md §10.4)
+        goal = single(target_advantage, "--target-advantage")
+        at = None if target_tpr is None else (single(target_tpr, "--target-tpr"), float(fpr[0]))
+        run(out, lambda: cmd.sgd_risk(params, prior, goal, tpr_at=at))
+        return
     if fpr is not None:  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
         run(out, lambda: cmd.sgd_tradeoff(params, fpr))
-        return
-    if risk:  # membership-inference risk: advantage, an attacker's success (docs/math.md §10.4)
-        target = single(target_advantage, "--target-advantage")
-        run(out, lambda: cmd.sgd_risk(params, prior, target))
         return
     if rdp_curve:
         if tuning is not None:
@@ -483,9 +487,9 @@ def command(
     run(out, lambda: cmd.sgd_epsilon_stream(params, jobs=jobs))
 
 
-def _refuse_with_risk(target_advantage, delta, rdp_curve, tuning, write_dp_event) -> None:
-    """What cannot go with --advantage/--prior/--target-advantage (a usage error naming it)."""
-    if target_advantage is None and delta is not None:
+def _refuse_with_risk(target, delta, rdp_curve, tuning, write_dp_event) -> None:
+    """What cannot go with --advantage/--prior/--target-advantage/--target-tpr (a usage error naming it)."""
+    if target is None and delta is not None:
         raise click.UsageError(
             "--advantage/--prior replace --delta as the question (--delta goes with --target-advantage)"
         )

@@ -67,6 +67,14 @@ def risk_options(target: bool = False):
     def decorate(func):
         if target:
             func = click.option(
+                "--target-tpr",
+                type=Grid(lo=0, hi=1, lo_open=True, hi_open=True),
+                default=None,
+                metavar="T",
+                help="With --fpr F, leave out the noise: the least noise multiplier whose certified TPR at F is at "
+                "most T (per accountant), with its ε at --delta.",
+            )(func)
+            func = click.option(
                 "--target-advantage",
                 type=Grid(lo=0, hi=1, lo_open=True, hi_open=True),
                 default=None,
@@ -95,13 +103,20 @@ def risk_options(target: bool = False):
     return decorate
 
 
-def risk_question(out, fpr, advantage, prior, max_advantage, target=None):
+def risk_question(out, fpr, advantage, prior, max_advantage, target=None, target_tpr=None):
     """``(out, asked)``: whether the options ask the risk question, ``out`` with ``--max-advantage`` set;
-    usage errors for what cannot go together."""
-    asked = bool(advantage) or prior is not None or target is not None
+    usage errors for what cannot go together (``--fpr`` goes with a risk question only as ``--target-tpr``'s
+    false-positive rate)."""
+    asked = bool(advantage) or prior is not None or target is not None or target_tpr is not None
     if max_advantage is not None and not asked:
         raise click.UsageError("--max-advantage needs --advantage, --prior or --target-advantage")
-    if asked and fpr is not None:
+    if target is not None and target_tpr is not None:
+        raise click.UsageError("--target-advantage and --target-tpr: give one target")
+    if target_tpr is not None and fpr is None:
+        raise click.UsageError("--target-tpr needs --fpr (the false-positive rate the TPR is at)")
+    if target_tpr is not None and len(fpr) != 1:
+        raise click.UsageError("--target-tpr: --fpr takes a single value here")
+    if asked and fpr is not None and target_tpr is None:
         raise click.UsageError("--fpr and --advantage/--prior ask different questions: give one of them")
     if prior is not None and len(prior) > 100:
         raise click.UsageError("--prior: at most 100 values")

@@ -339,8 +339,14 @@ _RISK_TAIL = (
         "a certified upper bound on the probability that an attacker with prior π guesses membership right "
         "(max(π, 1 − π) is guessing without looking)",
     ),
-    ("epsilon", "with --target-advantage: ε at --delta of the noise found (a certified upper bound)"),
-    ("delta", "with --target-advantage: the --delta that epsilon is at"),
+    ("fpr", "with --target-tpr: the false-positive rate F of the target"),
+    ("tpr_lower", "with --target-tpr (exact, pld): the lower end of the bracket [tpr_lower, tpr]"),
+    ("tpr", "with --target-tpr: a certified upper bound on the TPR of every membership test at fpr"),
+    (
+        "epsilon",
+        "with --target-advantage or --target-tpr: ε at --delta of the noise found (a certified upper bound)",
+    ),
+    ("delta", "with --target-advantage or --target-tpr: the --delta that epsilon is at"),
     _NOTE,
 )
 

@@ -36,10 +36,15 @@ SIGMA_RANGE = (1e-3, 1e6)
 MAX_TARGET_CONFIGS = 16
 
 
-def sgd_risk(params, priors, target=None) -> Result:
-    """One row per configuration, accountant and prior; with ``target`` (an advantage), the noise found."""
+def sgd_risk(params, priors, target=None, tpr_at=None) -> Result:
+    """One row per configuration, accountant and prior; with ``target`` (an advantage) or ``tpr_at`` = (T, F)
+    (a TPR T at false-positive rate F), the noise found."""
     question = (
-        "--target-advantage" if target is not None else ("--prior" if priors is not None else "--advantage")
+        "--target-advantage"
+        if target is not None
+        else "--target-tpr"
+        if tpr_at is not None
+        else ("--prior" if priors is not None else "--advantage")
     )
     refuse_group(params, question)
     if params.target_epsilon is not None:
@@ -84,8 +89,9 @@ def sgd_risk(params, priors, target=None) -> Result:
     setting = f"sampling: {sampler.name}; neighbours: {neighbors}" + "".join(
         f"; {k}: {v:g}" for k, v in extra.items() if k in sampler.captioned_inputs
     )
-    if target is not None:
-        return _calibrated(params, sampler, question, target, methods, names, priors, setting, rdp_kw, pld_kw)
+    if target is not None or tpr_at is not None:
+        goal = _Goal(target, tpr_at, rdp_kw, params.eps_error, pld_kw)
+        return _calibrated(params, sampler, question, goal, methods, names, priors, setting, rdp_kw, pld_kw)
     rows = []
     for q, sigma, steps in profile_configs(params, sampler, question):
         cfg = {"sample_rate": q, "noise_multiplier": sigma, "steps": steps}
@@ -94,35 +100,79 @@ def sgd_risk(params, priors, target=None) -> Result:
     return risk_result(rows, "sgd-epsilon", setting, priors)
 
 
-def _calibrated(params, sampler, question, target, methods, names, priors, setting, rdp_kw, pld_kw) -> Result:
-    """``--target-advantage``: per configuration and accountant, the least σ with advantage ≤ target."""
+class _Goal:
+    """What a calibration to risk holds below its target: the advantage (δ(0)), or the TPR at a false-positive
+    rate F (the profile's trade-off bound, :mod:`dpcalc.engine.tradeoff`: exact, pld's certified upper end, or
+    the Rényi curve's)."""
+
+    def __init__(self, advantage, tpr_at, rdp_kw, eps_error, pld_kw):
+        self.target = advantage if advantage is not None else tpr_at[0]
+        self.fpr = None if tpr_at is None else tpr_at[1]
+        self.what = "advantage" if tpr_at is None else f"TPR at FPR {self.fpr:g}"
+        self.rdp_kw, self.eps_error, self.pld_kw = rdp_kw, eps_error, pld_kw
+
+    def start(self, q, steps) -> float:
+        """The central-limit σ meeting the target (it only steers the search)."""
+        if self.fpr is None:
+            mu = 2.0 * float(special.ndtri((1.0 + self.target) / 2.0))
+        else:
+            mu = max(float(special.ndtri(self.target) - special.ndtri(self.fpr)), 1e-12)
+        return _clt_sigma(q, steps, mu)
+
+    def value(self, name, delta_at, q, sigma, steps):
+        """``(the certified value, what the row shows)``: δ(0)'s bracket, or the TPR bracket at F."""
+        if self.fpr is None:
+            at0 = delta_at(np.zeros(1))
+            return float(np.atleast_1d(at0[2])[0]), at0
+        from dpcalc.engine import tradeoff  # lazy: scipy, for the trade-off questions only
+
+        f = np.array([self.fpr])
+        if name == "exact":
+            hi = tradeoff.gaussian_tpr(f, math.sqrt(steps) / sigma)
+            lo = tradeoff.gaussian_tpr_lower(f, math.sqrt(steps) / sigma)
+        elif name == "rdp":
+            curve = rdp_total(q, sigma, steps, DEFAULT_ORDERS, **self.rdp_kw)
+            lo, hi = None, tradeoff.rdp_tpr(DEFAULT_ORDERS, curve, f)
+        else:
+            lo, _, hi = tradeoff.pld_tpr(
+                f,
+                lambda e: sgd_delta_pld(q, sigma, steps, e, self.eps_error, **self.pld_kw),
+                lambda d: sgd_epsilon_pld(q, sigma, steps, d, self.eps_error, **self.pld_kw).upper,
+            )
+        tpr = {"fpr": self.fpr, "tpr": float(hi[0]), "tpr_lower": None if lo is None else float(lo[0])}
+        return float(hi[0]), tpr
+
+
+def _calibrated(params, sampler, question, goal, methods, names, priors, setting, rdp_kw, pld_kw) -> Result:
+    """``--target-advantage`` / ``--target-tpr``: per configuration and accountant, the least σ whose
+    certified risk is at most the target."""
+    target = goal.target
     if params.sigma is not None:
-        raise InputError("--target-advantage: leave out --noise-multiplier (it is what is found)")
+        raise InputError(f"{question}: leave out --noise-multiplier (it is what is found)")
     if params.delta is None or len(params.delta) != 1:
-        raise InputError("--target-advantage needs one --delta (ε of the noise found is shown at it)")
+        raise InputError(f"{question} needs one --delta (ε of the noise found is shown at it)")
     delta = float(params.delta[0])
     configs = profile_configs(params, sampler, question, sigmas=[1.0])
     if len(configs) > MAX_TARGET_CONFIGS:
         raise InputError(
-            f"--target-advantage: {len(configs)} configurations, above the limit of {MAX_TARGET_CONFIGS}"
+            f"{question}: {len(configs)} configurations, above the limit of {MAX_TARGET_CONFIGS}"
         )
     rows = []
     for q, _, steps in configs:
         for name in [n for n in names if n != "exact" or q == 1.0]:
 
-            def adv(sigma, name=name, q=q, steps=steps):
+            def risk_of(sigma, name=name, q=q, steps=steps):
                 got = dict(methods(q, sigma, steps)).get(name)
                 if got is None:
                     return math.inf, None
-                at0 = got(np.zeros(1))  # the bracket of δ(0): kept for the row (info)
-                return float(np.atleast_1d(at0[2])[0]), at0
+                return goal.value(name, got, q, sigma, steps)  # the value, and what the row shows (info)
 
             if name == "exact" and not any(n == "exact" for n, _ in methods(q, 1.0, steps)):
                 continue
             found = boundary(
-                adv,
+                risk_of,
                 target,
-                _clt_start(q, steps, target),
+                goal.start(q, steps),
                 ok_above=True,
                 lo=SIGMA_RANGE[0],
                 hi=SIGMA_RANGE[1],
@@ -131,14 +181,14 @@ def _calibrated(params, sampler, question, target, methods, names, priors, setti
             )
             cfg = {"sample_rate": q, "steps": steps, "delta": delta}
             if found.x is None or not math.isfinite(found.x):
-                reason = f"no noise multiplier up to {SIGMA_RANGE[1]:g} has advantage ≤ {target:g}"
+                reason = f"no noise multiplier up to {SIGMA_RANGE[1]:g} has {goal.what} ≤ {target:g}"
                 rows += refused_rows(name, priors, reason, dict(cfg, noise_multiplier=math.inf))
                 continue
             sigma = float(found.x)
-            # without priors the row reads δ(0) alone: the search's own bracket at σ
-            delta_at = (
-                dict(methods(q, sigma, steps))[name] if priors is not None else (lambda e, b=found.info: b)
-            )
+            # without priors an advantage row reads δ(0) alone: the search's own bracket at σ
+            plain = priors is None and goal.fpr is None
+            delta_at = (lambda e, b=found.info: b) if plain else dict(methods(q, sigma, steps))[name]
+            extra = found.info if goal.fpr is not None else {}
             if name == "pld":
                 eps = float(sgd_epsilon_pld(q, sigma, steps, delta, params.eps_error, **pld_kw).upper)
             elif name == "rdp":
@@ -149,15 +199,17 @@ def _calibrated(params, sampler, question, target, methods, names, priors, setti
                 )
             else:
                 eps = float(gaussian_exact.eps_gaussian(delta, math.sqrt(steps) / sigma))
-            note = f"the least noise multiplier with advantage ≤ {target:g}; epsilon: its ε at δ = {delta:g}"
-            rows += risk_rows(name, delta_at, priors, dict(cfg, noise_multiplier=sigma, epsilon=eps), note)
-    return risk_result(rows, "sgd-epsilon", setting + f"; target advantage {target:g}", priors)
+            note = (
+                f"the least noise multiplier with {goal.what} ≤ {target:g}; epsilon: its ε at δ = {delta:g}"
+            )
+            row_cfg = dict(cfg, noise_multiplier=sigma, epsilon=eps, **extra)
+            rows += risk_rows(name, delta_at, priors, row_cfg, note)
+    return risk_result(rows, "sgd-epsilon", setting + f"; target {goal.what} {target:g}", priors)
 
 
-def _clt_start(q, steps, target) -> float:
-    """Where the search starts (it only steers): the σ whose central-limit μ (Dong, Roth & Su 2022, Thm 5.3:
-    μ = q·√(T·(e^{1/σ²} − 1))) has the μ-GDP advantage 2Φ(μ/2) − 1 = target."""
-    mu = 2.0 * float(special.ndtri((1.0 + target) / 2.0))
+def _clt_sigma(q, steps, mu) -> float:
+    """The σ whose central-limit μ (Dong, Roth & Su 2022, Thm 5.3: μ = q·√(T·(e^{1/σ²} − 1))) is ``mu``: where
+    a search for a risk target starts (it only steers)."""
     x = (mu / q) ** 2 / steps
     sigma = 1.0 / math.sqrt(math.log1p(x)) if x > 0 else SIGMA_RANGE[1]
     return min(max(sigma, SIGMA_RANGE[0]), SIGMA_RANGE[1])
