@@ -250,6 +250,11 @@ def test_max_advantage_exits_3_and_passes_below():
             ["sgd-epsilon", "--sample-rate", "0.01", "--steps", "10", "--target-advantage", "0.1"],
             "one --delta",
         ),
+        (["sgd-epsilon", "--sample-rate", "0.01", "--steps", "10", "--target-tpr", "0.1"], "needs --fpr"),
+        (
+            ["sgd-epsilon", "--sample-rate", "0.01", "--steps", "10", "--fpr", "0.2", "--target-tpr", "0.1"],
+            "above --fpr",
+        ),
         (
             [
                 "sgd-epsilon",

@@ -116,6 +116,11 @@ def risk_question(out, fpr, advantage, prior, max_advantage, target=None, target
         raise click.UsageError("--target-tpr needs --fpr (the false-positive rate the TPR is at)")
     if target_tpr is not None and len(fpr) != 1:
         raise click.UsageError("--target-tpr: --fpr takes a single value here")
+    if target_tpr is not None and single(target_tpr, "--target-tpr") <= fpr[0]:
+        raise click.UsageError(
+            "--target-tpr: must be above --fpr (every test has TPR >= FPR at some decision rule: no noise "
+            "brings the bound to the FPR itself)"
+        )
     if asked and fpr is not None and target_tpr is None:
         raise click.UsageError("--fpr and --advantage/--prior ask different questions: give one of them")
     if prior is not None and len(prior) > 100:
