@@ -33,6 +33,42 @@ COMPLETIONS = {
     "fish": "completions/dpcalc.fish",
 }
 
+#: The column sections of a man page: each question's schema, its heading and what it says first.
+COLUMN_SECTIONS = (
+    (
+        SCHEMAS,
+        "OUTPUT COLUMNS",
+        "Every CSV, TSV and JSON row has these columns, in this order, whatever the inputs; a column that does not "
+        "apply to a row is empty (null in JSON).",
+    ),
+    (
+        CURVE_SCHEMAS,
+        "RDP CURVE COLUMNS",
+        "With --rdp-curve, every CSV, TSV and JSON row has these columns instead, in this order: one row per order "
+        "of --alphas, per configuration of the swept inputs and per method.  The CSV of one curve is read as it is "
+        "by dpcalc convert --curve -.",
+    ),
+    (
+        SCHEDULE_SCHEMAS,
+        "SCHEDULE COLUMNS",
+        "With --schedule FILE, every CSV, TSV and JSON row has these columns instead, in this order: one row per "
+        "phase, accountant and δ, ε after the phase.",
+    ),
+    (
+        RISK_SCHEMAS,
+        "RISK COLUMNS",
+        "With --advantage or --prior (and sgd-epsilon's --target-advantage and --target-tpr), every CSV, TSV and "
+        "JSON row has these columns instead, in this order: one row per method, configuration and prior.",
+    ),
+    (
+        TRADEOFF_SCHEMAS,
+        "TRADE-OFF COLUMNS",
+        "With --fpr, every CSV, TSV and JSON row has these columns instead, in this order: one row per "
+        "false-positive rate, per configuration of the swept inputs and per method; -q and --max-tpr read "
+        "tpr_upper.",
+    ),
+)
+
 EXIT_STATUS = [
     (ExitCode.OK, "Success; every requested budget check passed."),
     (
@@ -127,50 +163,11 @@ def man_page(name: str | None) -> str:
     lines.append(".SH OPTIONS")
     lines += _option_lines(cmd, ctx)
 
-    if name in SCHEMAS:
-        lines.append(".SH OUTPUT COLUMNS")
-        lines += [
-            "Every CSV, TSV and JSON row has these columns, in this order, whatever the inputs; a column "
-            "that does not apply to a row is empty (null in JSON).",
-        ]
-        for col, meaning in SCHEMAS[name]:
-            lines += [".TP", f"\\fB{esc(col)}\\fR", esc(meaning)]
-
-    if name in CURVE_SCHEMAS:
-        lines.append(".SH RDP CURVE COLUMNS")
-        lines += [
-            "With --rdp-curve, every CSV, TSV and JSON row has these columns instead, in this order: one row "
-            "per order of --alphas, per configuration of the swept inputs and per method.  The CSV of one "
-            "curve is read as it is by dpcalc convert --curve -.",
-        ]
-        for col, meaning in CURVE_SCHEMAS[name]:
-            lines += [".TP", f"\\fB{esc(col)}\\fR", esc(meaning)]
-
-    if name in SCHEDULE_SCHEMAS:
-        lines.append(".SH SCHEDULE COLUMNS")
-        lines += [
-            "With --schedule FILE, every CSV, TSV and JSON row has these columns instead, in this order: one row per "
-            "phase, accountant and δ, ε after the phase.",
-        ]
-        for col, meaning in SCHEDULE_SCHEMAS[name]:
-            lines += [".TP", f"\\fB{esc(col)}\\fR", esc(meaning)]
-    if name in RISK_SCHEMAS:
-        lines.append(".SH RISK COLUMNS")
-        lines += [
-            "With --advantage or --prior (and sgd-epsilon's --target-advantage), every CSV, TSV and JSON row has "
-            "these columns instead, in this order: one row per method, configuration and prior.",
-        ]
-        for col, meaning in RISK_SCHEMAS[name]:
-            lines += [".TP", f"\\fB{esc(col)}\\fR", esc(meaning)]
-    if name in TRADEOFF_SCHEMAS:
-        lines.append(".SH TRADE-OFF COLUMNS")
-        lines += [
-            "With --fpr, every CSV, TSV and JSON row has these columns instead, in this order: one row per "
-            "false-positive rate, per configuration of the swept inputs and per method; -q and --max-tpr "
-            "read tpr_upper.",
-        ]
-        for col, meaning in TRADEOFF_SCHEMAS[name]:
-            lines += [".TP", f"\\fB{esc(col)}\\fR", esc(meaning)]
+    for schemas, heading, intro in COLUMN_SECTIONS:
+        if name in schemas:
+            lines += [f".SH {heading}", intro]
+            for col, meaning in schemas[name]:
+                lines += [".TP", f"\\fB{esc(col)}\\fR", esc(meaning)]
     lines.append(".SH EXIT STATUS")
     for code, text in EXIT_STATUS:
         lines += [".TP", f"\\fB{int(code)}\\fR", esc(text)]
