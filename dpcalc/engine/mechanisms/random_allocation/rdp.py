@@ -147,12 +147,29 @@ def _blocks(per_block, sigma, t, k, alphas):
     return out
 
 
+#: Block curves already computed, by (bound, σ, block size, orders): a search over the steps or epochs of a run
+#: asks the same blocks again and again (the run's curve is a sum of identical blocks); pure functions of their
+#: arguments, so a cached curve is the curve.  At most :data:`_MEMO_SIZE` entries (the oldest dropped).
+_MEMO: dict = {}
+_MEMO_SIZE = 512
+
+
+def _memo(one, sigma: float, n: int, alphas: np.ndarray) -> np.ndarray:
+    key = (one.__name__, sigma, n, alphas.tobytes())
+    hit = _MEMO.get(key)
+    if hit is None:
+        while len(_MEMO) >= _MEMO_SIZE:
+            _MEMO.pop(next(iter(_MEMO)))
+        hit = _MEMO[key] = np.asarray(one(sigma, n, alphas), dtype=float)
+    return hit
+
+
 def _per_distinct(one, sigma, m, alphas):
     """``one(σ, m, alphas)`` for every distinct (σ, m) of the broadcast arrays, spread back to their shape."""
     out = np.empty(sigma.shape + alphas.shape)
     keys = np.stack([sigma.ravel(), m.ravel()], axis=1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    rows = np.array([one(float(s), int(n), alphas) for s, n in uniq]).reshape(len(uniq), -1)
+    rows = np.array([_memo(one, float(s), int(n), alphas) for s, n in uniq]).reshape(len(uniq), -1)
     out.reshape(-1, alphas.size)[:] = rows[inv.ravel()]
     return out
 
