@@ -60,9 +60,12 @@ independent (separate training runs, or canaries under the one-run theorem).  mu
 Gaussian curve, a lower bound only if the mechanism's curve is Gaussian.
 One-run (--canaries m --guesses r --correct v): Steinke, Nasr & Jagielski 2023 (arXiv 2305.08846):
 the largest ε whose p-value f(v) + 2mδ·max_i (f(v − i) − f(v))/i, f(u) = P[Binomial(r, e^ε/(1+e^ε)) >= u],
-stays below 1 − c.
-Scores (--scores FILE, columns member,score): the rule is member if score >= t; t is chosen on a
-random half of the rows (--seed) and the counts of the other half alone are used.
+stays below 1 − c.  Beside it, mu_lower is the f-DP one-run audit of Mahloujifar, Melis & Chaudhuri
+2024 (arXiv 2410.22235): the largest μ whose μ-GDP claim the same guesses reject at level 1 − c, and
+epsilon_gdp the ε at δ of that Gaussian curve (a lower bound only if the curve is Gaussian).
+Scores (--scores FILE, columns member,score): the rule is member if score >= t (--score-direction
+lower: score <= t, for losses); t is chosen on a random half of the rows (--seed) and the counts of
+the other half alone are used.
 --claimed-epsilon E adds epsilon_claimed and ratio = epsilon_lower/E; a lower bound above E prints
 one line AUDIT FAILED on stderr and exits 3 after the rows.  Instead of E, the claim can be a DP-SGD
 run given as for sgd-epsilon (--noise-multiplier, --sample-rate or --batch-size with --dataset-size,
@@ -149,7 +152,15 @@ def _without_budget(cmd: click.Command) -> click.Command:
     type=str,
     default=None,
     metavar="FILE",
-    help="A CSV file with columns member (0/1),score (higher: more likely a member); '-' reads stdin.",
+    help="A CSV file with columns member (0/1),score (higher: more likely a member, unless --score-direction "
+    "lower); '-' reads stdin.",
+)
+@click.option(
+    "--score-direction",
+    type=click.Choice(["higher", "lower"]),
+    default=None,
+    help="--scores: which scores mean member: higher (member if score >= t; the default) or lower (member "
+    "if score <= t, e.g. losses).",
 )
 @click.option(
     "--seed",
@@ -199,6 +210,7 @@ def command(
     guesses,
     correct,
     scores,
+    score_direction,
     seed,
     delta,
     confidence,
@@ -242,6 +254,7 @@ def command(
         guesses=guesses,
         correct=correct,
         scores=scores,
+        score_direction=score_direction,
         seed=seed,
         delta=delta,
         confidence=confidence,

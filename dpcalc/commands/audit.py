@@ -37,10 +37,17 @@ ONE_RUN_NOTE = (
     "valid if each canary was included independently with probability 1/2 and guesses were made from the "
     "trained model alone"
 )
+ONE_RUN_FDP_NOTE = (
+    "one-run mu_lower: the f-DP one-run audit of Mahloujifar, Melis & Chaudhuri 2024 (arXiv:2410.22235, "
+    "Algorithm 3 with the Gaussian curve): the largest μ whose μ-GDP claim the same guesses reject at "
+    "level 1 − confidence; same assumptions as the one-run row"
+)
 SCORES_NOTE = (
-    "scores: the threshold (member if score >= threshold) was chosen on a random half of the {n} rows "
+    "scores: the threshold (member if score {rule} threshold) was chosen on a random half of the {n} rows "
     "(--seed {seed}: {n_sel} rows) and the counts are those of the other {n_ev} rows only"
 )
+#: ``--score-direction``: which end of the scores means "member"
+SCORE_DIRECTIONS = ("higher", "lower")
 #: the largest count of canaries, guesses or right guesses (every whole number up to it is a float)
 COUNT_MAX = 2**53
 NO_BOUND = "no bound: the attack's success is within what sampling error allows at this confidence"
@@ -60,6 +67,9 @@ class AuditParams:
     correct: Sequence[int] | None = None
     scores: str | None = None
     seed: int = 0
+    #: ``--score-direction``: "higher" (a higher score means member; None: the default) or "lower" (a lower
+    #: one: losses); only with ``scores``
+    score_direction: str | None = None
     delta: Sequence[float] | None = None
     confidence: Sequence[float] = (0.95,)
     claimed_epsilon: float | None = None
@@ -88,6 +98,8 @@ def audit(p: AuditParams) -> Result:
         )
     if p.delta is None:
         raise InputError("missing option --delta (the δ at which ε is bounded; 0 for pure ε-DP)")
+    if p.score_direction is not None and p.scores is None:
+        raise InputError("--score-direction: applies to --scores FILE only (no scores were given)")
     sgd = audit_claim.check(p.claimed_epsilon, p.claimed_sgd, p.claimed_mechanisms)
     if p.canaries is not None or p.guesses is not None or p.correct is not None:
         result = _one_run(p)
@@ -168,7 +180,7 @@ def _counts(p: AuditParams, tp, fp, fn, tn, *, paired: bool, method: str = "coun
 
 def _one_run(p: AuditParams) -> Result:
     # lazy: scipy.stats (~45 MB) serves one-run audits only; a 10^6-row --scores audit must stay in 500 MB
-    from dpcalc.engine.audit import one_run
+    from dpcalc.engine.audit import one_run, one_run_fdp
 
     for name in ("canaries", "guesses", "correct"):
         if getattr(p, name) is None:
@@ -202,9 +214,10 @@ def _one_run(p: AuditParams) -> Result:
             "(the binomial tail sums about 11·√r terms per ε)"
         )
     eps = one_run.epsilon_lower(g["m"], g["r"], g["v"], g["delta"], g["confidence"])
+    mu = one_run_fdp.mu_lower(g["m"], g["r"], g["v"], g["confidence"])
     note = []
-    for e, m, v in zip(eps.tolist(), g["m"].tolist(), g["v"].tolist()):
-        if e > 0:
+    for e, u, m, v in zip(eps.tolist(), mu.tolist(), g["m"].tolist(), g["v"].tolist()):
+        if e > 0 or u > 0:
             note.append(None)
         elif v == 0 or m == 1:
             note.append("no bound: too few right guesses to reject any ε at this confidence")
@@ -218,15 +231,26 @@ def _one_run(p: AuditParams) -> Result:
         "confidence": g["confidence"].tolist(),
         "delta": g["delta"].tolist(),
         "epsilon_lower": eps.tolist(),
+        "mu_lower": mu.tolist(),
+        "epsilon_gdp": gdp.epsilon_gdp(mu, g["delta"]).tolist(),
         "note": note,
     }
     result = Result(conform(out, "audit"), headline="epsilon_lower", title="Audit: one-run lower bound on ε")
     result.notes.append(ONE_RUN_NOTE)
+    result.notes.append(ONE_RUN_FDP_NOTE)
+    result.notes.append(GDP_NOTE)
     return result
 
 
 def _scores(p: AuditParams) -> Result:
+    if p.score_direction not in (None, *SCORE_DIRECTIONS):
+        raise InputError(
+            f"--score-direction: must be one of {', '.join(SCORE_DIRECTIONS)}, got {p.score_direction!r}"
+        )
     member, score = _read_scores(p.scores)
+    lower = p.score_direction == "lower"
+    if lower:  # member if score <= t: the rule "member if −score >= −t" on the negated scores
+        score = -np.asarray(score, dtype=float)
     if len(p.delta) != 1 or len(p.confidence) != 1:
         raise InputError("--scores: give a single --delta and --confidence (the threshold depends on them)")
     try:
@@ -244,9 +268,11 @@ def _scores(p: AuditParams) -> Result:
         [r["tn"]],
         paired=True,
         method="scores",
-        extra={"threshold": [r["threshold"]]},
+        extra={"threshold": [(-r["threshold"] if lower else r["threshold"]) + 0.0]},  # + 0.0: no -0.0
     )
-    result.notes.append(SCORES_NOTE.format(n=n, seed=p.seed, n_sel=n // 2, n_ev=n - n // 2))
+    result.notes.append(
+        SCORES_NOTE.format(rule="<=" if lower else ">=", n=n, seed=p.seed, n_sel=n // 2, n_ev=n - n // 2)
+    )
     return result
 
 

@@ -210,7 +210,11 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("tpr_lower", "a Clopper–Pearson lower bound on the true-positive rate (level 1 − (1 − c)/2)"),
         ("fpr_upper", "a Clopper–Pearson upper bound on the false-positive rate (level 1 − (1 − c)/2)"),
         ("epsilon_lower", "an empirical lower bound on ε at delta, holding with probability >= confidence"),
-        ("mu_lower", "a lower bound on μ for any μ-GDP description of the mechanism (same confidence)"),
+        (
+            "mu_lower",
+            "a lower bound on μ for any μ-GDP description of the mechanism (same confidence; one-run: by the "
+            "f-DP one-run audit of Mahloujifar, Melis & Chaudhuri 2024)",
+        ),
         (
             "epsilon_gdp",
             "the ε at delta of a mu_lower-GDP (Gaussian) curve: a lower bound only if the curve is Gaussian",
