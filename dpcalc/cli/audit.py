@@ -190,6 +190,20 @@ def _without_budget(cmd: click.Command) -> click.Command:
     help="The accountant's ε: adds epsilon_claimed and ratio; exit 3 if a lower bound exceeds it.",
 )
 @click.option(
+    "--claimed-iterate",
+    default=None,
+    metavar="KEY=VALUE,...",
+    help="The claim as a dpcalc iterate setting (sigma, lipschitz, lr, steps[, diameter, smoothness]): the "
+    "smallest of its bounds at each row's δ.",
+)
+@click.option(
+    "--claimed-langevin",
+    default=None,
+    metavar="KEY=VALUE,...",
+    help="The claim as a dpcalc langevin setting (sigma, lr, strong_convexity, smoothness, dataset_size, steps, "
+    "sensitivity or lipschitz): the smallest of its upper bounds at each row's δ.",
+)
+@click.option(
     "--claimed-mechanism",
     "claimed_mechanisms",
     multiple=True,
@@ -216,6 +230,8 @@ def command(
     confidence,
     claimed_epsilon,
     claimed_mechanisms,
+    claimed_iterate,
+    claimed_langevin,
     sigma,
     sample_rate,
     batch_size,
@@ -228,9 +244,10 @@ def command(
 
     Give the counts of a membership test (--tp --fp --fn --tn, or --input FILE), a one-run canary
     audit (--canaries --guesses --correct) or attack scores (--scores FILE), and --delta.  Every bound
-    holds with probability >= --confidence.  --claimed-epsilon, a composition (--claimed-mechanism), or
-    a DP-SGD run (--noise-multiplier, --sample-rate/--batch-size, --steps/--epochs: its PLD ε) puts the
-    accountant's upper bound beside it.
+    holds with probability >= --confidence.  --claimed-epsilon, a composition (--claimed-mechanism), a
+    DP-SGD run (--noise-multiplier, --sample-rate/--batch-size, --steps/--epochs: its PLD ε), or an
+    iterate or langevin setting (--claimed-iterate, --claimed-langevin) puts the accountant's upper
+    bound beside it.
     """
     claimed = single(claimed_epsilon, "--claimed-epsilon")
     sgd = {
@@ -261,6 +278,8 @@ def command(
         claimed_epsilon=claimed,
         claimed_sgd=sgd,
         claimed_mechanisms=tuple(claimed_mechanisms) or None,
+        claimed_iterate=claimed_iterate,
+        claimed_langevin=claimed_langevin,
         plot=bool(out.plot),
     )
     done = []

@@ -78,6 +78,9 @@ class AuditParams:
     claimed_sgd: dict | None = None
     #: the claim as a composition of MECHANISM specs (``--claimed-mechanism``), or None
     claimed_mechanisms: tuple[str, ...] | None = None
+    #: the claim as an iterate or langevin setting (``--claimed-iterate`` / ``--claimed-langevin``, key=value)
+    claimed_iterate: str | None = None
+    claimed_langevin: str | None = None
     plot: bool = False  # --plot: attach the trade-off picture (:mod:`dpcalc.commands.audit_plot`)
 
 
@@ -100,7 +103,8 @@ def audit(p: AuditParams) -> Result:
         raise InputError("missing option --delta (the δ at which ε is bounded; 0 for pure ε-DP)")
     if p.score_direction is not None and p.scores is None:
         raise InputError("--score-direction: applies to --scores FILE only (no scores were given)")
-    sgd = audit_claim.check(p.claimed_epsilon, p.claimed_sgd, p.claimed_mechanisms)
+    settings = {"--claimed-iterate": p.claimed_iterate, "--claimed-langevin": p.claimed_langevin}
+    sgd = audit_claim.check(p.claimed_epsilon, p.claimed_sgd, p.claimed_mechanisms, settings)
     if p.canaries is not None or p.guesses is not None or p.correct is not None:
         result = _one_run(p)
     elif p.scores is not None:
@@ -121,6 +125,11 @@ def audit(p: AuditParams) -> Result:
         result.notes.append(note)
     elif p.claimed_mechanisms:
         by_delta, note = audit_claim.mechanism_claim(p.claimed_mechanisms, result.column("delta"))
+        audit_claim.add_claim(result, [by_delta[float(d)] for d in result.column("delta")])
+        result.notes.append(note)
+    elif any(text is not None for text in settings.values()):
+        option, text = next((o, t) for o, t in settings.items() if t is not None)
+        by_delta, note = audit_claim.settings_claim(option, text, result.column("delta"))
         audit_claim.add_claim(result, [by_delta[float(d)] for d in result.column("delta")])
         result.notes.append(note)
     elif p.claimed_epsilon is not None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 
 from dpcalc.commands.compose import compose
+from dpcalc.commands.iterate import IterateParams, iterate
+from dpcalc.commands.langevin import LangevinParams, langevin
 from dpcalc.commands.sgd_epsilon import SgdEpsilonParams, sgd_epsilon
 from dpcalc.errors import InputError
 from dpcalc.render.cells import rounded
@@ -29,9 +31,9 @@ SGD_OPTIONS = {
 SGD_NAMES = "--noise-multiplier, --sample-rate/--batch-size/--dataset-size, --steps/--epochs"
 
 
-def check(claimed_epsilon, sgd: dict | None, mechanisms=None) -> dict | None:
+def check(claimed_epsilon, sgd: dict | None, mechanisms=None, settings=None) -> dict | None:
     """The DP-SGD options given (None if none); refuses more than one kind of claim, or a run left
-    incomplete."""
+    incomplete.  ``settings``: option -> the text of ``--claimed-iterate`` / ``--claimed-langevin`` (or None)."""
     sgd = {k: v for k, v in (sgd or {}).items() if v is not None} or None
     kinds = [
         name
@@ -39,6 +41,7 @@ def check(claimed_epsilon, sgd: dict | None, mechanisms=None) -> dict | None:
             ("--claimed-epsilon", claimed_epsilon is not None),
             (f"the DP-SGD run ({', '.join(SGD_OPTIONS[k] for k in sgd or {})})", sgd is not None),
             ("--claimed-mechanism", bool(mechanisms)),
+            *((option, text is not None) for option, text in (settings or {}).items()),
         )
         if given
     ]
@@ -86,6 +89,91 @@ def mechanism_claim(texts, deltas) -> tuple[dict, str]:
         f"bound of compose's methods ({', '.join(methods)}; as dpcalc compose prints it)"
     )
     return {d: eps[d] for d in wanted}, note
+
+
+#: ``--claimed-iterate`` / ``--claimed-langevin``: each command's options as keys (name -> (field, whole number)),
+#: the required ones, and the command's function with its parameters.
+SETTINGS = {
+    "--claimed-iterate": (
+        {
+            "sigma": ("sigma", False),
+            "lipschitz": ("lipschitz", False),
+            "lr": ("lr", False),
+            "steps": ("steps", True),
+            "diameter": ("diameter", False),
+            "smoothness": ("smoothness", False),
+        },
+        ("sigma", "lipschitz", "lr", "steps"),
+        "iterate",
+    ),
+    "--claimed-langevin": (
+        {
+            "sigma": ("sigma", False),
+            "lr": ("lr", False),
+            "strong_convexity": ("strong_convexity", False),
+            "smoothness": ("smoothness", False),
+            "dataset_size": ("dataset_size", True),
+            "steps": ("steps", True),
+            "sensitivity": ("sensitivity", False),
+            "lipschitz": ("lipschitz", False),
+        },
+        ("sigma", "lr", "strong_convexity", "smoothness", "dataset_size", "steps"),
+        "langevin",
+    ),
+}
+
+
+def _settings(option: str, text: str) -> dict:
+    """``key=value,...`` of ``option`` as the command's fields (one value each), every fault named."""
+    keys, required, _ = SETTINGS[option]
+    out: dict = {}
+    for part in (p.strip() for p in text.split(",")):
+        key, eq, value = part.partition("=")
+        key = key.strip().replace("-", "_")
+        if not eq or key not in keys:
+            raise InputError(f"{option}: {part!r} is not KEY=VALUE with KEY one of {', '.join(keys)}")
+        field, whole = keys[key]
+        if field in out:
+            raise InputError(f"{option}: {key} given twice")
+        try:
+            v = float(value)
+        except ValueError:
+            raise InputError(f"{option}: {key}={value!r} is not a number") from None
+        if not (math.isfinite(v) and v > 0) or (whole and v != math.floor(v)):
+            kind = "a whole number >= 1" if whole else "a finite number > 0"
+            raise InputError(f"{option}: {key} must be {kind}, got {value!r}")
+        out[field] = int(v) if whole else v
+    missing = [k for k in required if keys[k][0] not in out]
+    if missing:
+        raise InputError(f"{option}: missing {', '.join(missing)}")
+    return out
+
+
+def settings_claim(option: str, text: str, deltas) -> tuple[dict, str]:
+    """``({δ: ε}, note)``: the ε of an ``iterate`` or ``langevin`` setting (``--claimed-iterate`` /
+    ``--claimed-langevin``, the command's options as key=value) at each δ: the smallest certified upper bound
+    of its methods (docs/math.md §4, §5), as the command prints them with ``--method all``."""
+    wanted = sorted({float(d) for d in deltas})
+    fields = {k: [v] for k, v in _settings(option, text).items()}
+    command = SETTINGS[option][2]
+    try:
+        if command == "iterate":
+            res = iterate(IterateParams(delta=wanted, **fields))
+            upper = [True] * len(res)
+        else:
+            res = langevin(LangevinParams(delta=wanted, **fields))
+            upper = [b == "upper" for b in res.column("bound")]
+    except InputError as exc:
+        raise InputError(f"{option}: {exc}") from None
+    best: dict[float, float] = {d: math.inf for d in wanted}
+    for d, e, up in zip(res.column("delta"), res.column("epsilon"), upper):
+        if up and e is not None and not (isinstance(e, float) and math.isnan(e)):
+            best[float(d)] = min(best[float(d)], float(e))
+    note = (
+        f"epsilon_claimed: dpcalc {command} with {text} at each row's δ, the smallest certified upper bound of "
+        f"its methods (as dpcalc {command} --method all prints them)"
+    )
+    return best, note
 
 
 def add_claim(result: Result, claimed: list[float]) -> Result:
