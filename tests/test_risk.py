@@ -162,6 +162,24 @@ def test_target_advantage_meets_the_target_and_a_little_less_noise_misses(accoun
     assert _f(row["epsilon"]) == pytest.approx(_f(eps["epsilon"]), rel=1e-9)
 
 
+@pytest.mark.parametrize("left_out", ["steps", "sample_rate"])
+def test_target_advantage_finds_the_most_steps_or_the_largest_rate(left_out):
+    """With the length or the rate left out instead: the answer meets the target, one more step (or a rate
+    1e-4 larger) misses it, each as --advantage prints it (pld)."""
+    given = {"steps": ["--steps", "1000"], "sample_rate": ["--sample-rate", "0.01"]}
+    run = ["--sigma", "1.1", *given["sample_rate" if left_out == "steps" else "steps"]]
+    (row,) = _rows(
+        ["sgd-epsilon", *run, "--target-advantage", "0.1", "--delta", "1e-5", "--accountant", "pld"]
+    )
+    assert _f(row["advantage"]) <= 0.1
+    x = _f(row[left_out])
+    for value, ok in ((x, True), (x + 1 if left_out == "steps" else x * (1 + 1e-4), False)):
+        option = "--steps" if left_out == "steps" else "--sample-rate"
+        text = str(int(value)) if left_out == "steps" else repr(value)
+        (again,) = _rows(["sgd-epsilon", *run, option, text, "--advantage", "--accountant", "pld"])
+        assert (_f(again["advantage"]) <= 0.1) is ok
+
+
 def test_target_tpr_meets_the_target_and_a_little_less_noise_misses():
     """--target-tpr T --fpr F (pld): the noise found has certified TPR at F within T, 1e-4 less noise does not,
     each as ``--fpr`` prints it."""
@@ -251,6 +269,21 @@ def test_max_advantage_exits_3_and_passes_below():
             "one --delta",
         ),
         (["sgd-epsilon", "--sample-rate", "0.01", "--steps", "10", "--target-tpr", "0.1"], "needs --fpr"),
+        (
+            [
+                "sgd-epsilon",
+                "--sigma",
+                "1",
+                "--sample-rate",
+                "0.01",
+                "--steps",
+                "10",
+                "--target-advantage",
+                "0.1",
+            ]
+            + ["--delta", "1e-5"],
+            "leave out exactly one",
+        ),
         (
             ["sgd-epsilon", "--sample-rate", "0.01", "--steps", "10", "--fpr", "0.2", "--target-tpr", "0.1"],
             "above --fpr",

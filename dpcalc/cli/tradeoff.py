@@ -71,16 +71,18 @@ def risk_options(target: bool = False):
                 type=Grid(lo=0, hi=1, lo_open=True, hi_open=True),
                 default=None,
                 metavar="T",
-                help="With --fpr F, leave out the noise: the least noise multiplier whose certified TPR at F is at "
-                "most T (per accountant), with its ε at --delta.",
+                help="With --fpr F, leave out the noise (or the steps, or the sample rate): the least noise "
+                "multiplier (the most steps, the largest rate) whose certified TPR at F is at most T, per accountant, "
+                "with its ε at --delta.",
             )(func)
             func = click.option(
                 "--target-advantage",
                 type=Grid(lo=0, hi=1, lo_open=True, hi_open=True),
                 default=None,
                 metavar="A",
-                help="Leave out the noise: the least noise multiplier whose certified advantage is at most A "
-                "(per accountant), with its ε at --delta.",
+                help="Leave out the noise (or the steps, or the sample rate): the least noise multiplier (the most "
+                "steps, the largest rate) whose certified advantage is at most A, per accountant, with its ε at "
+                "--delta.",
             )(func)
         func = click.option(
             "--max-advantage",

@@ -111,13 +111,19 @@ class _Goal:
         self.what = "advantage" if tpr_at is None else f"TPR at FPR {self.fpr:g}"
         self.rdp_kw, self.eps_error, self.pld_kw = rdp_kw, eps_error, pld_kw
 
-    def start(self, q, steps) -> float:
-        """The central-limit σ meeting the target (it only steers the search)."""
+    def start(self, unknown, q, sigma, steps, lo, hi) -> float:
+        """Where the search starts (it only steers): the value whose central-limit μ (Dong, Roth & Su 2022, Thm
+        5.3: μ = q·√(T·(e^{1/σ²} − 1))) meets the target as μ-GDP."""
         if self.fpr is None:
             mu = 2.0 * float(special.ndtri((1.0 + self.target) / 2.0))
         else:
             mu = max(float(special.ndtri(self.target) - special.ndtri(self.fpr)), 1e-12)
-        return _clt_sigma(q, steps, mu)
+        if unknown == "sigma":
+            x = _clt_sigma(q, steps, mu)
+        else:
+            growth = math.expm1(min(1.0 / sigma**2, 700.0))
+            x = (mu / q) ** 2 / growth if unknown == "steps" else mu / math.sqrt(steps * growth)
+        return min(max(x, lo), hi)
 
     def value(self, name, delta_at, q, sigma, steps):
         """``(the certified value, what the row shows)``: δ(0)'s bracket, or the TPR bracket at F."""
@@ -143,49 +149,109 @@ class _Goal:
         return float(hi[0]), tpr
 
 
+#: What a calibration to risk finds: (the noun of its note, the search's direction and range).
+_UNKNOWNS = {
+    "sigma": ("the least noise multiplier", True, SIGMA_RANGE),
+    "steps": ("the most steps", False, (1.0, 1e9)),
+    "q": ("the largest sample rate", False, (1e-9, 1.0)),
+}
+
+
+def _unknown(params, question) -> str:
+    """Which input the calibration finds: the one left out (exactly one of noise, length, rate)."""
+    left = [
+        name
+        for name, given in (
+            ("sigma", params.sigma is not None),
+            ("steps", params.steps is not None or params.epochs is not None),
+            ("q", params.sample_rate is not None or params.batch_size is not None),
+        )
+        if not given
+    ]
+    if len(left) != 1:
+        raise InputError(
+            f"{question}: leave out exactly one of --noise-multiplier, --steps (or --epochs) and --sample-rate "
+            "(it is what is found)"
+        )
+    if left == ["q"] and params.dataset_size is not None:
+        raise InputError(f"{question}: the sample rate is found as a rate: leave out --dataset-size too")
+    return left[0]
+
+
+def _configs(params, sampler, question, unknown) -> list[tuple]:
+    """``(q, σ, steps)`` of every configuration, the unknown one None."""
+    if unknown == "sigma":
+        return [(q, None, t) for q, _, t in profile_configs(params, sampler, question, sigmas=[1.0])]
+    if unknown == "q":
+        if params.steps is None:
+            raise InputError(f"{question}: with the sample rate left out, give --steps (not --epochs)")
+        return [(None, float(s), int(t)) for s in params.sigma for t in params.steps]
+    return [
+        (q, s, None)
+        for q, s, _ in profile_configs(params, sampler, question, sigmas=params.sigma, length=False)
+    ]
+
+
 def _calibrated(params, sampler, question, goal, methods, names, priors, setting, rdp_kw, pld_kw) -> Result:
-    """``--target-advantage`` / ``--target-tpr``: per configuration and accountant, the least σ whose
-    certified risk is at most the target."""
+    """``--target-advantage`` / ``--target-tpr``: per configuration and accountant, the least noise multiplier,
+    the most steps or the largest sample rate (whichever was left out) whose certified risk is at most the
+    target: a monotone search (the risk is non-increasing in σ, non-decreasing in steps and rate)."""
     target = goal.target
-    if params.sigma is not None:
-        raise InputError(f"{question}: leave out --noise-multiplier (it is what is found)")
+    unknown = _unknown(params, question)
     if params.delta is None or len(params.delta) != 1:
-        raise InputError(f"{question} needs one --delta (ε of the noise found is shown at it)")
+        raise InputError(f"{question} needs one --delta (ε of the answer is shown at it)")
     delta = float(params.delta[0])
-    configs = profile_configs(params, sampler, question, sigmas=[1.0])
+    configs = _configs(params, sampler, question, unknown)
     if len(configs) > MAX_TARGET_CONFIGS:
         raise InputError(
             f"{question}: {len(configs)} configurations, above the limit of {MAX_TARGET_CONFIGS}"
         )
+    what, ok_above, (lo, hi) = _UNKNOWNS[unknown]
     rows = []
-    for q, _, steps in configs:
-        for name in [n for n in names if n != "exact" or q == 1.0]:
+    for q0, s0, t0 in configs:
 
-            def risk_of(sigma, name=name, q=q, steps=steps):
+        def fill(x, q0=q0, s0=s0, t0=t0):
+            return (
+                x if unknown == "q" else q0,
+                x if unknown == "sigma" else s0,
+                int(round(x)) if unknown == "steps" else t0,
+            )
+
+        for name in names:
+            if name == "exact" and (unknown == "q" or q0 != 1.0):
+                continue
+
+            def risk_of(x, name=name, fill=fill):
+                q, sigma, steps = fill(x)
                 got = dict(methods(q, sigma, steps)).get(name)
                 if got is None:
                     return math.inf, None
                 return goal.value(name, got, q, sigma, steps)  # the value, and what the row shows (info)
 
-            if name == "exact" and not any(n == "exact" for n, _ in methods(q, 1.0, steps)):
-                continue
             found = boundary(
                 risk_of,
                 target,
-                goal.start(q, steps),
-                ok_above=True,
-                lo=SIGMA_RANGE[0],
-                hi=SIGMA_RANGE[1],
+                goal.start(unknown, q0, s0, t0, lo, hi),
+                ok_above=ok_above,
+                lo=lo,
+                hi=hi,
+                integer=unknown == "steps",
                 rtol=SIGMA_RTOL,
                 first_step=1.05,
             )
-            cfg = {"sample_rate": q, "steps": steps, "delta": delta}
             if found.x is None or not math.isfinite(found.x):
-                reason = f"no noise multiplier up to {SIGMA_RANGE[1]:g} has {goal.what} ≤ {target:g}"
-                rows += refused_rows(name, priors, reason, dict(cfg, noise_multiplier=math.inf))
+                none = math.inf if unknown == "sigma" else None  # no σ meets it; no length or rate does
+                cfg = {
+                    "sample_rate": none if unknown == "q" else q0,
+                    "noise_multiplier": none if unknown == "sigma" else s0,
+                    "steps": none if unknown == "steps" else t0,
+                    "delta": delta,
+                }
+                reason = f"no value in [{lo:g}, {hi:g}] has {goal.what} ≤ {target:g}"
+                rows += refused_rows(name, priors, reason, cfg)
                 continue
-            sigma = float(found.x)
-            # without priors an advantage row reads δ(0) alone: the search's own bracket at σ
+            q, sigma, steps = fill(float(found.x))
+            # without priors an advantage row reads δ(0) alone: the search's own bracket at the answer
             plain = priors is None and goal.fpr is None
             delta_at = (lambda e, b=found.info: b) if plain else dict(methods(q, sigma, steps))[name]
             extra = found.info if goal.fpr is not None else {}
@@ -199,11 +265,9 @@ def _calibrated(params, sampler, question, goal, methods, names, priors, setting
                 )
             else:
                 eps = float(gaussian_exact.eps_gaussian(delta, math.sqrt(steps) / sigma))
-            note = (
-                f"the least noise multiplier with {goal.what} ≤ {target:g}; epsilon: its ε at δ = {delta:g}"
-            )
-            row_cfg = dict(cfg, noise_multiplier=sigma, epsilon=eps, **extra)
-            rows += risk_rows(name, delta_at, priors, row_cfg, note)
+            note = f"{what} with {goal.what} ≤ {target:g}; epsilon: its ε at δ = {delta:g}"
+            cfg = {"sample_rate": q, "noise_multiplier": sigma, "steps": steps, "delta": delta}
+            rows += risk_rows(name, delta_at, priors, dict(cfg, epsilon=eps, **extra), note)
     return risk_result(rows, "sgd-epsilon", setting + f"; target {goal.what} {target:g}", priors)
 
 

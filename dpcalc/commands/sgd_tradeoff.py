@@ -119,8 +119,9 @@ def profile_setting(params, question="--fpr"):
     return sampler, neighbors, extra
 
 
-def profile_configs(params, sampler, question="--fpr", sigmas=None):
-    """(q, σ, T) of every configuration of the swept inputs (``sigmas``: instead of --noise-multiplier)."""
+def profile_configs(params, sampler, question="--fpr", sigmas=None, length=True):
+    """(q, σ, T) of every configuration of the swept inputs (``sigmas``: instead of --noise-multiplier;
+    ``length`` False: the steps are what is found, T is None)."""
     sigmas = params.sigma if sigmas is None else sigmas
     if sigmas is None:
         raise InputError(f"{question}: give --noise-multiplier")
@@ -134,7 +135,9 @@ def profile_configs(params, sampler, question="--fpr", sigmas=None):
         raise InputError(f"{question}: give --sample-rate (or --batch-size with --dataset-size)")
     out = []
     for (q, n, b), sigma in itertools.product(rates, sigmas):
-        if params.steps is not None:
+        if not length:
+            lengths = [None]
+        elif params.steps is not None:
             lengths = [int(t) for t in params.steps]
         elif params.epochs is not None:  # as sgd-epsilon counts them (ceil(E·N/B), or whole epochs)
             by_rate = params.sample_rate is not None
