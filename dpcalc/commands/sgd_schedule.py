@@ -262,10 +262,7 @@ def sgd_schedule(
                 elif name == "rdp":
                     eps, lower, est = values[i], None, None
                 else:
-                    acc = Accountant("pld", neighbors=neighbors, eps_error=eps_error)
-                    for ss, qq, tt in run[: i + 1]:
-                        acc.step(noise_multiplier=ss, sample_rate=qq, steps=tt)
-                    b = acc.get_bracket(float(d))
+                    b = _pld_bracket(run[: i + 1], float(d), neighbors, eps_error)
                     eps, lower, est = b.value, b.lower, b.estimate
                 row = {
                     "phase": i + 1,
@@ -411,10 +408,16 @@ def _final(name, run, delta, neighbors, conversion, eps_error, settings) -> floa
     """The run's ε after its last phase by accountant ``name`` (what the table's last row prints)."""
     if name == "rdp":
         return _rdp_running(run, delta, neighbors, conversion, settings)[-1]
+    return _pld_bracket(run, delta, neighbors, eps_error).value
+
+
+def _pld_bracket(run, delta, neighbors, eps_error):
+    """The pld accountant's bracket of the phases ``run`` at ``delta`` (:class:`~dpcalc.api.Accountant`: one
+    phase is sgd-epsilon's own computation, several the composition of their PLDs)."""
     acc = Accountant("pld", neighbors=neighbors, eps_error=eps_error)
     for s, q, t in run:
         acc.step(noise_multiplier=s, sample_rate=q, steps=t)
-    return acc.get_epsilon(delta)
+    return acc.get_bracket(delta)
 
 
 def _rdp_running(phases, delta, neighbors, conversion, settings) -> list[float]:
