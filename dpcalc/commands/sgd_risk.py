@@ -61,23 +61,25 @@ def sgd_risk(params, priors, target=None, tpr_at=None) -> Result:
     rdp_kw = dict(sampling=sampler.name, neighbors=neighbors, **extra)
     names = [n for n in ("exact", "rdp", "pld") if accountant == "all" or n == accountant]
 
-    def methods(q, sigma, steps):
-        """(name, delta_at) of each method that applies to the configuration."""
+    def methods(q, sigma, steps, only=None):
+        """(name, delta_at) of each method that applies to the configuration (``only``: that one alone, so
+        that a search on one method computes no other's curve)."""
+        wanted = names if only is None else [only]
         out = []
-        if "exact" in names and q == 1.0 and plain:
+        if "exact" in wanted and q == 1.0 and plain:
             mu = math.sqrt(steps) / sigma
 
             def exact(e, mu=mu):  # Balle & Wang's profile: an upper bound rounded up, its formula below
                 return risk.gaussian_delta(e, mu), None, gaussian_exact.delta_gaussian(e, mu)
 
             out.append(("exact", exact))
-        if "rdp" in names:
+        if "rdp" in wanted:
             curve = rdp_total(q, sigma, steps, DEFAULT_ORDERS, **rdp_kw)
             orders = np.asarray(DEFAULT_ORDERS, float)
             out.append(
                 ("rdp", lambda e, c=curve: (None, None, delta_from_curve(orders, c, e, "optimal").value))
             )
-        if "pld" in names and has_pld:
+        if "pld" in wanted and has_pld:
 
             def pld(e, c=(q, sigma, steps)):
                 b = sgd_delta_pld(*c, e, params.eps_error, **pld_kw)
@@ -223,7 +225,7 @@ def _calibrated(params, sampler, question, goal, methods, names, priors, setting
 
             def risk_of(x, name=name, fill=fill):
                 q, sigma, steps = fill(x)
-                got = dict(methods(q, sigma, steps)).get(name)
+                got = dict(methods(q, sigma, steps, name)).get(name)
                 if got is None:
                     return math.inf, None
                 return goal.value(name, got, q, sigma, steps)  # the value, and what the row shows (info)
@@ -253,7 +255,7 @@ def _calibrated(params, sampler, question, goal, methods, names, priors, setting
             q, sigma, steps = fill(float(found.x))
             # without priors an advantage row reads δ(0) alone: the search's own bracket at the answer
             plain = priors is None and goal.fpr is None
-            delta_at = (lambda e, b=found.info: b) if plain else dict(methods(q, sigma, steps))[name]
+            delta_at = (lambda e, b=found.info: b) if plain else dict(methods(q, sigma, steps, name))[name]
             extra = found.info if goal.fpr is not None else {}
             if name == "pld":
                 eps = float(sgd_epsilon_pld(q, sigma, steps, delta, params.eps_error, **pld_kw).upper)
