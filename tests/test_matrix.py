@@ -23,6 +23,8 @@ STRATEGIES = [
     "sqrt:bands=3",
     "toeplitz:coef=1|0.6|0.3",
     "toeplitz:coef=1|-0.5|0.3",
+    "blt:theta=0.9|0.5,omega=0.1|0.6",
+    "blt:theta=0.8|0.3,omega=0.5|-0.4",
     "tree",
 ]
 PATTERNS = [
@@ -92,6 +94,47 @@ def test_sqrt_coefficients_square_to_the_prefix_sum():
     for k in range(40):
         assert Fraction(c[k]) == pytest.approx(Fraction(math.comb(2 * k, k), 4**k), rel=1e-14)
     assert np.allclose(np.convolve(c, c)[:40], 1.0, rtol=1e-13)
+
+
+def _blt_column_norm_squared(theta, omega, n):
+    """Dvijotham et al. 2024 (arXiv:2404.16706), Lemma 5.3: ‖C e_0‖² = 1 + Σ_ij ω_i ω_j (1 − (θ_iθ_j)^(n−1)) /
+    (1 − θ_iθ_j), in exact rational arithmetic."""
+    th = [Fraction(t) for t in theta]
+    om = [Fraction(w) for w in omega]
+    total = Fraction(1)
+    for ti, wi in zip(th, om):
+        for tj, wj in zip(th, om):
+            r = ti * tj
+            total += wi * wj * (sum(r**m for m in range(n - 1)) if r == 1 else (1 - r ** (n - 1)) / (1 - r))
+    return total
+
+
+@pytest.mark.parametrize(
+    "theta,omega",
+    [
+        ((0.9, 0.5), (0.1, 0.6)),
+        ((0.99,), (0.3,)),
+        ((0.95, 0.6, 0.1), (0.05, 0.2, 0.3)),
+        ((0.7, 0.2), (0.5, -0.3)),
+    ],
+)
+@pytest.mark.parametrize("n", [1, 2, 10, 300])
+def test_blt_is_the_toeplitz_of_its_buffers(theta, omega, n):
+    """The BLT's coefficients are 1, Σω, Σωθ, Σωθ², … (jax_privacy's BufferedToeplitz docstring: buf_decay θ,
+    output_scale ω); its single-participation sensitivity is Lemma 5.3 of Dvijotham et al. 2024 in exact
+    arithmetic; the aliases buf_decay/output_scale give the same strategy."""
+    t, w = "|".join(map(repr, theta)), "|".join(map(repr, omega))
+    s = strategy(f"blt:theta={t},omega={w}", n)
+    want = [1.0] + [sum(wi * ti**k for ti, wi in zip(theta, omega)) for k in range(n - 1)]
+    full = np.zeros(n)
+    full[: s.coef.size] = s.coef
+    assert np.allclose(full, want, rtol=1e-13, atol=1e-300)
+    single = sensitivity(s, Participation("single"))
+    exact = _blt_column_norm_squared(theta, omega, n)
+    assert single.value**2 >= float(exact) * (1 - 1e-15)
+    assert single.value**2 == pytest.approx(float(exact), rel=1e-12)
+    alias = strategy(f"blt:buf_decay={t},output_scale={w}", n)
+    assert np.array_equal(alias.coef, s.coef)
 
 
 def test_tree_gram_counts_common_ancestors():
@@ -273,6 +316,13 @@ def test_bad_files_are_one_line(content, words, tmp_path):
         (["--strategy", "sqrt:bands=2", "--method", "bandmf-rdp"], "cyclic Poisson"),
         (["--strategy", "nope"], "unknown strategy"),
         (["--strategy", "toeplitz:coef=0|1"], "diagonal"),
+        (["--strategy", "blt:theta=0.9"], "give theta="),
+        (["--strategy", "blt:theta=0.9|0.5,omega=0.1"], "one of each per buffer"),
+        (["--strategy", "blt:theta=1.5,omega=0.1"], "[-1, 1]"),
+        (["--strategy", "blt:theta=nan,omega=0.1"], "finite"),
+        (["--strategy", "blt:theta=0.5,omega=x"], "numbers separated by |"),
+        (["--strategy", "blt:theta=0.5,omega=0.1,buf_decay=0.3"], "given twice"),
+        (["--strategy", "blt:theta=0.5,omega=0.1,rho=1"], "unknown key"),
         (["--strategy", "sqrt", "--participation", "min-sep:k=0,b=2"], "k must be"),
         (["--strategy", "sqrt", "--participation", "cyclic-poisson:b=2,q=2"], "q must be"),
         (["--strategy", "sqrt", "--participation", "often"], "--participation"),

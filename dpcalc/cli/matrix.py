@@ -26,6 +26,11 @@ MAN_EXAMPLES = [
         "--delta 1e-6",
     ),
     (
+        "A buffered linear Toeplitz (BLT) strategy with two buffers beside the square root, 5 epochs of 200 steps:",
+        "dpcalc matrix --strategy 'blt:theta=0.9|0.5,omega=0.1|0.6' --strategy sqrt --steps 1000 "
+        "--participation min-sep:k=5,b=200 --noise-multiplier 4 --delta 1e-6",
+    ),
+    (
         "The most steps of the banded square root at σ = 4 within ε = 3, each example at most 5 times, 200 apart:",
         "dpcalc matrix --strategy sqrt:bands=16 --participation min-sep:k=5,b=200 --noise-multiplier 4 "
         "--target-epsilon 3 --delta 1e-6",
@@ -44,7 +49,9 @@ norm 1), Z ~ N(0, σ²) per entry; its privacy is that of C·G + Z (docs/math.md
 Strategies (--strategy, repeatable): identity (DP-SGD); toeplitz:coef=c0|c1|... (alias banded: the
 lower-triangular Toeplitz C with those diagonals, b = len(coef) bands); sqrt (the square root of the
 prefix-sum workload, c_k = C(2k,k)/4^k: Fichtenberger, Henzinger & Upadhyay 2023) and sqrt:bands=b (its
-first b coefficients: Kalinin & Lampert 2024); tree (the binary tree of DP-FTRL, Kairouz et al. 2021);
+first b coefficients: Kalinin & Lampert 2024); blt:theta=θ1|θ2|...,omega=ω1|ω2|... (a buffered linear
+Toeplitz C: c_0 = 1, c_k = Σ_i ω_i θ_i^(k−1), Dvijotham et al. 2024, arXiv:2404.16706; buf_decay and
+output_scale are aliases of theta and omega, as jax_privacy names them); tree (the binary tree of DP-FTRL, Kairouz et al. 2021);
 file:path=FILE (a square lower-triangular C, CSV or .npy, checked).
 
 Participation (--participation): single (each example once); min-sep:k=K,b=B (at most K times, at least B
@@ -79,8 +86,9 @@ conservative, for the bandmf rows); with --noise-multiplier and no --steps, the 
     multiple=True,
     required=True,
     metavar="STRATEGY",
-    help="The strategy C (repeatable): identity, toeplitz:coef=c0|c1|..., sqrt, sqrt:bands=B, tree or "
-    "file:path=FILE (a square lower-triangular matrix, CSV or .npy).",
+    help="The strategy C (repeatable): identity, toeplitz:coef=c0|c1|..., sqrt, sqrt:bands=B, "
+    "blt:theta=θ1|..,omega=ω1|.. (buffered linear Toeplitz), tree or file:path=FILE (a square lower-triangular "
+    "matrix, CSV or .npy).",
 )
 @click.option(
     "--steps",

@@ -14,6 +14,10 @@ by sampling, its bands.  The strategies:
   private continual observation", ICML 2023); with ``bands=b`` its first b coefficients (the banded square
   root of Kalinin & Lampert 2024, "Banded square root matrix factorization for differentially private model
   training", NeurIPS 2024);
+* ``blt:theta=θ1|θ2|...,omega=ω1|ω2|...`` — a buffered linear Toeplitz (BLT) strategy: Toeplitz with ``c_0 = 1``
+  and ``c_k = Σ_i ω_i θ_i^(k−1)`` for k >= 1 (Dvijotham, McMahan, Pillutla, Steinke & Thakurta 2024, "Efficient
+  and near-optimal noise generation for streaming differential privacy", arXiv:2404.16706, §3; the
+  parameters jax_privacy's ``BufferedToeplitz`` calls ``buf_decay`` and ``output_scale``, accepted as aliases);
 * ``tree`` — the binary-tree strategy of DP-FTRL (Kairouz et al. 2021, arXiv:2103.00039; Dwork et al. 2010,
   Chan et al. 2011): one row per released node, the complete dyadic intervals within the n steps; column j is
   1 on the nodes that contain step j (at most ⌊log₂ n⌋ + 1); not square, not banded;
@@ -36,7 +40,9 @@ MAX_DENSE_STEPS = 4096
 MAX_STEPS = 1_000_000
 #: The most bytes a strategy file may have.
 MAX_FILE_BYTES = 200_000_000
-KINDS = ("identity", "toeplitz", "sqrt", "tree", "file")
+KINDS = ("identity", "toeplitz", "sqrt", "blt", "tree", "file")
+#: The most buffers of a BLT strategy.
+MAX_BUFFERS = 64
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,56 @@ def _coef(text: str, value: str) -> np.ndarray:
     return c
 
 
+def blt_coefficients(theta: np.ndarray, omega: np.ndarray, n: int) -> np.ndarray:
+    """The Toeplitz coefficients ``c_0 = 1, c_k = Σ_i ω_i θ_i^(k−1)`` (k = 1..n−1) of a BLT (Dvijotham et al.
+    2024, arXiv:2404.16706, §3), one buffer at a time (memory O(n))."""
+    c = np.zeros(n)
+    c[0] = 1.0
+    powers = np.arange(max(n - 1, 0), dtype=float)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        for t, w in zip(theta, omega):
+            c[1:] += w * np.power(t, powers) if t != 0 else w * (powers == 0)
+    return c
+
+
+def _blt(text: str, params: dict, n: int) -> np.ndarray:
+    keys = {"theta": "theta", "buf_decay": "theta", "omega": "omega", "output_scale": "omega"}
+    _allowed(text, params, tuple(keys))
+    got = {}
+    for k, v in params.items():
+        if keys[k] in got:
+            raise InputError(f"--strategy {text!r}: {keys[k]} given twice (under two names)")
+        try:
+            got[keys[k]] = np.array([float(x) for x in v.split("|")], dtype=float)
+        except ValueError:
+            raise InputError(f"--strategy {text!r}: {k} must be numbers separated by |, got {v!r}") from None
+    for k in ("theta", "omega"):
+        if k not in got:
+            raise InputError(
+                f"--strategy {text!r}: give theta=θ1|θ2|... and omega=ω1|ω2|... (one per buffer)"
+            )
+        if not np.all(np.isfinite(got[k])):
+            raise InputError(f"--strategy {text!r}: {k} must be finite numbers")
+    theta, omega = got["theta"], got["omega"]
+    if theta.size != omega.size:
+        raise InputError(
+            f"--strategy {text!r}: theta has {theta.size} values and omega {omega.size}: one of each per buffer"
+        )
+    if theta.size > MAX_BUFFERS:
+        raise InputError(f"--strategy {text!r}: at most {MAX_BUFFERS} buffers, got {theta.size}")
+    if np.any(np.abs(theta) > 1):
+        raise InputError(
+            f"--strategy {text!r}: every theta must lie in [-1, 1] (a buffer decay; |θ| > 1 makes C's entries "
+            f"grow without bound), got {theta[np.abs(theta) > 1][0]:g}"
+        )
+    c = blt_coefficients(theta, omega, n)
+    if not np.all(np.isfinite(c)):
+        raise InputError(f"--strategy {text!r}: the coefficients overflow")
+    while c.size > 1 and c[-1] == 0:
+        c = c[:-1]
+    return c
+
+
 def _whole(text: str, key: str, value: str, lo: int = 1) -> int:
     try:
         v = int(value)
@@ -178,6 +234,9 @@ def strategy(text: str, n: int) -> Strategy:
         b = _whole(text, "bands", params["bands"]) if "bands" in params else n
         c = sqrt_coefficients(min(b, n))
         return Strategy(text, n, coef=c, bands=int(c.size), nonnegative=True)
+    if kind == "blt":
+        c = _blt(text, params, n)
+        return Strategy(text, n, coef=c, bands=int(c.size), nonnegative=bool(np.all(c >= 0)))
     if kind == "tree":
         _allowed(text, params, ())
         if n > MAX_DENSE_STEPS:
