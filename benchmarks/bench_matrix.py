@@ -14,7 +14,12 @@ time over ``--repeat`` runs after a warm-up, peak memory of the process tree):
   bound of the sensitivity (the dynamic program, the heaviest admitted input of its size);
 * ``matrix mmcc b=16``, ``matrix mmcc b=64`` — MMCC (Choquette-Choo et al. 2024, arXiv:2310.15526) for the 16-
   and 64-banded square roots over 1000 steps, Poisson sampling at q = 0.01 over the whole run, σ = 4 (the
-  issue's target: under 60 s and 2 GB each).
+  issue's target: under 60 s and 2 GB each);
+* ``matrix mc 400``, ``matrix mc 1000`` — balls-in-bins with correlated noise by Monte Carlo (docs/math.md §12.5):
+  the 4-banded square root over 400 steps (σ = 2) and 1000 steps (σ = 3), 100 bins, δ = 1e-5, the default 10⁶
+  samples a direction.  Beside them, jax_privacy's own Monte Carlo for the same pairs (experimental/monte_carlo
+  at commit 8967688, 10⁶ samples a side, its δ estimate only, whole process): 28.5 s and 51.3 s (recorded, not
+  rerun here: it needs jax).
 
 The issue's floor: amplified BandMF and unamplified rows as fast as a DP-SGD query.  Reported: the ratios.
 """
@@ -120,7 +125,29 @@ ROWS = {
         ]
         for b in (16, 64)
     },
+    **{
+        f"matrix mc {n}": [
+            "matrix",
+            "--strategy",
+            "sqrt:bands=4",
+            "--steps",
+            str(n),
+            "--participation",
+            "balls-in-bins:b=100",
+            "--noise-multiplier",
+            str(sigma),
+            "--delta",
+            "1e-5",
+            "--method",
+            "mc",
+            "-f",
+            "csv",
+        ]
+        for n, sigma in ((400, 2), (1000, 3))
+    },
 }
+#: jax_privacy's balls-in-bins Monte Carlo for the same pairs (seconds, whole process; recorded).
+JAX_PRIVACY_MC = {"matrix mc 400": 28.5, "matrix mc 1000": 51.3}
 
 
 def main() -> None:
@@ -135,7 +162,10 @@ def main() -> None:
         med = statistics.median(runs.walls)
         peak = max(r.tree_pss for r in runs.runs) / MB
         base = med if base is None else base
-        print(f"{name:<22} {med:9.3f} {min(runs.walls):7.3f} {peak:8.1f} {med / base:6.2f}")
+        line = f"{name:<22} {med:9.3f} {min(runs.walls):7.3f} {peak:8.1f} {med / base:6.2f}"
+        if name in JAX_PRIVACY_MC:
+            line += f"   jax_privacy {JAX_PRIVACY_MC[name]:.1f} s: {JAX_PRIVACY_MC[name] / med:.1f}× slower"
+        print(line)
 
 
 if __name__ == "__main__":

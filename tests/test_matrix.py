@@ -517,3 +517,38 @@ def test_fixed_epochs_as_jax_privacy_checks(n, epochs, bands):
     want = np.linalg.norm(np.sum(Cm[:, ::b][:, :epochs], axis=1)) ** 2  # steps 0, b, 2b, ...
     got = sensitivity(s, Participation("min-sep", k=epochs + 10, b=b))
     assert got.exact and got.value**2 == pytest.approx(want, rel=1e-10)
+
+
+#: jax_privacy's own numbers, recorded (jax_privacy 2.0.0 from PyPI and 2.3.0.dev0 at commit 8967688, jax 0.10.2,
+#: dp-accounting 0.6.0, float64): ``toeplitz.minsep_sensitivity_squared(coef, min_sep=200, n=1000,
+#: max_participations=5)`` for the 16-banded square root and the BLT buf_decay=[0.9, 0.5], output_scale=[0.1, 0.6];
+#: ``amplified_bandmf_event`` (63 compositions of the Poisson-sampled Gaussian, q = 0.08, σ = 4) at δ = 1e-6 by
+#: dp-accounting's PLD and RDP accountants.
+JAX_PRIVACY_MINSEP = {
+    "sqrt:bands=16": 3.1175943026288477,
+    "blt:theta=0.9|0.5,omega=0.1|0.6": 2.958727257992163,
+}
+JAX_PRIVACY_BANDMF = {"bandmf-pld": 0.7041611889532388, "bandmf-rdp": 0.7674632783212947}
+
+
+def test_jax_privacy_recorded_values():
+    """The min-separation sensitivities equal jax_privacy's within rounding and never fall below them; the
+    amplified BandMF rows of C = I (one band, b = 16, the dominating DP-SGD run of 63 steps) are never above
+    jax_privacy's event by more than the PLD's discretisation (pld: the bracket contains its value; rdp: ours
+    uses more orders and the optimal conversion, so it may be below)."""
+    for spec, want in JAX_PRIVACY_MINSEP.items():
+        got = sensitivity(strategy(spec, 1000), Participation("min-sep", k=5, b=200))
+        assert got.exact and want <= got.value <= want * (1 + 1e-14)
+    rows = {
+        r["method"]: r
+        for r in _rows(
+            [
+                "matrix", "--strategy", "identity", "--steps", "1000", "--participation",
+                "cyclic-poisson:b=16,q=0.08", "--sigma", "4", "--delta", "1e-6",
+            ]
+        )
+    }  # fmt: skip
+    pld = rows["bandmf-pld"]
+    assert float(pld["epsilon_lower"]) <= JAX_PRIVACY_BANDMF["bandmf-pld"] <= float(pld["epsilon"])
+    assert float(pld["epsilon"]) == pytest.approx(JAX_PRIVACY_BANDMF["bandmf-pld"], rel=1e-5)
+    assert float(rows["bandmf-rdp"]["epsilon"]) == pytest.approx(JAX_PRIVACY_BANDMF["bandmf-rdp"], rel=1e-4)

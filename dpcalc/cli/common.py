@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import click
 
 from dpcalc.cli import _quiet_broken_pipe, allocator
-from dpcalc.cli.types import Grid
+from dpcalc.cli.types import SEED_MAX, Grid
 from dpcalc.errors import DpcalcWarning
 from dpcalc.exitcodes import ExitCode
 from dpcalc.plot import draw
@@ -176,6 +176,42 @@ def eps_error_option(func):
         metavar="X",
         help="pld: the largest width of the bracket [lower, upper] [default: 0.5% of ε].",
     )(func)
+
+
+def monte_carlo_options(row: str, cost: str):
+    """``--mc-samples``, ``--confidence``, ``--seed``: the Monte Carlo row ``row`` (``sgd-epsilon`` and
+    ``matrix``); ``cost`` says what a million samples cost and what is refused."""
+
+    def decorate(func):
+        for option in reversed(
+            (
+                click.option(
+                    "--mc-samples",
+                    type=click.IntRange(min=1000),
+                    default=None,
+                    metavar="N",
+                    help=f"{row}: Monte Carlo samples per direction [default: 1000000]; more samples certify "
+                    f"smaller δ ({cost}).",
+                ),
+                click.option(
+                    "--confidence",
+                    type=click.FloatRange(min=0.5, max=1.0, min_open=False, max_open=True),
+                    default=None,
+                    help=f"{row}: the probability, over the sampling, with which its ε is an upper bound "
+                    "[default: 0.95].",
+                ),
+                click.option(
+                    "--seed",
+                    type=click.IntRange(0, SEED_MAX),
+                    default=None,
+                    help=f"{row}: the seed of the sampling [default: 0; fixed, so reproducible].",
+                ),
+            )
+        ):
+            func = option(func)
+        return func
+
+    return decorate
 
 
 def single(values, option: str):

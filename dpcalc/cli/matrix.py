@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from dpcalc.cli.common import common_options, eps_error_option, run, single
+from dpcalc.cli.common import common_options, eps_error_option, monte_carlo_options, run, single
 from dpcalc.cli.types import Grid
 from dpcalc.commands.choices import MATRIX_METHODS
 
@@ -29,6 +29,11 @@ MAN_EXAMPLES = [
         "A buffered linear Toeplitz (BLT) strategy with two buffers beside the square root, 5 epochs of 200 steps:",
         "dpcalc matrix --strategy 'blt:theta=0.9|0.5,omega=0.1|0.6' --strategy sqrt --steps 1000 "
         "--participation min-sep:k=5,b=200 --noise-multiplier 4 --delta 1e-6",
+    ),
+    (
+        "Balls-in-bins over 100 bins, four cycles: the Monte Carlo row beside the unamplified one:",
+        "dpcalc matrix --strategy sqrt:bands=4 --steps 400 --participation balls-in-bins:b=100 --noise-multiplier 2 "
+        "--delta 1e-4 --mc-samples 200000",
     ),
     (
         "The most steps of the banded square root at σ = 4 within ε = 3, each example at most 5 times, 200 apart:",
@@ -57,7 +62,8 @@ file:path=FILE (a square lower-triangular C, CSV or .npy, checked).
 Participation (--participation): single (each example once); min-sep:k=K,b=B (at most K times, at least B
 steps apart: K epochs of B steps); cyclic-poisson:b=B,q=Q (the examples in B partitions, step i uses
 partition i mod B, each example with probability Q); poisson:q=Q (each example in every step with
-probability Q).
+probability Q); balls-in-bins:b=B (each example in every step of one of B partitions, chosen uniformly at
+random, the same in every cycle).
 
 sensitivity: the largest ‖C·ΔG‖ over the participation (sensitivity_exact true: exact, by a theorem
 named in the note — single participation; McKenna et al. 2024, Thm 2 for non-negative non-increasing
@@ -73,6 +79,10 @@ composition of Thm 3.1) for a non-negative C under poisson:q=Q: each row a mixtu
 participation probabilities p̃ bound the posterior given the earlier rows outside tail events of total
 probability δ_tail = δ/2, composed by a certified PLD at δ − δ_tail (the unamplified Gaussian where smaller);
 ε only (no --target-epsilon, no search for the steps).
+mc: balls-in-bins participation (balls-in-bins:b=B) by Monte Carlo for a non-negative C: the dominating
+pair of Choquette-Choo et al. 2025 (arXiv:2410.06266), a b-dimensional mixture of Gaussians, sampled
+--mc-samples times per direction; ε holds with probability --confidence over the sampling (never a
+certified bound: -q and budget checks skip it); ε only.
 
 --target-epsilon: the smallest noise multiplier of each row (exact for gaussian; within a factor 1.0001,
 conservative, for the bandmf rows); with --noise-multiplier and no --steps, the largest number of steps
@@ -102,8 +112,9 @@ conservative, for the bandmf rows); with --noise-multiplier and no --steps, the 
     multiple=True,
     metavar="PATTERN",
     help="single (the default), min-sep:k=K,b=B (at most K times, B steps apart), cyclic-poisson:b=B,q=Q (B "
-    "partitions, each example with probability Q at each step of its partition) or poisson:q=Q (each example "
-    "with probability Q at every step); repeatable: rows for each.",
+    "partitions, each example with probability Q at each step of its partition), poisson:q=Q (each example "
+    "with probability Q at every step) or balls-in-bins:b=B (each example in every step of one of B partitions, "
+    "chosen at random); repeatable: rows for each.",
 )
 @click.option(
     "--noise-multiplier",
@@ -123,17 +134,36 @@ conservative, for the bandmf rows); with --noise-multiplier and no --steps, the 
     default="all",
     show_default=True,
     help="gaussian (no amplification, exact), bandmf-rdp / bandmf-pld (amplified BandMF: cyclic Poisson "
-    "sampling and a banded C), mmcc (MMCC: Poisson sampling, C >= 0), or all that apply.",
+    "sampling and a banded C), mmcc (MMCC: Poisson sampling, C >= 0), mc (balls-in-bins by Monte Carlo, C >= 0: "
+    "a bound with a confidence), or all that apply.",
 )
 @eps_error_option
+@monte_carlo_options(
+    "mc (balls-in-bins)",
+    "about 5 s per million samples for b = 100 bins, growing as b²; more than about 12 s of work is refused",
+)
 @common_options
-def command(strategies, steps, participation, sigma, delta, target_epsilon, method, eps_error, out):
+def command(
+    strategies,
+    steps,
+    participation,
+    sigma,
+    delta,
+    target_epsilon,
+    method,
+    eps_error,
+    mc_samples,
+    confidence,
+    seed,
+    out,
+):
     """Correlated noise: ε of matrix-factorization training (DP-FTRL, BandMF).
 
     For each strategy C: its sensitivity under the participation pattern, and ε without amplification (the
     Gaussian mechanism) and, under cyclic Poisson sampling with a banded C, amplified BandMF (rdp and a
-    certified pld bracket); under Poisson sampling with C >= 0, MMCC (a certified pld bracket).  With
-    --target-epsilon: the smallest noise multiplier instead.
+    certified pld bracket); under Poisson sampling with C >= 0, MMCC (a certified pld bracket); under
+    balls-in-bins with C >= 0, a Monte Carlo bound with a confidence.  With --target-epsilon: the smallest
+    noise multiplier instead.
     """
     eps_error = single(eps_error, "--eps-error")
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
@@ -148,5 +178,8 @@ def command(strategies, steps, participation, sigma, delta, target_epsilon, meth
         participation=list(participation) or "single",
         method=method,
         eps_error=eps_error,
+        mc_samples=mc_samples,
+        confidence=confidence,
+        seed=seed,
     )
     run(out, lambda: cmd.matrix(params))

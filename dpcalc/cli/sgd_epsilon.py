@@ -8,13 +8,13 @@ import sys
 
 import click
 
-from dpcalc.cli.common import common_options, eps_error_option, run, single
+from dpcalc.cli.common import common_options, eps_error_option, monte_carlo_options, run, single
 from dpcalc.cli.rdp_curve import curve_options, wanted
 from dpcalc.cli.run_options import run_options
 from dpcalc.cli.sgd_epsilon_man import MAN_EXAMPLES, MAN_NOTES  # noqa: F401  (the man page's text)
 from dpcalc.cli.tradeoff import refuse_with, risk_options, risk_question, tradeoff_options, with_max_tpr
 from dpcalc.cli.tuning import tuning_option
-from dpcalc.cli.types import SEED_MAX, Grid
+from dpcalc.cli.types import Grid
 from dpcalc.commands.choices import GROUP_SIZE_MAX, SGD_ACCOUNTANTS, SGD_CONVERSIONS, SGD_SAMPLINGS
 
 RUN_HELP = {
@@ -123,26 +123,9 @@ RUN_HELP = {
     default=None,
     help="Neighbouring relation [default: replace-one for fixed-size and shuffle, else add-remove].",
 )
-@click.option(
-    "--mc-samples",
-    type=click.IntRange(min=1000),
-    default=None,
-    metavar="N",
-    help="--accountant mc: Monte Carlo samples per direction [default: 1000000]; more samples certify "
-    "smaller δ (about 10 s per million samples per epoch of 234 steps; samples × steps above 2.5e8 are refused).",
-)
-@click.option(
-    "--confidence",
-    type=click.FloatRange(min=0.5, max=1.0, min_open=False, max_open=True),
-    default=None,
-    help="--accountant mc: the probability, over the sampling, with which its ε is an upper bound "
-    "[default: 0.95].",
-)
-@click.option(
-    "--seed",
-    type=click.IntRange(0, SEED_MAX),
-    default=None,
-    help="--accountant mc: the seed of the sampling [default: 0; fixed, so reproducible].",
+@monte_carlo_options(
+    "--accountant mc",
+    "about 10 s per million samples per epoch of 234 steps; samples × steps above 2.5e8 are refused",
 )
 @click.option(
     "--target-epsilon",

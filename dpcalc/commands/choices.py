@@ -40,4 +40,4 @@ LANGEVIN_METHODS = ("dynamics", "lower", "composition")
 GROUP_SIZE_MAX = 10_000
 
 #: matrix's --method (besides "all"): dpcalc.commands.matrix.MATRIX_METHODS.
-MATRIX_METHODS = ("gaussian", "bandmf-rdp", "bandmf-pld", "mmcc")
+MATRIX_METHODS = ("gaussian", "bandmf-rdp", "bandmf-pld", "mmcc", "mc")

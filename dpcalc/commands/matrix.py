@@ -5,7 +5,9 @@ For each strategy (:mod:`dpcalc.engine.matrix.strategies`) and participation pat
 C (exact where a theorem makes it so, else a certified upper bound: :mod:`dpcalc.engine.matrix.sensitivity`),
 then one row per accountant that applies (:mod:`dpcalc.engine.matrix.accounting`): ``gaussian`` (no
 amplification, exact), ``bandmf-rdp`` and ``bandmf-pld`` (amplified BandMF, cyclic Poisson sampling), ``mmcc``
-(Poisson sampling over the whole run, a non-negative C: :mod:`dpcalc.engine.matrix.mmcc`, ε only).  With
+(Poisson sampling over the whole run, a non-negative C: :mod:`dpcalc.engine.matrix.mmcc`, ε only) and ``mc``
+(balls-in-bins participation by Monte Carlo, a bound holding with a confidence:
+:mod:`dpcalc.engine.matrix.balls_in_bins_mc`, ε only).  With
 ``target_epsilon`` and no noise multiplier: the smallest noise multiplier of each row.
 """
 
@@ -44,7 +46,15 @@ _NOTES = {
     "σ/max column norm; certified PLD bracket",
     "mmcc": "MMCC (Choquette-Choo, Ganesh, Steinke & Thakurta 2024, arXiv:2310.15526, Thm 4.8 with conditional "
     "composition, Thm 3.1): the rows as mixtures of Gaussians under posterior bounds p̃; certified PLD bracket",
+    "mc": "balls-in-bins by Monte Carlo (the dominating pair of Choquette-Choo et al. 2025, arXiv:2410.06266; "
+    "Chua et al. 2025, arXiv:2412.16802): an upper bound with probability confidence over the sampling, not a "
+    "certified bound",
 }
+#: The Monte Carlo row's defaults (as sgd-epsilon's --accountant mc): samples per direction, confidence, seed.
+MC_SAMPLES = 1_000_000
+MC_CONFIDENCE = 0.95
+#: The most work of the Monte Carlo rows, in units of about 20 ns (both directions, every σ): about 12 s.
+MC_WORK_MAX = 6e8
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,9 @@ class MatrixParams:
     participation: str | Sequence[str] = "single"
     method: str = "all"
     eps_error: float | None = None
+    mc_samples: int | None = None  # mc: Monte Carlo samples per direction [MC_SAMPLES]
+    confidence: float | None = None  # mc: the probability with which its ε holds [MC_CONFIDENCE]
+    seed: int | None = None  # mc: the seed of the sampling [0]
 
 
 def participation(text: str) -> Participation:
@@ -74,10 +87,17 @@ def participation(text: str) -> Participation:
         if not eq:
             raise InputError(f"--participation {text!r}: {part!r} is not KEY=VALUE")
         params[key.strip()] = value.strip()
-    allowed = {"single": (), "min-sep": ("k", "b"), "cyclic-poisson": ("b", "q"), "poisson": ("q",)}
+    allowed = {
+        "single": (),
+        "min-sep": ("k", "b"),
+        "cyclic-poisson": ("b", "q"),
+        "poisson": ("q",),
+        "balls-in-bins": ("b",),
+    }
     if kind not in allowed:
         raise InputError(
-            f"--participation {text!r}: must be single, min-sep:k=K,b=B, cyclic-poisson:b=B[,q=Q] or poisson:q=Q"
+            f"--participation {text!r}: must be single, min-sep:k=K,b=B, cyclic-poisson:b=B[,q=Q], poisson:q=Q "
+            "or balls-in-bins:b=B"
         )
     for key in params:
         if key not in allowed[kind]:
@@ -97,6 +117,8 @@ def participation(text: str) -> Participation:
         return Participation("single")
     if kind == "min-sep":
         return Participation("min-sep", k=whole("k"), b=whole("b"))
+    if kind == "balls-in-bins":
+        return Participation("balls-in-bins", b=whole("b"))
     q = None
     if "q" in params:
         try:
@@ -131,9 +153,16 @@ def matrix(params: MatrixParams) -> Result:
         raise InputError(f"--participation: give 1 to {MAX_STRATEGIES} patterns")
     parts = [participation(t) for t in texts]
     for part in parts:
-        if part.kind == "cyclic" and p.steps is not None and part.b > p.steps:
+        if part.kind in ("cyclic", "balls-in-bins") and p.steps is not None and part.b > p.steps:
             raise InputError(f"--participation: b = {part.b} partitions is more than the {p.steps} steps")
     methods = list(MATRIX_METHODS) if p.method == "all" else [p.method]
+    mc_opts = {"--mc-samples": p.mc_samples, "--confidence": p.confidence, "--seed": p.seed}
+    if (given := [k for k, v in mc_opts.items() if v is not None]) and (
+        "mc" not in methods or all(part.kind != "balls-in-bins" for part in parts)
+    ):
+        raise InputError(
+            f"{given[0]}: applies to the mc row (--participation balls-in-bins:b=B, --method mc or all)"
+        )
     axes = {}
     if p.target_epsilon is not None:
         axes["target"] = np.asarray(p.target_epsilon, float)
@@ -167,6 +196,11 @@ def matrix(params: MatrixParams) -> Result:
         "norm; sensitivity_bound: the sensitivity of C under the participation, an upper bound (sensitivity_exact: true "
         "where it is the exact value)"
     )
+    if "mc" in out["method"]:
+        caption += (
+            "; mc: balls-in-bins by Monte Carlo, ε an upper bound with probability confidence over the sampling "
+            "(not certified; never the headline of -q or a budget check)"
+        )
     if "mmcc" in out["method"]:
         caption += (
             "; mmcc: ε of the run under Poisson sampling (Choquette-Choo et al. 2024, arXiv:2310.15526), "
@@ -183,9 +217,9 @@ def matrix(params: MatrixParams) -> Result:
         headline=headline,
         title="Matrix mechanism (correlated noise)",
         caption=caption,
-        derived=("sensitivity_bound", "sensitivity_exact", "dpsgd_steps", "bands")
+        derived=("sensitivity_bound", "sensitivity_exact", "dpsgd_steps", "bands", "confidence", "samples")
         if solve == "steps"
-        else (),
+        else ("confidence", "samples"),
     )
     res.plot = _plot(out, p, solve)
     return res
@@ -218,9 +252,11 @@ def _steps_rows(out, text, part, method, g, p, strict):
             if strict:
                 raise InputError(f"--method {method}: {why}")
             return
-        if method == "mmcc":
+        if method in ("mmcc", "mc"):
             if strict:
-                raise InputError(f"--method mmcc: {MMCC_ONLY_EPSILON}")
+                raise InputError(
+                    f"--method {method}: {MMCC_ONLY_EPSILON if method == 'mmcc' else MC_ONLY_EPSILON}"
+                )
             return
         found = boundary(test, target, max(lo, 100.0), ok_above=False, lo=lo, hi=hi, integer=True)
         if found.x is None:
@@ -253,6 +289,52 @@ MMCC_ONLY_EPSILON = (
 )
 
 
+#: Why mc answers no inverse question.
+MC_ONLY_EPSILON = (
+    "answers ε at a given --noise-multiplier and --steps only (a Monte Carlo bound; --target-epsilon is not "
+    "offered for mc)"
+)
+
+
+def _mc_refusal(s, part, solve) -> str | None:
+    """Why the mc row does not apply, or None."""
+    if part.kind != "balls-in-bins":
+        return "mc needs balls-in-bins participation (--participation balls-in-bins:b=B)"
+    if solve:
+        return MC_ONLY_EPSILON
+    if not s.nonnegative:
+        return f"mc needs C >= 0 entrywise; {s.label} has negative entries"
+    return None
+
+
+def _mc_rows(s, part, g, p):
+    """The Monte Carlo row's (ε upper bounds, estimates, notes), its work bounded before any draw."""
+    from dpcalc.engine.matrix import balls_in_bins_mc as bb  # lazy: the sampler loads only for its rows
+
+    samples = MC_SAMPLES if p.mc_samples is None else p.mc_samples
+    confidence = MC_CONFIDENCE if p.confidence is None else p.confidence
+    total = 2 * bb.work(samples, part.b) * np.unique(g["sigma"]).size
+    if total > MC_WORK_MAX:
+        raise InputError(
+            f"--mc-samples: {samples} samples over b = {part.b} bins ({np.unique(g['sigma']).size} noise "
+            f"values) is {total / MC_WORK_MAX:.3g} times the work limit (about 12 s): lower --mc-samples, "
+            "the bins or the noise values"
+        )
+    up, est = bb.epsilon_mc(
+        s, part.b, g["sigma"], g["delta"], samples=samples, confidence=confidence, seed=p.seed or 0
+    )
+    note = [
+        _NOTES["mc"]
+        + (
+            ""
+            if np.isfinite(u)
+            else f"; {samples} samples cannot certify this δ: raise --mc-samples (epsilon = inf)"
+        )
+        for u in up
+    ]
+    return up, est, note, samples, confidence
+
+
 def _mmcc_refusal(s, part, solve) -> str | None:
     """Why the mmcc row does not apply, or None."""
     if part.kind != "poisson":
@@ -269,13 +351,19 @@ def _rows(out, s, part, sens, method, g, solve, p, strict):
     why = acc.bandmf_refusal(s, part) if method.startswith("bandmf") else None
     if method == "mmcc":
         why = _mmcc_refusal(s, part, solve)
+    if method == "mc":
+        why = _mc_refusal(s, part, solve)
     if why is not None:
         if strict:
             raise InputError(f"--method {method}: {why}")
         return
     lower = est = np.full(n, np.nan)
     note = [f"{_NOTES[method]}; sensitivity: {sens.how}"] * n
-    if method == "mmcc":
+    confidence = samples = None
+    if method == "mc":
+        sigma = g["sigma"]
+        eps, est, note, samples, confidence = _mc_rows(s, part, g, p)
+    elif method == "mmcc":
         from dpcalc.engine.matrix import mmcc  # lazy: MMCC's engine loads only for its rows
 
         res = mmcc.mmcc_epsilon(
@@ -331,6 +419,8 @@ def _rows(out, s, part, sens, method, g, solve, p, strict):
         "epsilon_lower": [None if np.isnan(v) else float(v) for v in np.asarray(lower, float).reshape(-1)],
         "epsilon_estimate": [None if np.isnan(v) else float(v) for v in np.asarray(est, float).reshape(-1)],
         "dpsgd_steps": [steps] * n,
+        "confidence": [confidence] * n,
+        "samples": [samples] * n,
         "note": note,
     }
     for k in COLUMNS:

@@ -135,11 +135,12 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     "matrix": (
         (
             "strategy",
-            "the strategy C (--strategy): identity, toeplitz:coef=…, sqrt[:bands=b], tree or file:path=…",
+            "the strategy C (--strategy): identity, toeplitz:coef=…, sqrt[:bands=b], blt:theta=…,omega=…, tree or "
+            "file:path=…",
         ),
         (
             "participation",
-            "single, min-sep:k=K,b=B, cyclic-poisson:b=B[,q=Q] or poisson:q=Q (--participation)",
+            "single, min-sep:k=K,b=B, cyclic-poisson:b=B[,q=Q], poisson:q=Q or balls-in-bins:b=B (--participation)",
         ),
         ("steps", "n: the steps of the run (columns of C)"),
         ("bands", "the nonzero diagonals of C (empty: not banded, the tree)"),
@@ -149,7 +150,8 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ),
         (
             "method",
-            "gaussian (no amplification), bandmf-rdp or bandmf-pld (amplified BandMF), mmcc (Poisson sampling)",
+            "gaussian (no amplification), bandmf-rdp or bandmf-pld (amplified BandMF), mmcc (Poisson sampling), "
+            "mc (balls-in-bins by Monte Carlo)",
         ),
         (
             "sensitivity_bound",
@@ -159,13 +161,22 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("noise_multiplier", "σ: given, or the smallest within --target-epsilon"),
         ("delta", "the target δ"),
         ("target_epsilon", "the target ε of --target-epsilon"),
-        ("epsilon", "ε: a certified upper bound"),
+        ("epsilon", "ε: a certified upper bound (mc rows: an upper bound with probability confidence)"),
         (
             "epsilon_lower",
             "bandmf-pld, mmcc: the lower end of the certified bracket [epsilon_lower, epsilon]",
         ),
-        ("epsilon_estimate", "bandmf-pld, mmcc: an estimate inside the bracket (not a bound)"),
+        (
+            "epsilon_estimate",
+            "bandmf-pld, mmcc: an estimate inside the bracket; mc: the Monte Carlo estimate (not bounds)",
+        ),
         ("dpsgd_steps", "bandmf rows: the steps ⌈n/b⌉ of the DP-SGD run that dominates it"),
+        (
+            "confidence",
+            "mc: the probability, over the Monte Carlo sampling, with which epsilon is an upper bound (empty: "
+            "a deterministic bound)",
+        ),
+        ("samples", "mc: the Monte Carlo samples drawn per direction (with --seed: reproducible)"),
         _NOTE,
     ),
     "iterate": (

@@ -135,6 +135,14 @@ def _invert(fun, target, lo, hi):
 def _epsilon_one(sigma, m, k, delta, n, confidence, seed):
     ref = _eps_ref(sigma, m, k, delta)
     rem, add = _directions(sigma, m, k, ref, n, confidence, seed, delta_target=delta)
+    return epsilon_of_directions(rem, add, delta, confidence, ref)
+
+
+def epsilon_of_directions(rem, add, delta, confidence, ref=0.0):
+    """(ε upper bound, ε estimate) at ``delta`` from the two directions' sample sets (objects with
+    ``upper(ε, confidence)``, ``estimate(ε)`` and ``max_loss``, each non-increasing in ε for its fixed sample
+    set): the smallest ε whose worse direction's bound is within ``delta``, by bisection ended on the upper
+    side and one ulp up (``inf`` when the samples cannot certify ``delta``), and the estimate's ε."""
 
     def upper(e):
         return max(float(rem.upper(e, confidence)[0]), float(add.upper(e, confidence)[0]))

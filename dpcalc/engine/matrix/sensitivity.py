@@ -39,7 +39,9 @@ MAX_DP_WORK = 2.5e8
 class Participation:
     """How often and how far apart an example takes part: ``single``; ``min-sep`` (at most ``k`` times, at
     least ``b`` steps apart); ``cyclic`` (partitions of b steps apart, each step sampled with probability q;
-    ``q`` None: every step of its partition); ``poisson`` (every step sampled with probability q, b = 1)."""
+    ``q`` None: every step of its partition); ``poisson`` (every step sampled with probability q, b = 1);
+    ``balls-in-bins`` (every step of one of the b partitions, chosen uniformly at random: its worst case is
+    cyclic participation)."""
 
     kind: str
     k: int = 1
@@ -53,6 +55,8 @@ class Participation:
             return f"min-sep:k={self.k},b={self.b}"
         if self.kind == "poisson":
             return f"poisson:q={self.q!r}"
+        if self.kind == "balls-in-bins":
+            return f"balls-in-bins:b={self.b}"
         return f"cyclic-poisson:b={self.b}" + (f",q={self.q!r}" if self.q is not None else "")
 
 
@@ -83,7 +87,7 @@ def sensitivity(s: Strategy, p: Participation) -> Sensitivity:
     k = participations(n, p)
     if k == 1:
         return Sensitivity(_up(float(np.max(norms))), True, "single participation: the largest column norm")
-    if p.kind in ("cyclic", "poisson"):
+    if p.kind in ("cyclic", "poisson", "balls-in-bins"):
         return _cyclic(s, p.b)
     if s.toeplitz and s.monotone_toeplitz():
         v = np.zeros(n)
