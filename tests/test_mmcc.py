@@ -278,11 +278,7 @@ def test_monotone_in_sigma_and_p():
     [
         (["--strategy", "toeplitz:coef=1|-0.5", "--steps", "10"], "mmcc needs C >= 0"),
         (["--strategy", "sqrt", "--steps", "4000", "--noise-multiplier", "0.5"], "above the limit"),
-        (
-            ["--strategy", "sqrt:bands=4", "--steps", "10", "--target-epsilon", "1"],
-            "--target-epsilon is not offered",
-        ),
-        (["--strategy", "sqrt:bands=4", "--target-epsilon", "1"], "--target-epsilon is not offered"),
+        (["--strategy", "file:path=/nonexistent.npy", "--target-epsilon", "1"], "give --steps"),
     ],
 )
 def test_refusals_one_line_exit_2(args, words):
@@ -351,3 +347,91 @@ def test_other_patterns_refused_and_rows_unchanged():
             ]
         )
         assert result.exit_code == 2 and "--participation" in result.output, (bad, result.output)
+
+
+def _mmcc_eps(spec, n, q, sigma, delta, target):
+    """MMCC computed afresh as the searches compute it: the bracket 0.5 % of the target wide."""
+    s = strategy(spec, n)
+    (ans,) = mmcc.mmcc_epsilon(mmcc.causal_matrix(s), q, sigma, delta, label=spec, eps_error=0.005 * target)
+    return ans.upper
+
+
+def test_noise_for_a_target_round_trip():
+    """--target-epsilon: the σ found meets the target by MMCC computed afresh, and σ/(1 + 1e-4) misses it; C = I
+    agrees with sgd-epsilon's pld calibration (within the two searches' tolerances); a larger target needs
+    less noise."""
+    rows = _rows(
+        [
+            "matrix", "--strategy", "identity", "--strategy", "sqrt:bands=4", "--steps", "60",
+            "--participation", "poisson:q=0.05", "--target-epsilon", "1.5,3", "--delta", "1e-6", "--method", "mmcc",
+        ]
+    )  # fmt: skip
+    assert len(rows) == 4
+    for r in rows:
+        sigma, target = float(r["noise_multiplier"]), float(r["target_epsilon"])
+        assert float(r["epsilon"]) <= target and float(r["epsilon_lower"]) <= float(r["epsilon"])
+        assert _mmcc_eps(r["strategy"], 60, 0.05, sigma, 1e-6, target) == float(r["epsilon"]) <= target
+        assert _mmcc_eps(r["strategy"], 60, 0.05, sigma / (1 + 1e-4), 1e-6, target) > target
+        assert "computed and above the target" in r["note"]
+    by = {(r["strategy"], r["target_epsilon"]): float(r["noise_multiplier"]) for r in rows}
+    assert (
+        by[("identity", "3.0")] < by[("identity", "1.5")]
+        and by[("sqrt:bands=4", "3.0")] < by[("sqrt:bands=4", "1.5")]
+    )
+    assert by[("identity", "1.5")] < by[("sqrt:bands=4", "1.5")]
+    sgd = _run(
+        [
+            "sgd-epsilon", "--sample-rate", "0.05", "--steps", "60", "--target-epsilon", "1.5", "--delta", "1e-6",
+            "--accountant", "pld", "-q",
+        ]
+    )  # fmt: skip
+    assert sgd.exit_code == 0
+    assert by[("identity", "1.5")] == pytest.approx(float(sgd.stdout), rel=2e-3)
+
+
+def test_most_steps_for_a_target():
+    """--target-epsilon with --noise-multiplier and no --steps: the n found meets the target, n + 1 misses it
+    (MMCC computed afresh at both)."""
+    rows = _rows(
+        [
+            "matrix", "--strategy", "sqrt:bands=4", "--participation", "poisson:q=0.01", "--noise-multiplier", "3",
+            "--target-epsilon", "1", "--delta", "1e-6", "--method", "mmcc",
+        ]
+    )  # fmt: skip
+    (r,) = rows
+    n = int(r["steps"])
+    assert 10 < n < 2048
+    assert _mmcc_eps("sqrt:bands=4", n, 0.01, 3.0, 1e-6, 1.0) == float(r["epsilon"]) <= 1.0
+    assert _mmcc_eps("sqrt:bands=4", n + 1, 0.01, 3.0, 1e-6, 1.0) > 1.0
+
+
+@pytest.mark.parametrize(
+    "extra,words",
+    [
+        (
+            ["--steps", "50", "--delta", "1e-31", "--target-epsilon", "1"],
+            "--delta: mmcc's searches take δ >= 1e-30",
+        ),
+        (["--steps", "50", "--delta", "1e-6", "--target-epsilon", "0.001"], "target of at least 0.01"),
+        (
+            ["--delta", "1e-31", "--target-epsilon", "1", "--noise-multiplier", "2"],
+            "--delta: mmcc's searches",
+        ),
+    ],
+)
+def test_search_refusals_are_one_line(extra, words):
+    result = _run(
+        [
+            "matrix",
+            "--strategy",
+            "sqrt:bands=4",
+            "--participation",
+            "poisson:q=0.05",
+            "--method",
+            "mmcc",
+            *extra,
+        ]
+    )
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().split("\n")
+    assert len(lines) == 1 and words in lines[0], result.output

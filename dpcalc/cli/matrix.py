@@ -77,16 +77,17 @@ under cyclic Poisson sampling: DP-SGD with Poisson sampling at rate Q, ceil(n/B)
 mmcc: MMCC (Choquette-Choo, Ganesh, Steinke & Thakurta 2024, arXiv:2310.15526, Thm 4.8 and the conditional
 composition of Thm 3.1) for a non-negative C under poisson:q=Q: each row a mixture of Gaussians whose
 participation probabilities p̃ bound the posterior given the earlier rows outside tail events of total
-probability δ_tail = δ/2, composed by a certified PLD at δ − δ_tail (the unamplified Gaussian where smaller);
-ε only (no --target-epsilon, no search for the steps).
+probability δ_tail = δ/2, composed by a certified PLD at δ − δ_tail (the unamplified Gaussian where smaller).
 mc: balls-in-bins participation (balls-in-bins:b=B) by Monte Carlo for a non-negative C: the dominating
 pair of Choquette-Choo et al. 2025 (arXiv:2410.06266), a b-dimensional mixture of Gaussians, sampled
 --mc-samples times per direction; ε holds with probability --confidence over the sampling (never a
 certified bound: -q and budget checks skip it); ε only.
 
 --target-epsilon: the smallest noise multiplier of each row (exact for gaussian; within a factor 1.0001,
-conservative, for the bandmf rows); with --noise-multiplier and no --steps, the largest number of steps
-(a search: ε computed at the answer and found within the target, one more step computed and above it)."""
+conservative, for the bandmf and mmcc rows — mmcc by a monotone search of MMCC computations, at most 16,
+started from DP-SGD's σ times ‖C·1‖/√n); with --noise-multiplier and no --steps, the largest number of steps
+(a search: ε computed at the answer and found within the target, one more step computed and above it; mmcc
+up to 2048 steps). mc answers ε only."""
 
 
 @click.command("matrix")

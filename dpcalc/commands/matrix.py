@@ -13,9 +13,10 @@ amplification, exact), ``bandmf-rdp`` and ``bandmf-pld`` (amplified BandMF, cycl
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -75,6 +76,7 @@ class MatrixParams:
     mc_samples: int | None = None  # mc: Monte Carlo samples per direction [MC_SAMPLES]
     confidence: float | None = None  # mc: the probability with which its ε holds [MC_CONFIDENCE]
     seed: int | None = None  # mc: the seed of the sampling [0]
+    mmcc_memory_cap: int | None = None  # mmcc: the PLD's memory cap (set by the searches; None: its default)
 
 
 def participation(text: str) -> Participation:
@@ -207,7 +209,10 @@ def matrix(params: MatrixParams) -> Result:
             "a certified bound (δ − δ_tail to the PLD of the row mixtures, δ_tail to the tail events)"
         )
     if solve == "sigma":
-        caption += "; noise_multiplier: the smallest (within a factor 1.0001 for bandmf rows, exact for gaussian) with ε <= target"
+        caption += (
+            "; noise_multiplier: the smallest (within a factor 1.0001 for bandmf and mmcc rows, exact for gaussian) "
+            "with ε <= target"
+        )
     if solve == "steps":
         caption += (
             "; steps: the largest with ε <= target (ε computed there; one more step computed and above it)"
@@ -231,32 +236,41 @@ MAX_SEARCH_ROWS = 100
 
 def _steps_rows(out, text, part, method, g, p, strict):
     """The largest n with ε <= target for each row of ``g`` (a monotone search over whole n)."""
-    small = strategy(text, 2)
-    dense = not small.toeplitz or (not small.monotone_toeplitz() and part.kind != "single")
     if text.partition(":")[0].strip() == "file":
         raise InputError(f"--strategy {text!r}: a file's C fixes the steps; give --steps")
-    hi = float(MAX_DENSE_STEPS if dense else MAX_STEPS)
+    small = strategy(text, 2)
+    dense = not small.toeplitz or (not small.monotone_toeplitz() and part.kind != "single")
+    hi = float(MMCC_SEARCH_STEPS if method == "mmcc" else MAX_DENSE_STEPS if dense else MAX_STEPS)
     lo = float(part.b if part.kind == "cyclic" else 1)
     for i in range(g["delta"].size):
         target, sigma, delta = (float(g[k][i]) for k in ("target", "sigma", "delta"))
         one = {"sigma": np.array([sigma]), "delta": np.array([delta]), "target": np.array([target])}
+        budget = _MmccBudget(p, target, delta) if method == "mmcc" else None
 
-        def test(n, one=one):
+        def test(n, one=one, budget=budget):
             s = strategy(text, int(n))
             sens = sensitivity(s, part)
             row: dict = {c: [] for c in COLUMNS}
-            _rows(row, s, part, sens, method, one, None, p, strict=True)
+            if budget is not None and not budget.admits(s, part.q, one["sigma"][0]):
+                return math.inf, None  # not computed (the search's work limit): never reported
+            if budget is None:
+                _rows(row, s, part, sens, method, one, None, p, strict=True)
+                return row["epsilon"][0], row
+            try:
+                _rows(row, s, part, sens, method, one, None, budget.params, strict=True)
+            except (InputError, OverflowError):  # an MMCC computation refused: not computed, never reported
+                budget.cut = True
+                return math.inf, None
             return row["epsilon"][0], row
 
         if method.startswith("bandmf") and (why := acc.bandmf_refusal(small, part)) is not None:
             if strict:
                 raise InputError(f"--method {method}: {why}")
             return
-        if method in ("mmcc", "mc"):
+        why = _mmcc_refusal(small, part, None) if method == "mmcc" else MC_ONLY_EPSILON
+        if method == "mc" or (method == "mmcc" and why is not None):
             if strict:
-                raise InputError(
-                    f"--method {method}: {MMCC_ONLY_EPSILON if method == 'mmcc' else MC_ONLY_EPSILON}"
-                )
+                raise InputError(f"--method {method}: {why}")
             return
         found = boundary(test, target, max(lo, 100.0), ok_above=False, lo=lo, hi=hi, integer=True)
         if found.x is None:
@@ -278,15 +292,47 @@ def _steps_rows(out, text, part, method, g, p, strict):
                 row["note"] = [
                     row["note"][0] + f"; steps: the whole range searched meets the target (up to {int(hi)})"
                 ]
+            elif budget is not None and budget.cut:
+                row["note"] = [
+                    row["note"][0] + "; steps: the search reached mmcc's work limit: larger n not all "
+                    "computed, so the answer may be below the largest"
+                ]
         for c in COLUMNS:
             out[c] += row[c]
 
 
-#: Why mmcc answers no inverse question.
-MMCC_ONLY_EPSILON = (
-    "answers ε at a given --noise-multiplier and --steps only (its tail bounds are recomputed for every σ; "
-    "--target-epsilon is not offered for mmcc)"
-)
+#: The most steps of mmcc's search over the steps (C and its Gram matrix held dense at each candidate).
+MMCC_SEARCH_STEPS = 2048
+
+
+class _MmccBudget:
+    """The work of one mmcc search over the steps, bounded as the noise search's
+    (:data:`dpcalc.engine.matrix.mmcc_calibration.SEARCH_WORK`); an evaluation past it is not run."""
+
+    def __init__(self, p, target, delta):
+        from dpcalc.engine.matrix import mmcc_calibration  # lazy: MMCC's engine loads only for its rows
+
+        self.spent = 0.0
+        self.cut = False
+        self.params = replace(
+            p,
+            eps_error=mmcc_calibration.search_eps_error(target, p.eps_error, delta),
+            mmcc_memory_cap=mmcc_calibration.SEARCH_MEMORY_CAP,
+        )
+
+    def admits(self, s, q, sigma) -> bool:
+        from dpcalc.engine.matrix import mmcc, mmcc_calibration  # lazy: MMCC's engine loads only for its rows
+
+        try:
+            w = mmcc_calibration.work(mmcc.causal_matrix(s), q, float(sigma))
+        except InputError:
+            self.cut = True
+            return False
+        if w > mmcc.MAX_WORK or self.spent + w > mmcc_calibration.SEARCH_WORK:
+            self.cut = True
+            return False
+        self.spent += w
+        return True
 
 
 #: Why mc answers no inverse question.
@@ -335,12 +381,61 @@ def _mc_rows(s, part, g, p):
     return up, est, note, samples, confidence
 
 
+def _mmcc_sigma_rows(s, part, sens, g, p):
+    """The smallest σ of each (target, δ) by MMCC (:mod:`dpcalc.engine.matrix.mmcc_calibration`): searched
+    from a start at DP-SGD's σ (same rate and steps) times ‖C·1‖/√n, up to the unamplified Gaussian's σ (which
+    MMCC always meets)."""
+    from dpcalc.engine.dpsgd.noise_calibration import calibrate_noise  # lazy: as the mmcc engine below
+    from dpcalc.engine.matrix import mmcc, mmcc_calibration  # lazy: MMCC's engine loads only for its rows
+
+    C = mmcc.causal_matrix(s)
+    per_step = sens.value / math.sqrt(s.n)  # ‖C·1‖/√n: C = I gives DP-SGD's σ as the start
+    n = g["delta"].size
+    sigma, eps, lower, est = (np.full(n, np.nan) for _ in range(4))
+    note = []
+    for i in range(n):
+        target, delta = float(g["target"][i]), float(g["delta"][i])
+        hi = float(acc.unamplified_sigma(sens.value, target, delta)) * (1 + SIGMA_RTOL)
+        guess, _ = calibrate_noise(part.q, s.n, delta, target, accountant="rdp", rtol=1e-3)
+        res = mmcc_calibration.mmcc_sigma(
+            C,
+            part.q,
+            target,
+            delta,
+            start=float(guess) * per_step,
+            hi=hi,
+            rtol=SIGMA_RTOL,
+            eps_error=p.eps_error,
+            unamplified_sensitivity=sens.value,
+            label=s.label,
+        )
+        if res.sigma is None:  # MMCC is never above the unamplified Gaussian, whose σ meets the target
+            sigma[i] = hi
+            eps[i] = float(np.asarray(acc.unamplified_epsilon(sens.value, hi, delta)).reshape(-1)[0])
+            note.append(
+                f"{_NOTES['mmcc']}; noise_multiplier: the unamplified Gaussian's (which MMCC never exceeds): no "
+                f"MMCC computation below it could be run within the search's limits ({res.evaluations} tried)"
+            )
+            continue
+        r = res.answer
+        sigma[i], eps[i], lower[i], est[i] = res.sigma, r.upper, r.lower, r.estimate
+        how = (
+            f"σ/(1 + {SIGMA_RTOL:g}) computed and above the target"
+            if res.neighbour_missed
+            else "the search was cut short at its work limit: a smaller σ may meet the target too"
+        )
+        note.append(
+            f"{_NOTES['mmcc']}; noise_multiplier: the smallest found by a monotone search ({res.evaluations} "
+            f"MMCC evaluations; {how}); δ_tail = {r.tail_delta:.3g}, largest p̃ {r.max_p_tilde:.4g}"
+            + ("; the unamplified Gaussian was smaller: reported" if r.unamplified else "")
+        )
+    return sigma, eps, lower, est, note
+
+
 def _mmcc_refusal(s, part, solve) -> str | None:
     """Why the mmcc row does not apply, or None."""
     if part.kind != "poisson":
         return "mmcc needs Poisson sampling over the whole run (--participation poisson:q=Q)"
-    if solve:
-        return MMCC_ONLY_EPSILON
     if not s.nonnegative:
         return f"mmcc needs C >= 0 entrywise; {s.label} has negative entries"
     return None
@@ -363,6 +458,8 @@ def _rows(out, s, part, sens, method, g, solve, p, strict):
     if method == "mc":
         sigma = g["sigma"]
         eps, est, note, samples, confidence = _mc_rows(s, part, g, p)
+    elif method == "mmcc" and solve:
+        sigma, eps, lower, est, note = _mmcc_sigma_rows(s, part, sens, g, p)
     elif method == "mmcc":
         from dpcalc.engine.matrix import mmcc  # lazy: MMCC's engine loads only for its rows
 
@@ -374,6 +471,7 @@ def _rows(out, s, part, sens, method, g, solve, p, strict):
             eps_error=p.eps_error,
             unamplified_sensitivity=sens.value,
             label=s.label,
+            memory_cap=p.mmcc_memory_cap,
         )
         sigma = g["sigma"]
         eps, lower, est = (np.array([getattr(r, k) for r in res]) for k in ("upper", "lower", "estimate"))

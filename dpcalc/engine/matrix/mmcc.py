@@ -73,6 +73,11 @@ def causal_matrix(s: Strategy) -> np.ndarray:
     triangular); the binary tree's complete dyadic nodes sorted by their last step, shorter first."""
     if s.n > MAX_DENSE_STEPS:
         raise InputError(f"--steps: mmcc is computed for at most {MAX_DENSE_STEPS} steps, got {s.n}")
+    m = sum(s.n >> level for level in range(s.n.bit_length())) if s.label == "tree" else s.n
+    if float(m + s.n) * s.n > MAX_CELLS:  # find_pairs's limit, checked before C is formed
+        raise InputError(
+            f"--steps: mmcc holds C ({m}×{s.n}) and its Gram matrix, above the limit of {MAX_CELLS:.2g} entries"
+        )
     if s.dense is not None:
         return np.asarray(s.dense, float)
     if s.coef is not None:
@@ -445,10 +450,20 @@ class MMCC:
 
 
 def mmcc_epsilon(
-    C: np.ndarray, p: float, sigma, delta, *, eps_error=None, unamplified_sensitivity=None, label="C"
+    C: np.ndarray,
+    p: float,
+    sigma,
+    delta,
+    *,
+    eps_error=None,
+    unamplified_sensitivity=None,
+    label="C",
+    pairs: Pairs | None = None,
+    memory_cap: int | None = None,
 ) -> list[MMCC]:
     """ε(δ) of MMCC (module docstring) at each (σ, δ) of the broadcast arrays; ``unamplified_sensitivity``:
-    an upper bound on ‖C·1‖₂ (computed, rounded up, when None)."""
+    an upper bound on ‖C·1‖₂ (computed, rounded up, when None); ``pairs``: :func:`find_pairs` of (C, p) if
+    already known (a search reuses them); ``memory_cap``: the PLD's (its default when None)."""
     C = np.asarray(C, float)
     check_nonnegative(C, label)
     if not 0 < p <= 1:
@@ -456,7 +471,7 @@ def mmcc_epsilon(
     sigma, delta = (
         a.ravel() for a in np.broadcast_arrays(np.asarray(sigma, float), np.asarray(delta, float))
     )
-    pairs = find_pairs(C, p)
+    pairs = find_pairs(C, p) if pairs is None else pairs
     work = sum(tail_work(pairs, float(s)) for s in sigma) + row_work(C) * sigma.size
     if work > MAX_WORK:
         raise InputError(
@@ -473,7 +488,8 @@ def mmcc_epsilon(
         per_key = posterior_bounds(pairs, p, s, tail / n_pairs) if n_pairs else np.empty(0)
         pt = p_tilde_matrix(C, pairs, per_key, p)
         laws = row_laws(C, pt)
-        b = compose_pld(specs_of(laws, s), delta=d - tail, eps_error=eps_error)
+        cap = {} if memory_cap is None else {"memory_cap": memory_cap}
+        b = compose_pld(specs_of(laws, s), delta=d - tail, eps_error=eps_error, **cap)
         exact = float(eps_gaussian(d, unamplified_sensitivity / s))
         up, lo, est = float(b.upper), float(b.lower), float(b.estimate)
         use_exact = exact < up
