@@ -16,11 +16,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from dpcalc.commands import choices, schema
+from dpcalc.commands import matrix_sampled as sampled
 from dpcalc.engine.grid import product
 from dpcalc.engine.matrix import accounting as acc
 from dpcalc.engine.matrix.sensitivity import Participation, sensitivity
@@ -35,27 +36,8 @@ MATRIX_METHODS = choices.MATRIX_METHODS
 #: The most strategies, and rows, in one run.
 MAX_STRATEGIES = 20
 MAX_ROWS = 10_000
-#: The relative tolerance of the noise calibration of the amplified rows.
-SIGMA_RTOL = 1e-4
+SIGMA_RTOL = sampled.SIGMA_RTOL
 COLUMNS = tuple(schema.names("matrix"))
-
-_NOTES = {
-    "gaussian": "no amplification: the Gaussian mechanism with this sensitivity (Balle & Wang 2018, Thm 8), exact",
-    "bandmf-rdp": "amplified BandMF (Choquette-Choo et al. 2023, Thm 4): DP-SGD at rate q, ⌈n/b⌉ steps, "
-    "σ/max column norm; rdp accountant",
-    "bandmf-pld": "amplified BandMF (Choquette-Choo et al. 2023, Thm 4): DP-SGD at rate q, ⌈n/b⌉ steps, "
-    "σ/max column norm; certified PLD bracket",
-    "mmcc": "MMCC (Choquette-Choo, Ganesh, Steinke & Thakurta 2024, arXiv:2310.15526, Thm 4.8 with conditional "
-    "composition, Thm 3.1): the rows as mixtures of Gaussians under posterior bounds p̃; certified PLD bracket",
-    "mc": "balls-in-bins by Monte Carlo (the dominating pair of Choquette-Choo et al. 2025, arXiv:2410.06266; "
-    "Chua et al. 2025, arXiv:2412.16802): an upper bound with probability confidence over the sampling, not a "
-    "certified bound",
-}
-#: The Monte Carlo row's defaults (as sgd-epsilon's --accountant mc): samples per direction, confidence, seed.
-MC_SAMPLES = 1_000_000
-MC_CONFIDENCE = 0.95
-#: The most work of the Monte Carlo rows, in units of about 20 ns (both directions, every σ): about 12 s.
-MC_WORK_MAX = 6e8
 
 
 @dataclass(frozen=True)
@@ -240,12 +222,12 @@ def _steps_rows(out, text, part, method, g, p, strict):
         raise InputError(f"--strategy {text!r}: a file's C fixes the steps; give --steps")
     small = strategy(text, 2)
     dense = not small.toeplitz or (not small.monotone_toeplitz() and part.kind != "single")
-    hi = float(MMCC_SEARCH_STEPS if method == "mmcc" else MAX_DENSE_STEPS if dense else MAX_STEPS)
+    hi = float(sampled.MMCC_SEARCH_STEPS if method == "mmcc" else MAX_DENSE_STEPS if dense else MAX_STEPS)
     lo = float(part.b if part.kind == "cyclic" else 1)
     for i in range(g["delta"].size):
         target, sigma, delta = (float(g[k][i]) for k in ("target", "sigma", "delta"))
         one = {"sigma": np.array([sigma]), "delta": np.array([delta]), "target": np.array([target])}
-        budget = _MmccBudget(p, target, delta) if method == "mmcc" else None
+        budget = sampled.MmccBudget(p, target, delta) if method == "mmcc" else None
 
         def test(n, one=one, budget=budget):
             s = strategy(text, int(n))
@@ -267,7 +249,7 @@ def _steps_rows(out, text, part, method, g, p, strict):
             if strict:
                 raise InputError(f"--method {method}: {why}")
             return
-        why = _mmcc_refusal(small, part, None) if method == "mmcc" else MC_ONLY_EPSILON
+        why = sampled.mmcc_refusal(small, part, None) if method == "mmcc" else sampled.MC_ONLY_EPSILON
         if method == "mc" or (method == "mmcc" and why is not None):
             if strict:
                 raise InputError(f"--method {method}: {why}")
@@ -301,190 +283,27 @@ def _steps_rows(out, text, part, method, g, p, strict):
             out[c] += row[c]
 
 
-#: The most steps of mmcc's search over the steps (C and its Gram matrix held dense at each candidate).
-MMCC_SEARCH_STEPS = 2048
-
-
-class _MmccBudget:
-    """The work of one mmcc search over the steps, bounded as the noise search's
-    (:data:`dpcalc.engine.matrix.mmcc_calibration.SEARCH_WORK`); an evaluation past it is not run."""
-
-    def __init__(self, p, target, delta):
-        from dpcalc.engine.matrix import mmcc_calibration  # lazy: MMCC's engine loads only for its rows
-
-        self.spent = 0.0
-        self.cut = False
-        self.params = replace(
-            p,
-            eps_error=mmcc_calibration.search_eps_error(target, p.eps_error, delta),
-            mmcc_memory_cap=mmcc_calibration.SEARCH_MEMORY_CAP,
-        )
-
-    def admits(self, s, q, sigma) -> bool:
-        from dpcalc.engine.matrix import mmcc, mmcc_calibration  # lazy: MMCC's engine loads only for its rows
-
-        try:
-            w = mmcc_calibration.work(mmcc.causal_matrix(s), q, float(sigma))
-        except InputError:
-            self.cut = True
-            return False
-        if w > mmcc.MAX_WORK or self.spent + w > mmcc_calibration.SEARCH_WORK:
-            self.cut = True
-            return False
-        self.spent += w
-        return True
-
-
-#: Why mc answers no inverse question.
-MC_ONLY_EPSILON = (
-    "answers ε at a given --noise-multiplier and --steps only (a Monte Carlo bound; --target-epsilon is not "
-    "offered for mc)"
-)
-
-
-def _mc_refusal(s, part, solve) -> str | None:
-    """Why the mc row does not apply, or None."""
-    if part.kind != "balls-in-bins":
-        return "mc needs balls-in-bins participation (--participation balls-in-bins:b=B)"
-    if solve:
-        return MC_ONLY_EPSILON
-    if not s.nonnegative:
-        return f"mc needs C >= 0 entrywise; {s.label} has negative entries"
-    return None
-
-
-def _mc_rows(s, part, g, p):
-    """The Monte Carlo row's (ε upper bounds, estimates, notes), its work bounded before any draw."""
-    from dpcalc.engine.matrix import balls_in_bins_mc as bb  # lazy: the sampler loads only for its rows
-
-    samples = MC_SAMPLES if p.mc_samples is None else p.mc_samples
-    confidence = MC_CONFIDENCE if p.confidence is None else p.confidence
-    total = 2 * bb.work(samples, part.b) * np.unique(g["sigma"]).size
-    if total > MC_WORK_MAX:
-        raise InputError(
-            f"--mc-samples: {samples} samples over b = {part.b} bins ({np.unique(g['sigma']).size} noise "
-            f"values) is {total / MC_WORK_MAX:.3g} times the work limit (about 12 s): lower --mc-samples, "
-            "the bins or the noise values"
-        )
-    up, est = bb.epsilon_mc(
-        s, part.b, g["sigma"], g["delta"], samples=samples, confidence=confidence, seed=p.seed or 0
-    )
-    note = [
-        _NOTES["mc"]
-        + (
-            ""
-            if np.isfinite(u)
-            else f"; {samples} samples cannot certify this δ: raise --mc-samples (epsilon = inf)"
-        )
-        for u in up
-    ]
-    return up, est, note, samples, confidence
-
-
-def _mmcc_sigma_rows(s, part, sens, g, p):
-    """The smallest σ of each (target, δ) by MMCC (:mod:`dpcalc.engine.matrix.mmcc_calibration`): searched
-    from a start at DP-SGD's σ (same rate and steps) times ‖C·1‖/√n, up to the unamplified Gaussian's σ (which
-    MMCC always meets)."""
-    from dpcalc.engine.dpsgd.noise_calibration import calibrate_noise  # lazy: as the mmcc engine below
-    from dpcalc.engine.matrix import mmcc, mmcc_calibration  # lazy: MMCC's engine loads only for its rows
-
-    C = mmcc.causal_matrix(s)
-    per_step = sens.value / math.sqrt(s.n)  # ‖C·1‖/√n: C = I gives DP-SGD's σ as the start
-    n = g["delta"].size
-    sigma, eps, lower, est = (np.full(n, np.nan) for _ in range(4))
-    note = []
-    for i in range(n):
-        target, delta = float(g["target"][i]), float(g["delta"][i])
-        hi = float(acc.unamplified_sigma(sens.value, target, delta)) * (1 + SIGMA_RTOL)
-        guess, _ = calibrate_noise(part.q, s.n, delta, target, accountant="rdp", rtol=1e-3)
-        res = mmcc_calibration.mmcc_sigma(
-            C,
-            part.q,
-            target,
-            delta,
-            start=float(guess) * per_step,
-            hi=hi,
-            rtol=SIGMA_RTOL,
-            eps_error=p.eps_error,
-            unamplified_sensitivity=sens.value,
-            label=s.label,
-        )
-        if res.sigma is None:  # MMCC is never above the unamplified Gaussian, whose σ meets the target
-            sigma[i] = hi
-            eps[i] = float(np.asarray(acc.unamplified_epsilon(sens.value, hi, delta)).reshape(-1)[0])
-            note.append(
-                f"{_NOTES['mmcc']}; noise_multiplier: the unamplified Gaussian's (which MMCC never exceeds): no "
-                f"MMCC computation below it could be run within the search's limits ({res.evaluations} tried)"
-            )
-            continue
-        r = res.answer
-        sigma[i], eps[i], lower[i], est[i] = res.sigma, r.upper, r.lower, r.estimate
-        how = (
-            f"σ/(1 + {SIGMA_RTOL:g}) computed and above the target"
-            if res.neighbour_missed
-            else "the search was cut short at its work limit: a smaller σ may meet the target too"
-        )
-        note.append(
-            f"{_NOTES['mmcc']}; noise_multiplier: the smallest found by a monotone search ({res.evaluations} "
-            f"MMCC evaluations; {how}); δ_tail = {r.tail_delta:.3g}, largest p̃ {r.max_p_tilde:.4g}"
-            + ("; the unamplified Gaussian was smaller: reported" if r.unamplified else "")
-        )
-    return sigma, eps, lower, est, note
-
-
-def _mmcc_refusal(s, part, solve) -> str | None:
-    """Why the mmcc row does not apply, or None."""
-    if part.kind != "poisson":
-        return "mmcc needs Poisson sampling over the whole run (--participation poisson:q=Q)"
-    if not s.nonnegative:
-        return f"mmcc needs C >= 0 entrywise; {s.label} has negative entries"
-    return None
-
-
 def _rows(out, s, part, sens, method, g, solve, p, strict):
     n = g["delta"].size
     why = acc.bandmf_refusal(s, part) if method.startswith("bandmf") else None
     if method == "mmcc":
-        why = _mmcc_refusal(s, part, solve)
+        why = sampled.mmcc_refusal(s, part, solve)
     if method == "mc":
-        why = _mc_refusal(s, part, solve)
+        why = sampled.mc_refusal(s, part, solve)
     if why is not None:
         if strict:
             raise InputError(f"--method {method}: {why}")
         return
     lower = est = np.full(n, np.nan)
-    note = [f"{_NOTES[method]}; sensitivity: {sens.how}"] * n
+    note = [f"{sampled.NOTES[method]}; sensitivity: {sens.how}"] * n
     confidence = samples = None
     if method == "mc":
         sigma = g["sigma"]
-        eps, est, note, samples, confidence = _mc_rows(s, part, g, p)
+        eps, est, note, samples, confidence = sampled.mc_rows(s, part, g, p)
     elif method == "mmcc" and solve:
-        sigma, eps, lower, est, note = _mmcc_sigma_rows(s, part, sens, g, p)
+        sigma, eps, lower, est, note = sampled.mmcc_sigma_rows(s, part, sens, g, p)
     elif method == "mmcc":
-        from dpcalc.engine.matrix import mmcc  # lazy: MMCC's engine loads only for its rows
-
-        res = mmcc.mmcc_epsilon(
-            mmcc.causal_matrix(s),
-            part.q,
-            g["sigma"],
-            g["delta"],
-            eps_error=p.eps_error,
-            unamplified_sensitivity=sens.value,
-            label=s.label,
-            memory_cap=p.mmcc_memory_cap,
-        )
-        sigma = g["sigma"]
-        eps, lower, est = (np.array([getattr(r, k) for r in res]) for k in ("upper", "lower", "estimate"))
-        note = [
-            f"{_NOTES['mmcc']}; δ_tail = {r.tail_delta:.3g} for {r.pairs} (row, step) pairs, largest p̃ "
-            f"{r.max_p_tilde:.4g}, {r.laws} row laws"
-            + (
-                "; the unamplified Gaussian (all p̃ = 1, δ_tail = 0) was smaller: reported"
-                if r.unamplified
-                else ""
-            )
-            for r in res
-        ]
+        sigma, eps, lower, est, note = sampled.mmcc_epsilon_rows(s, part, sens, g, p)
     elif method == "gaussian":
         if solve:
             sigma = acc.unamplified_sigma(sens.value, g["target"], g["delta"])

@@ -1,0 +1,203 @@
+"""The rows of ``dpcalc matrix`` under sampling over the whole run: MMCC (``poisson:q=Q``, ε and its inverse
+questions: :mod:`dpcalc.engine.matrix.mmcc`, :mod:`dpcalc.engine.matrix.mmcc_calibration`) and balls-in-bins by
+Monte Carlo (``balls-in-bins:b=B``: :mod:`dpcalc.engine.matrix.balls_in_bins_mc`) — docs/math.md §12.4, §12.5.
+Each builder returns the columns :func:`dpcalc.commands.matrix._rows` fills in; the engines load lazily."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from dpcalc.engine.matrix import accounting as acc
+from dpcalc.errors import InputError
+
+#: The relative tolerance of the noise calibration of the amplified rows (bandmf, mmcc).
+SIGMA_RTOL = 1e-4
+NOTES = {
+    "gaussian": "no amplification: the Gaussian mechanism with this sensitivity (Balle & Wang 2018, Thm 8), exact",
+    "bandmf-rdp": "amplified BandMF (Choquette-Choo et al. 2023, Thm 4): DP-SGD at rate q, ⌈n/b⌉ steps, "
+    "σ/max column norm; rdp accountant",
+    "bandmf-pld": "amplified BandMF (Choquette-Choo et al. 2023, Thm 4): DP-SGD at rate q, ⌈n/b⌉ steps, "
+    "σ/max column norm; certified PLD bracket",
+    "mmcc": "MMCC (Choquette-Choo, Ganesh, Steinke & Thakurta 2024, arXiv:2310.15526, Thm 4.8 with conditional "
+    "composition, Thm 3.1): the rows as mixtures of Gaussians under posterior bounds p̃; certified PLD bracket",
+    "mc": "balls-in-bins by Monte Carlo (the dominating pair of Choquette-Choo et al. 2025, arXiv:2410.06266; "
+    "Chua et al. 2025, arXiv:2412.16802): an upper bound with probability confidence over the sampling, not a "
+    "certified bound",
+}
+#: The Monte Carlo row's defaults (as sgd-epsilon's --accountant mc): samples per direction, confidence, seed.
+MC_SAMPLES = 1_000_000
+MC_CONFIDENCE = 0.95
+#: The most work of the Monte Carlo rows, in units of about 20 ns (both directions, every σ): about 12 s.
+MC_WORK_MAX = 6e8
+
+
+#: The most steps of mmcc's search over the steps (C and its Gram matrix held dense at each candidate).
+MMCC_SEARCH_STEPS = 2048
+
+
+class MmccBudget:
+    """The work of one mmcc search over the steps, bounded as the noise search's
+    (:data:`dpcalc.engine.matrix.mmcc_calibration.SEARCH_WORK`); an evaluation past it is not run."""
+
+    def __init__(self, p, target, delta):
+        from dpcalc.engine.matrix import mmcc_calibration  # lazy: MMCC's engine loads only for its rows
+
+        self.spent = 0.0
+        self.cut = False
+        self.params = replace(
+            p,
+            eps_error=mmcc_calibration.search_eps_error(target, p.eps_error, delta),
+            mmcc_memory_cap=mmcc_calibration.SEARCH_MEMORY_CAP,
+        )
+
+    def admits(self, s, q, sigma) -> bool:
+        from dpcalc.engine.matrix import mmcc, mmcc_calibration  # lazy: MMCC's engine loads only for its rows
+
+        try:
+            w = mmcc_calibration.work(mmcc.causal_matrix(s), q, float(sigma))
+        except InputError:
+            self.cut = True
+            return False
+        if w > mmcc.MAX_WORK or self.spent + w > mmcc_calibration.SEARCH_WORK:
+            self.cut = True
+            return False
+        self.spent += w
+        return True
+
+
+#: Why mc answers no inverse question.
+MC_ONLY_EPSILON = (
+    "answers ε at a given --noise-multiplier and --steps only (a Monte Carlo bound; --target-epsilon is not "
+    "offered for mc)"
+)
+
+
+def mc_refusal(s, part, solve) -> str | None:
+    """Why the mc row does not apply, or None."""
+    if part.kind != "balls-in-bins":
+        return "mc needs balls-in-bins participation (--participation balls-in-bins:b=B)"
+    if solve:
+        return MC_ONLY_EPSILON
+    if not s.nonnegative:
+        return f"mc needs C >= 0 entrywise; {s.label} has negative entries"
+    return None
+
+
+def mc_rows(s, part, g, p):
+    """The Monte Carlo row's (ε upper bounds, estimates, notes), its work bounded before any draw."""
+    from dpcalc.engine.matrix import balls_in_bins_mc as bb  # lazy: the sampler loads only for its rows
+
+    samples = MC_SAMPLES if p.mc_samples is None else p.mc_samples
+    confidence = MC_CONFIDENCE if p.confidence is None else p.confidence
+    total = 2 * bb.work(samples, part.b) * np.unique(g["sigma"]).size
+    if total > MC_WORK_MAX:
+        raise InputError(
+            f"--mc-samples: {samples} samples over b = {part.b} bins ({np.unique(g['sigma']).size} noise "
+            f"values) is {total / MC_WORK_MAX:.3g} times the work limit (about 12 s): lower --mc-samples, "
+            "the bins or the noise values"
+        )
+    up, est = bb.epsilon_mc(
+        s, part.b, g["sigma"], g["delta"], samples=samples, confidence=confidence, seed=p.seed or 0
+    )
+    note = [
+        NOTES["mc"]
+        + (
+            ""
+            if np.isfinite(u)
+            else f"; {samples} samples cannot certify this δ: raise --mc-samples (epsilon = inf)"
+        )
+        for u in up
+    ]
+    return up, est, note, samples, confidence
+
+
+def mmcc_sigma_rows(s, part, sens, g, p):
+    """The smallest σ of each (target, δ) by MMCC (:mod:`dpcalc.engine.matrix.mmcc_calibration`): searched
+    from a start at DP-SGD's σ (same rate and steps) times ‖C·1‖/√n, up to the unamplified Gaussian's σ (which
+    MMCC always meets)."""
+    from dpcalc.engine.dpsgd.noise_calibration import calibrate_noise  # lazy: as the mmcc engine below
+    from dpcalc.engine.matrix import mmcc, mmcc_calibration  # lazy: MMCC's engine loads only for its rows
+
+    C = mmcc.causal_matrix(s)
+    per_step = sens.value / math.sqrt(s.n)  # ‖C·1‖/√n: C = I gives DP-SGD's σ as the start
+    n = g["delta"].size
+    sigma, eps, lower, est = (np.full(n, np.nan) for _ in range(4))
+    note = []
+    for i in range(n):
+        target, delta = float(g["target"][i]), float(g["delta"][i])
+        hi = float(acc.unamplified_sigma(sens.value, target, delta)) * (1 + SIGMA_RTOL)
+        guess, _ = calibrate_noise(part.q, s.n, delta, target, accountant="rdp", rtol=1e-3)
+        res = mmcc_calibration.mmcc_sigma(
+            C,
+            part.q,
+            target,
+            delta,
+            start=float(guess) * per_step,
+            hi=hi,
+            rtol=SIGMA_RTOL,
+            eps_error=p.eps_error,
+            unamplified_sensitivity=sens.value,
+            label=s.label,
+        )
+        if res.sigma is None:  # MMCC is never above the unamplified Gaussian, whose σ meets the target
+            sigma[i] = hi
+            eps[i] = float(np.asarray(acc.unamplified_epsilon(sens.value, hi, delta)).reshape(-1)[0])
+            note.append(
+                f"{NOTES['mmcc']}; noise_multiplier: the unamplified Gaussian's (which MMCC never exceeds): no "
+                f"MMCC computation below it could be run within the search's limits ({res.evaluations} tried)"
+            )
+            continue
+        r = res.answer
+        sigma[i], eps[i], lower[i], est[i] = res.sigma, r.upper, r.lower, r.estimate
+        how = (
+            f"σ/(1 + {SIGMA_RTOL:g}) computed and above the target"
+            if res.neighbour_missed
+            else "the search was cut short at its work limit: a smaller σ may meet the target too"
+        )
+        note.append(
+            f"{NOTES['mmcc']}; noise_multiplier: the smallest found by a monotone search ({res.evaluations} "
+            f"MMCC evaluations; {how}); δ_tail = {r.tail_delta:.3g}, largest p̃ {r.max_p_tilde:.4g}"
+            + ("; the unamplified Gaussian was smaller: reported" if r.unamplified else "")
+        )
+    return sigma, eps, lower, est, note
+
+
+def mmcc_refusal(s, part, solve) -> str | None:
+    """Why the mmcc row does not apply, or None."""
+    if part.kind != "poisson":
+        return "mmcc needs Poisson sampling over the whole run (--participation poisson:q=Q)"
+    if not s.nonnegative:
+        return f"mmcc needs C >= 0 entrywise; {s.label} has negative entries"
+    return None
+
+
+def mmcc_epsilon_rows(s, part, sens, g, p):
+    """ε of each (σ, δ) by MMCC (:mod:`dpcalc.engine.matrix.mmcc`): (σ, upper, lower, estimate, notes)."""
+    from dpcalc.engine.matrix import mmcc  # lazy: MMCC's engine loads only for its rows
+
+    res = mmcc.mmcc_epsilon(
+        mmcc.causal_matrix(s),
+        part.q,
+        g["sigma"],
+        g["delta"],
+        eps_error=p.eps_error,
+        unamplified_sensitivity=sens.value,
+        label=s.label,
+        memory_cap=p.mmcc_memory_cap,
+    )
+    sigma = g["sigma"]
+    eps, lower, est = (np.array([getattr(r, k) for r in res]) for k in ("upper", "lower", "estimate"))
+    note = [
+        f"{NOTES['mmcc']}; δ_tail = {r.tail_delta:.3g} for {r.pairs} (row, step) pairs, largest p̃ "
+        f"{r.max_p_tilde:.4g}, {r.laws} row laws"
+        + (
+            "; the unamplified Gaussian (all p̃ = 1, δ_tail = 0) was smaller: reported"
+            if r.unamplified
+            else ""
+        )
+        for r in res
+    ]
+    return sigma, eps, lower, est, note
