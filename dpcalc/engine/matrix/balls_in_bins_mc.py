@@ -120,6 +120,17 @@ def _direction(losses: np.ndarray) -> _Direction:
     return _Direction(up, 1.0, lambda e: 0.0 * e, -math.inf)
 
 
+def directions(K: np.ndarray, sigma: float, samples: int, stream: tuple[int, int]):
+    """The two directions' sample sets at σ (remove: ℓ under P; add: −ℓ under Q), from the random streams
+    ``(seed, k)`` and ``(seed, k + 1)`` of ``stream = (seed, k)`` (independent streams for distinct k)."""
+    a = K / (sigma * sigma)
+    root = _root(a)
+    seed, k = int(stream[0]), int(stream[1])
+    rem = _direction(_losses(a, root, samples, np.random.default_rng([seed, k]), True))
+    add = _direction(-_losses(a, root, samples, np.random.default_rng([seed, k + 1]), False))
+    return rem, add
+
+
 def epsilon_mc(
     s: Strategy,
     b: int,
@@ -144,10 +155,7 @@ def epsilon_mc(
     sig, dl = (x.ravel() for x in np.broadcast_arrays(np.asarray(sigma, float), np.asarray(delta, float)))
     upper, estimate = np.empty(sig.size), np.empty(sig.size)
     for value in np.unique(sig):
-        a = K / (value * value)
-        root = _root(a)
-        rem = _direction(_losses(a, root, samples, np.random.default_rng([int(seed), 0]), True))
-        add = _direction(-_losses(a, root, samples, np.random.default_rng([int(seed), 1]), False))
+        rem, add = directions(K, float(value), samples, (seed, 0))
         for i in np.flatnonzero(sig == value):
             upper[i], estimate[i] = epsilon_of_directions(rem, add, float(dl[i]), confidence)
     return upper, estimate
