@@ -552,3 +552,49 @@ def test_jax_privacy_recorded_values():
     assert float(pld["epsilon_lower"]) <= JAX_PRIVACY_BANDMF["bandmf-pld"] <= float(pld["epsilon"])
     assert float(pld["epsilon"]) == pytest.approx(JAX_PRIVACY_BANDMF["bandmf-pld"], rel=1e-5)
     assert float(rows["bandmf-rdp"]["epsilon"]) == pytest.approx(JAX_PRIVACY_BANDMF["bandmf-rdp"], rel=1e-4)
+
+
+@pytest.mark.parametrize("form", ["lines", "commas", "npy", "npy-row", "npy-column"])
+def test_toeplitz_coefficients_from_a_file(form, tmp_path):
+    """toeplitz:path=FILE gives the strategy of the same coefficients inline, in every format read."""
+    coef = [1.0, 0.5, 0.375, 0.3125]
+    if form == "lines":
+        path = tmp_path / "c.txt"
+        path.write_text("\n".join(map(repr, coef)) + "\n")
+    elif form == "commas":
+        path = tmp_path / "c.csv"
+        path.write_text("1, 0.5;0.375\n\n0.3125")
+    else:
+        path = tmp_path / "c.npy"
+        arr = np.array(coef)
+        np.save(path, {"npy": arr, "npy-row": arr[None, :], "npy-column": arr[:, None]}[form])
+    rows = _rows(
+        [
+            "matrix", "--strategy", f"toeplitz:path={path}", "--strategy", "sqrt:bands=4", "--steps", "50",
+            "--participation", "min-sep:k=3,b=10", "--noise-multiplier", "2", "--delta", "1e-6",
+        ]
+    )  # fmt: skip
+    assert (
+        rows[0]["sensitivity_bound"] == rows[1]["sensitivity_bound"]
+        and rows[0]["epsilon"] == rows[1]["epsilon"]
+    )
+
+
+@pytest.mark.parametrize(
+    "content,words",
+    [
+        ("", "empty"),
+        ("1\n0.5x\n", "line 2: '0.5x' is not a number"),
+        ("1\nnan\n", "value 2 is nan"),
+        ("0\n1\n", "diagonal"),
+    ],
+)
+def test_bad_coefficient_files_are_one_line(content, words, tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_text(content)
+    result = _run(
+        ["matrix", "--strategy", f"toeplitz:path={path}", "--steps", "5", "--sigma", "1", "--delta", "1e-6"]
+    )
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], result.output

@@ -52,7 +52,8 @@ The run releases A·G + B·Z for a workload A = B·C: G the clipped gradient sum
 norm 1), Z ~ N(0, σ²) per entry; its privacy is that of C·G + Z (docs/math.md §12).
 
 Strategies (--strategy, repeatable): identity (DP-SGD); toeplitz:coef=c0|c1|... (alias banded: the
-lower-triangular Toeplitz C with those diagonals, b = len(coef) bands); sqrt (the square root of the
+lower-triangular Toeplitz C with those diagonals, b = len(coef) bands) or toeplitz:path=FILE (the
+coefficients from a text file — numbers separated by commas, spaces or new lines — or a 1-D .npy array); sqrt (the square root of the
 prefix-sum workload, c_k = C(2k,k)/4^k: Fichtenberger, Henzinger & Upadhyay 2023) and sqrt:bands=b (its
 first b coefficients: Kalinin & Lampert 2024); blt:theta=θ1|θ2|...,omega=ω1|ω2|... (a buffered linear
 Toeplitz C: c_0 = 1, c_k = Σ_i ω_i θ_i^(k−1), Dvijotham et al. 2024, arXiv:2404.16706; buf_decay and
@@ -97,7 +98,7 @@ up to 2048 steps). mc answers ε only."""
     multiple=True,
     required=True,
     metavar="STRATEGY",
-    help="The strategy C (repeatable): identity, toeplitz:coef=c0|c1|..., sqrt, sqrt:bands=B, "
+    help="The strategy C (repeatable): identity, toeplitz:coef=c0|c1|... (or path=FILE of them), sqrt, sqrt:bands=B, "
     "blt:theta=θ1|..,omega=ω1|.. (buffered linear Toeplitz), tree or file:path=FILE (a square lower-triangular "
     "matrix, CSV or .npy).",
 )

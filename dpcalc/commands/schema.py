@@ -135,7 +135,7 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     "matrix": (
         (
             "strategy",
-            "the strategy C (--strategy): identity, toeplitz:coef=…, sqrt[:bands=b], blt:theta=…,omega=…, tree or "
+            "the strategy C (--strategy): identity, toeplitz:coef=… or path=…, sqrt[:bands=b], blt:theta=…,omega=…, tree or "
             "file:path=…",
         ),
         (

@@ -6,7 +6,8 @@ C is its Gram matrix ``G = CᵀC`` (the inner products of its columns, one colum
 by sampling, its bands.  The strategies:
 
 * ``identity`` — C = I: DP-SGD (independent noise);
-* ``toeplitz:coef=c0|c1|...`` (alias ``banded``) — the lower-triangular Toeplitz matrix with ``C[i, j] =
+* ``toeplitz:coef=c0|c1|...`` or ``toeplitz:path=FILE`` (alias ``banded``; the file holds the coefficients:
+  :func:`dpcalc.engine.matrix.strategy_files.read_coefficients`) — the lower-triangular Toeplitz matrix with ``C[i, j] =
   c_{i−j}`` for ``0 <= i − j < len(coef)``: a b-banded strategy with b = len(coef) (BandMF, Choquette-Choo et
   al. 2023, arXiv:2306.08153);
 * ``sqrt`` / ``sqrt:bands=b`` — the square root of the prefix-sum workload, Toeplitz with ``c_k = C(2k, k)/4^k``
@@ -28,18 +29,18 @@ by sampling, its bands.  The strategies:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
+from dpcalc.engine.matrix import strategy_files
+from dpcalc.engine.matrix.strategy_files import read_coefficients, read_matrix
 from dpcalc.errors import InputError
 
 #: The most steps of a strategy whose Gram matrix is formed (n² doubles: 4096 steps are 134 MB).
-MAX_DENSE_STEPS = 4096
+MAX_DENSE_STEPS = strategy_files.MAX_DENSE_STEPS
 #: The most steps of a Toeplitz strategy (its sensitivities are computed from the coefficients).
 MAX_STEPS = 1_000_000
 #: The most bytes a strategy file may have.
-MAX_FILE_BYTES = 200_000_000
 KINDS = ("identity", "toeplitz", "sqrt", "blt", "tree", "file")
 #: The most buffers of a BLT strategy.
 MAX_BUFFERS = 64
@@ -137,6 +138,11 @@ def _coef(text: str, value: str) -> np.ndarray:
         raise InputError(f"--strategy {text!r}: coef must be numbers separated by |, got {value!r}") from None
     if c.size == 0 or not np.all(np.isfinite(c)):
         raise InputError(f"--strategy {text!r}: coef must be finite numbers")
+    return _nonzero_diagonal(text, c)
+
+
+def _nonzero_diagonal(text: str, c: np.ndarray) -> np.ndarray:
+    """The coefficients with c_0 != 0 checked and trailing zeros dropped."""
     if c[0] == 0:
         raise InputError(
             f"--strategy {text!r}: coef's first entry (the diagonal) must not be 0 (C invertible)"
@@ -224,10 +230,17 @@ def strategy(text: str, n: int) -> Strategy:
         _allowed(text, params, ())
         return Strategy("identity", n, coef=np.ones(1), bands=1, nonnegative=True)
     if kind == "toeplitz":
-        _allowed(text, params, ("coef",))
-        if "coef" not in params:
-            raise InputError(f"--strategy {text!r}: give coef=c0|c1|... (the Toeplitz coefficients)")
-        c = _coef(text, params["coef"])[:n]
+        _allowed(text, params, ("coef", "path"))
+        if ("coef" in params) == ("path" in params):
+            raise InputError(
+                f"--strategy {text!r}: give coef=c0|c1|... (the Toeplitz coefficients) or path=FILE (a file of them)"
+            )
+        c = (
+            _coef(text, params["coef"])
+            if "coef" in params
+            else _nonzero_diagonal(text, read_coefficients(params["path"]))
+        )
+        c = c[:n]
         return Strategy(text, n, coef=c, bands=int(c.size), nonnegative=bool(np.all(c >= 0)))
     if kind == "sqrt":
         _allowed(text, params, ("bands",))
@@ -254,72 +267,6 @@ def strategy(text: str, n: int) -> Strategy:
         bands = int(np.max(nz[0] - nz[1])) + 1 if nz[0].size else 1
         return Strategy(text, n, gram_dense=C.T @ C, bands=bands, nonnegative=bool(np.all(C >= 0)), dense=C)
     raise InputError(f"--strategy {text!r}: unknown strategy {kind!r} (one of {', '.join(KINDS)})")
-
-
-def read_matrix(path: str) -> np.ndarray:
-    """A square lower-triangular finite matrix from a CSV or ``.npy`` file, every fault named (file, entry)."""
-    p = Path(path)
-    try:
-        size = p.stat().st_size
-    except OSError as exc:
-        raise InputError(f"--strategy file {path!r}: cannot read it ({exc.strerror})") from None
-    if size > MAX_FILE_BYTES:
-        raise InputError(f"--strategy file {path!r}: {size} bytes, above the limit of {MAX_FILE_BYTES}")
-    if p.suffix == ".npy":
-        try:
-            C = np.load(p, allow_pickle=False)
-        except (ValueError, OSError) as exc:
-            raise InputError(f"--strategy file {path!r}: not a readable .npy array ({exc})") from None
-        if C.ndim != 2 or not np.issubdtype(C.dtype, np.number) or np.iscomplexobj(C):
-            raise InputError(f"--strategy file {path!r}: must hold a 2-D array of real numbers")
-        C = C.astype(float)
-    else:
-        rows = []
-        with open(p, encoding="utf-8", errors="replace") as fh:
-            for line_no, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    rows.append([float(x) for x in line.replace(";", ",").split(",")])
-                except ValueError:
-                    raise InputError(
-                        f"--strategy file {path!r}, line {line_no}: not numbers separated by commas"
-                    ) from None
-                if len(rows) > MAX_DENSE_STEPS:
-                    raise InputError(f"--strategy file {path!r}: more than {MAX_DENSE_STEPS} rows")
-        if not rows:
-            raise InputError(f"--strategy file {path!r}: empty")
-        widths = {len(r) for r in rows}
-        if len(widths) != 1:
-            bad = next(i for i, r in enumerate(rows, start=1) if len(r) != len(rows[0]))
-            raise InputError(
-                f"--strategy file {path!r}, row {bad}: {len(rows[bad - 1])} entries, row 1 has {len(rows[0])}"
-            )
-        C = np.array(rows, dtype=float)
-    n, m = C.shape
-    if n != m:
-        raise InputError(f"--strategy file {path!r}: the matrix is {n}×{m}, not square")
-    if n > MAX_DENSE_STEPS:
-        raise InputError(f"--strategy file {path!r}: {n} steps, above the limit of {MAX_DENSE_STEPS}")
-    bad = np.argwhere(~np.isfinite(C))
-    if bad.size:
-        i, j = bad[0]
-        raise InputError(
-            f"--strategy file {path!r}: entry ({i + 1}, {j + 1}) is {C[i, j]!r}, not a finite number"
-        )
-    upper = np.argwhere(np.triu(C, 1) != 0)
-    if upper.size:
-        i, j = upper[0]
-        raise InputError(
-            f"--strategy file {path!r}: entry ({i + 1}, {j + 1}) is {C[i, j]!r} above the diagonal: C must be lower "
-            "triangular (step i's noise cannot depend on later steps)"
-        )
-    zero = np.argwhere(np.diag(C) == 0)
-    if zero.size:
-        raise InputError(
-            f"--strategy file {path!r}: diagonal entry ({zero[0][0] + 1}, {zero[0][0] + 1}) is 0 (C invertible)"
-        )
-    return C
 
 
 __all__ = ["MAX_DENSE_STEPS", "Strategy", "read_matrix", "sqrt_coefficients", "strategy", "tree_gram"]
