@@ -33,6 +33,17 @@ def _size(path: str, what: str) -> Path:
     return p
 
 
+def _npy(p: Path, path: str, what: str) -> np.ndarray:
+    """A ``.npy`` array of real numbers, as floats (no pickles)."""
+    try:
+        a = np.load(p, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise InputError(f"--strategy {what} {path!r}: not a readable .npy array ({exc})") from None
+    if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a):
+        raise InputError(f"--strategy {what} {path!r}: must hold an array of real numbers")
+    return a.astype(float)
+
+
 def _lines(p: Path, path: str, what: str) -> list[str]:
     """The file's text lines, read whole (it is a regular file within the size limit)."""
     try:
@@ -50,15 +61,11 @@ def read_coefficients(path: str) -> np.ndarray:
     :data:`MAX_COEFFICIENTS`, each fault named."""
     p = _size(path, "coefficients")
     if p.suffix == ".npy":
-        try:
-            c = np.load(p, allow_pickle=False)
-        except (ValueError, OSError) as exc:
-            raise InputError(f"--strategy coefficients {path!r}: not a readable .npy array ({exc})") from None
+        c = _npy(p, path, "coefficients")
         if c.ndim == 2 and 1 in c.shape:
             c = c.reshape(-1)
-        if c.ndim != 1 or not np.issubdtype(c.dtype, np.number) or np.iscomplexobj(c):
+        if c.ndim != 1:
             raise InputError(f"--strategy coefficients {path!r}: must hold a 1-D array of real numbers")
-        c = c.astype(float)
     else:
         values: list[float] = []
         for line_no, line in enumerate(_lines(p, path, "coefficients"), start=1):
@@ -88,13 +95,9 @@ def read_matrix(path: str) -> np.ndarray:
     """A square lower-triangular finite matrix from a CSV or ``.npy`` file, every fault named (file, entry)."""
     p = _size(path, "file")
     if p.suffix == ".npy":
-        try:
-            C = np.load(p, allow_pickle=False)
-        except (ValueError, OSError) as exc:
-            raise InputError(f"--strategy file {path!r}: not a readable .npy array ({exc})") from None
-        if C.ndim != 2 or not np.issubdtype(C.dtype, np.number) or np.iscomplexobj(C):
+        C = _npy(p, path, "file")
+        if C.ndim != 2:
             raise InputError(f"--strategy file {path!r}: must hold a 2-D array of real numbers")
-        C = C.astype(float)
     else:
         rows = []
         for line_no, line in enumerate(_lines(p, path, "file"), start=1):
