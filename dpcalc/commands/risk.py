@@ -50,7 +50,7 @@ def risk_rows(method, delta_at, priors, cfg=None, note=None) -> list[dict]:
     for i, p in enumerate(np.atleast_1d(priors), start=1):
         p = float(p)
 
-        def s(v, upward, i=i, p=p):
+        def s(v, upward, i=i, p=p):  # upward None: the estimate, not rounded
             return None if v is None else float(risk.success(p, v[i], upward)[0])
 
         rows.append(
@@ -58,7 +58,7 @@ def risk_rows(method, delta_at, priors, cfg=None, note=None) -> list[dict]:
                 base,
                 prior=p,
                 success_lower=s(lo, False),
-                success_estimate=None if est is None else float(max(p, 1 - p) + min(p, 1 - p) * est[i]),
+                success_estimate=s(est, None),
                 success=s(up, True),
             )
         )

@@ -59,11 +59,13 @@ def advantage(delta0, up: bool = True) -> np.ndarray:
     return outward(np.asarray(delta0, dtype=float), up)
 
 
-def success(priors, delta_at_logit, up: bool = True) -> np.ndarray:
-    """The Bayes-optimal attacker's success at each prior from δ(|logit π|) (an end of its bracket)."""
+def success(priors, delta_at_logit, up: bool | None = True) -> np.ndarray:
+    """The Bayes-optimal attacker's success at each prior from δ(|logit π|): an end of its bracket, rounded
+    outward (``up``: the upper end), or with ``up=None`` an estimate from an estimate of δ (not rounded)."""
     p = check_priors(priors)
     d = np.clip(np.asarray(delta_at_logit, dtype=float), 0.0, 1.0)
-    return outward(np.maximum(p, 1 - p) + np.minimum(p, 1 - p) * d, up)
+    value = np.maximum(p, 1 - p) + np.minimum(p, 1 - p) * d
+    return value if up is None else outward(value, up)
 
 
 def gaussian_delta(eps, mu) -> np.ndarray:
