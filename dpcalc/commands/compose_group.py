@@ -33,11 +33,10 @@ from dpcalc.commands.compose_methods import (
 )
 from dpcalc.engine.mechanisms.base import decimal, up
 from dpcalc.engine.mechanisms.catalogue import gaussian_r2, rdp_refusal, rdp_work_refusal, total_rdp
-from dpcalc.engine.mechanisms.group import doublings, rdp_group
+from dpcalc.engine.mechanisms.group import doublings, log_group_delta, rdp_group
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
 
-_U = float(np.finfo(float).eps)
 #: Most --delta values the dp-group row searches (each a search over the example-level profile).
 MAX_DP_GROUP_TARGETS = 10
 #: The dp-group search: the most doublings of the step down from δ/K, the most regula-falsi steps after,
@@ -88,11 +87,8 @@ def _example(specs, want_eps, values, opts):
 
 
 def _log_group_delta(k: int, eps: float, delta: float) -> float:
-    """An upper bound on ``log(K·e^((K−1)ε)·δ)`` (``-inf`` at δ = 0)."""
-    if delta <= 0:
-        return -math.inf
-    terms = (math.log(k), (k - 1) * eps, math.log(delta))
-    return math.fsum(terms) + 16.0 * _U * (sum(abs(t) for t in terms) + 1.0)
+    """:func:`dpcalc.engine.mechanisms.group.log_group_delta` at one point (``-inf`` at δ = 0)."""
+    return float(log_group_delta(k, eps, delta))
 
 
 def _eps_down(target: float, k: int) -> float:
