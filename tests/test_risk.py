@@ -180,6 +180,24 @@ def test_target_advantage_finds_the_most_steps_or_the_largest_rate(left_out):
         assert (_f(again["advantage"]) <= 0.1) is ok
 
 
+@pytest.mark.parametrize(
+    "run,column,tightest",
+    [
+        (["--sample-rate", "0.01", "--steps", "1000"], "noise_multiplier", min),
+        (["--sample-rate", "0.01", "--sigma", "1.5"], "steps", max),
+        (["--steps", "1000", "--sigma", "1.5"], "sample_rate", max),
+    ],
+)
+def test_quiet_prints_what_the_calibration_found(run, column, tightest):
+    """-q of a risk calibration prints the input it found (the least noise; the most steps or the largest rate)
+    of the tightest accountant — not the advantage it reached."""
+    args = ["sgd-epsilon", *run, "--target-advantage", "0.1", "--delta", "1e-5", "--accountant", "all"]
+    rows = [r for r in _rows(args) if r[column]]
+    quiet = CliRunner().invoke(main, [*args, "-q"])
+    assert quiet.exit_code == 0, quiet.output
+    assert _f(quiet.stdout.strip()) == tightest(_f(r[column]) for r in rows)
+
+
 def test_target_tpr_meets_the_target_and_a_little_less_noise_misses():
     """--target-tpr T --fpr F (pld): the noise found has certified TPR at F within T, 1e-4 less noise does not,
     each as ``--fpr`` prints it."""

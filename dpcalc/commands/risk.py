@@ -71,14 +71,19 @@ def refused_rows(method, priors, reason, cfg=None) -> list[dict]:
     return [dict(method=method, prior=p, note=f"does not apply: {reason}", **(cfg or {})) for p in ps]
 
 
-def risk_result(rows, command, caption, priors) -> Result:
-    """The table: the command's risk columns, headline ``success`` with ``--prior``, else ``advantage``; the
-    plot: success against the prior (one line per method), or the advantage against a swept input."""
+def risk_result(rows, command, caption, priors, headline: str | None = None) -> Result:
+    """The table: the command's risk columns, headline ``success`` with ``--prior``, else ``advantage`` (or the
+    input a calibration found: ``headline``); the plot: success against the prior (one line per method), or the
+    advantage against a swept input."""
     names = risk_names(command)
     cols = {n: [_clean(r.get(n)) for r in rows] for n in names}
-    headline = "advantage" if priors is None else "success"
+    headline_given = headline is not None
+    headline = headline or ("advantage" if priors is None else "success")
     title = "Membership-inference risk: " + ("advantage" if priors is None else "the attacker's success")
-    result = Result(cols, headline=headline, title=title, caption=caption)
+    # a calibration's answer is per configuration of its inputs: the risk columns and ε are what it found
+    found = ("advantage_lower", "advantage_estimate", "advantage", "success_lower", "success_estimate", "success")
+    derived = tuple(c for c in (*found, "tpr_lower", "tpr", "epsilon") if c in cols) if headline_given else ()
+    result = Result(cols, headline=headline, title=title, caption=caption, derived=derived)
     swept = [c for c in ("noise_multiplier", "steps", "sample_rate") if c in cols and len(set(cols[c])) > 1]
     if priors is not None:
         result.plot = PlotSpec(

@@ -270,7 +270,8 @@ def _calibrated(params, sampler, question, goal, methods, names, priors, setting
             note = f"{what} with {goal.what} ≤ {target:g}; epsilon: its ε at δ = {delta:g}"
             cfg = {"sample_rate": q, "noise_multiplier": sigma, "steps": steps, "delta": delta}
             rows += risk_rows(name, delta_at, priors, dict(cfg, epsilon=eps, **extra), note)
-    return risk_result(rows, "sgd-epsilon", setting + f"; target {goal.what} {target:g}", priors)
+    found_column = {"sigma": "noise_multiplier", "steps": "steps", "q": "sample_rate"}[unknown]
+    return risk_result(rows, "sgd-epsilon", setting + f"; target {goal.what} {target:g}", priors, found_column)
 
 
 def _clt_sigma(q, steps, mu) -> float:
