@@ -598,3 +598,22 @@ def test_bad_coefficient_files_are_one_line(content, words, tmp_path):
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], result.output
+
+
+def test_quiet_takes_one_configuration_per_strategy_pattern_and_noise():
+    """-q: the rows of one strategy, pattern, σ (or target) and δ are one configuration whatever the methods add
+    (the dominating DP-SGD run's steps, the sensitivity): its tightest certified ε, or least σ."""
+    base = [
+        "matrix",
+        "--strategy",
+        "sqrt:bands=4",
+        "--steps",
+        "200",
+        "--participation",
+        "cyclic-poisson:b=4,q=0.02",
+    ]
+    for extra, column in ((["--sigma", "2"], "epsilon"), (["--target-epsilon", "1"], "noise_multiplier")):
+        rows = _rows([*base, *extra, "--delta", "1e-6"])
+        quiet = _run([*base, *extra, "--delta", "1e-6", "-q"])
+        assert quiet.exit_code == 0 and "\t" not in quiet.stdout, quiet.output
+        assert float(quiet.stdout) == min(float(r[column]) for r in rows)

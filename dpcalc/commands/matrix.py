@@ -204,9 +204,16 @@ def matrix(params: MatrixParams) -> Result:
         headline=headline,
         title="Matrix mechanism (correlated noise)",
         caption=caption,
-        derived=("sensitivity_bound", "sensitivity_exact", "dpsgd_steps", "bands", "confidence", "samples")
-        if solve == "steps"
-        else ("confidence", "samples"),
+        # what the inputs determine, or a method adds: never a configuration of its own
+        derived=(
+            "sensitivity_bound",
+            "sensitivity_exact",
+            "dpsgd_steps",
+            "bands",
+            "sample_rate",
+            "confidence",
+            "samples",
+        ),
     )
     res.plot = _plot(out, p, solve)
     return res
