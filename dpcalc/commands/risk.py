@@ -81,7 +81,14 @@ def risk_result(rows, command, caption, priors, headline: str | None = None) -> 
     headline = headline or ("advantage" if priors is None else "success")
     title = "Membership-inference risk: " + ("advantage" if priors is None else "the attacker's success")
     # a calibration's answer is per configuration of its inputs: the risk columns and ε are what it found
-    found = ("advantage_lower", "advantage_estimate", "advantage", "success_lower", "success_estimate", "success")
+    found = (
+        "advantage_lower",
+        "advantage_estimate",
+        "advantage",
+        "success_lower",
+        "success_estimate",
+        "success",
+    )
     derived = tuple(c for c in (*found, "tpr_lower", "tpr", "epsilon") if c in cols) if headline_given else ()
     result = Result(cols, headline=headline, title=title, caption=caption, derived=derived)
     swept = [c for c in ("noise_multiplier", "steps", "sample_rate") if c in cols and len(set(cols[c])) > 1]

@@ -271,7 +271,9 @@ def _calibrated(params, sampler, question, goal, methods, names, priors, setting
             cfg = {"sample_rate": q, "noise_multiplier": sigma, "steps": steps, "delta": delta}
             rows += risk_rows(name, delta_at, priors, dict(cfg, epsilon=eps, **extra), note)
     found_column = {"sigma": "noise_multiplier", "steps": "steps", "q": "sample_rate"}[unknown]
-    return risk_result(rows, "sgd-epsilon", setting + f"; target {goal.what} {target:g}", priors, found_column)
+    return risk_result(
+        rows, "sgd-epsilon", setting + f"; target {goal.what} {target:g}", priors, found_column
+    )
 
 
 def _clt_sigma(q, steps, mu) -> float:
