@@ -336,3 +336,28 @@ def test_priors_are_checked_in_the_engine_too():
     with pytest.raises(ValueError):
         risk.check_priors([0.5, 1.0])
     assert risk.profile_epsilons([0.5, 0.1]) == pytest.approx([0.0, 0.0, math.log(9)], rel=1e-15)
+
+
+@pytest.mark.parametrize(
+    "args,column",
+    [
+        (
+            ["sgd-epsilon", "--sample-rate", "0.01", "--steps", "1000", "--sigma", "1", "--advantage"],
+            "advantage",
+        ),
+        (
+            ["sgd-epsilon", "--sample-rate", "0.01", "--steps", "1000", "--sigma", "1", "--prior", "0.5"],
+            "success",
+        ),
+        (["compose", "gaussian:sigma=2,count=10", "--advantage", "--method", "all"], "advantage"),
+        (["compose", "gaussian:sigma=2,count=10", "--prior", "0.3", "--method", "all"], "success"),
+    ],
+)
+def test_quiet_takes_one_configuration_whatever_the_methods_report(args, column):
+    """-q of a risk question: one configuration (the methods' lower ends and estimates are outputs, not keys),
+    its smallest certified upper bound."""
+    full = args + (["--accountant", "all"] if args[0] == "sgd-epsilon" else [])
+    rows = [r for r in _rows(full) if r[column]]
+    quiet = CliRunner().invoke(main, [*full, "-q"])
+    assert quiet.exit_code == 0 and "\t" not in quiet.stdout, quiet.output
+    assert _f(quiet.stdout.strip()) == min(_f(r[column]) for r in rows)

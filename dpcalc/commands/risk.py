@@ -77,10 +77,9 @@ def risk_result(rows, command, caption, priors, headline: str | None = None) -> 
     advantage against a swept input."""
     names = risk_names(command)
     cols = {n: [_clean(r.get(n)) for r in rows] for n in names}
-    headline_given = headline is not None
     headline = headline or ("advantage" if priors is None else "success")
     title = "Membership-inference risk: " + ("advantage" if priors is None else "the attacker's success")
-    # a calibration's answer is per configuration of its inputs: the risk columns and ε are what it found
+    # the risk columns (and a calibration's ε) are outputs: never a configuration of their own
     found = (
         "advantage_lower",
         "advantage_estimate",
@@ -89,7 +88,7 @@ def risk_result(rows, command, caption, priors, headline: str | None = None) -> 
         "success_estimate",
         "success",
     )
-    derived = tuple(c for c in (*found, "tpr_lower", "tpr", "epsilon") if c in cols) if headline_given else ()
+    derived = tuple(c for c in (*found, "tpr_lower", "tpr", "epsilon") if c in cols and c != headline)
     result = Result(cols, headline=headline, title=title, caption=caption, derived=derived)
     swept = [c for c in ("noise_multiplier", "steps", "sample_rate") if c in cols and len(set(cols[c])) > 1]
     if priors is not None:
