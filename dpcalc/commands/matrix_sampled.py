@@ -128,6 +128,7 @@ def mmcc_sigma_rows(s, part, sens, g, p):
     note = []
     for i in range(n):
         target, delta = float(g["target"][i]), float(g["delta"][i])
+        mmcc_calibration.search_eps_error(target, p.eps_error, delta)  # its refusals, before any work
         hi = float(acc.unamplified_sigma(sens.value, target, delta)) * (1 + SIGMA_RTOL)
         guess, _ = calibrate_noise(part.q, s.n, delta, target, accountant="rdp", rtol=1e-3)
         res = mmcc_calibration.mmcc_sigma(
