@@ -25,8 +25,7 @@ METHODS = ("exact", "pld", "rdp")
 
 def compose_risk(texts, priors, method, eps_error=None, group_size=1):
     """One row per method (``all``) or the tightest (``best``), and per prior."""
-    if method not in (*METHODS, "best", "all"):
-        raise InputError(f"--advantage/--prior: apply to --method exact, pld, rdp, best or all, not {method}")
+    _check_method(method, "--advantage/--prior")
     specs = merge_identical(parse_mechanisms(expand_sources(texts)))
     check_relations(specs)
     caption = "mechanisms: " + " + ".join(s.label() for s in specs) + relation_caption(specs)
@@ -38,42 +37,50 @@ def compose_risk(texts, priors, method, eps_error=None, group_size=1):
     names = METHODS if method in ("all", "best") else (method,)
     per: dict[str, list] = {}
     for name in names:
-        if name == "exact":
-            r2 = gaussian_r2(specs)
-            if r2 is None:
-                per[name] = refused_rows(name, priors, "only for compositions of plain gaussian specs")
-                continue
-            mu = math.sqrt(r2)
-            per[name] = risk_rows(
-                name,
-                lambda e, m=mu: (risk.gaussian_delta(e, m), None, gaussian_exact.delta_gaussian(e, m)),
-                priors,
+        delta_at, reason = method_profile(name, specs, eps_error, exact_forms)
+        try:
+            per[name] = (
+                refused_rows(name, priors, reason) if delta_at is None else risk_rows(name, delta_at, priors)
             )
-        elif name == "pld":
-            try:
-
-                def pld(e):
-                    b = compose_pld(specs, epsilon=np.asarray(e, float), eps_error=eps_error)
-                    lower = b[0] if exact_forms else None  # an upper-bound form: no lower end for the person
-                    return lower, b[1], b[2]
-
-                per[name] = risk_rows(name, pld, priors)
-            except InputError as exc:
-                if method == "pld":
-                    raise
-                per[name] = refused_rows(name, priors, str(exc))
-        else:
-            refusals = [r for s in specs if (r := rdp_refusal(s)) is not None]
-            if refusals:
-                per[name] = refused_rows(name, priors, refusals[0])
-                continue
-            curve = total_rdp(specs, DEFAULT_ORDERS)
-            per[name] = risk_rows(name, lambda e, c=curve: (None, None, _rdp_delta(c, e)), priors)
+        except InputError as exc:  # the PLD's refusals
+            if method == "pld":
+                raise
+            per[name] = refused_rows(name, priors, str(exc))
     if method == "best":
         rows = _pick(per, "advantage" if priors is None else "success")
     else:
         rows = [r for m in names for r in per[m]]
     return risk_result(rows, "compose", caption, priors)
+
+
+def _check_method(method, question):
+    if method not in (*METHODS, "best", "all"):
+        raise InputError(f"{question}: applies to --method exact, pld, rdp, best or all, not {method}")
+
+
+def method_profile(name, specs, eps_error=None, exact_forms=True):
+    """``(delta_at, None)``: the privacy profile ε ↦ (lower, estimate, upper) of the composition by method
+    ``name`` (exact: μ-GDP of plain Gaussians; pld: the certified bracket, whose refusals are raised when it is
+    called; rdp: the Rényi curve's profile), or ``(None, reason)`` where it does not apply."""
+    if name == "exact":
+        r2 = gaussian_r2(specs)
+        if r2 is None:
+            return None, "only for compositions of plain gaussian specs"
+        mu = math.sqrt(r2)
+        return (lambda e, m=mu: (risk.gaussian_delta(e, m), None, gaussian_exact.delta_gaussian(e, m))), None
+    if name == "pld":
+
+        def pld(e):
+            b = compose_pld(specs, epsilon=np.asarray(e, float), eps_error=eps_error)
+            lower = b[0] if exact_forms else None  # an upper-bound form: no lower end for the person
+            return lower, b[1], b[2]
+
+        return pld, None
+    refusals = [r for s in specs if (r := rdp_refusal(s)) is not None]
+    if refusals:
+        return None, refusals[0]
+    curve = total_rdp(specs, DEFAULT_ORDERS)
+    return (lambda e, c=curve: (None, None, _rdp_delta(c, e))), None
 
 
 def _pick(per, key):
