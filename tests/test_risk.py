@@ -361,3 +361,61 @@ def test_quiet_takes_one_configuration_whatever_the_methods_report(args, column)
     quiet = CliRunner().invoke(main, [*full, "-q"])
     assert quiet.exit_code == 0 and "\t" not in quiet.stdout, quiet.output
     assert _f(quiet.stdout.strip()) == min(_f(r[column]) for r in rows)
+
+
+def test_compose_target_advantage_of_plain_gaussians_is_the_closed_form():
+    """compose --target-advantage on plain Gaussians (exact): advantage erf(μ/(2√2)) = A at μ = √100/σ, so σ* =
+    10/(2√2·erfinv(A)); the search's σ is at or above it, within its step."""
+    from scipy import special
+
+    target = 0.1
+    rows = _rows(["compose", "gaussian:count=100", "--target-advantage", str(target), "--method", "all"])
+    by = {r["method"]: r for r in rows}
+    exact = 10.0 / (2.0 * math.sqrt(2.0) * float(special.erfinv(target)))
+    assert exact <= _f(by["exact"]["sigma"]) <= exact * (1 + 1e-4)
+    assert exact * (1 - 1e-4) <= _f(by["pld"]["sigma"]) <= exact * (1 + 2e-4)  # within its discretisation
+    assert _f(by["rdp"]["sigma"]) > _f(by["exact"]["sigma"])  # the Rényi profile is looser
+    quiet = CliRunner().invoke(
+        main, ["compose", "gaussian:count=100", "--target-advantage", str(target), "-q"]
+    )
+    assert quiet.exit_code == 0 and _f(quiet.stdout.strip()) == _f(by["exact"]["sigma"])
+
+
+@pytest.mark.parametrize(
+    "spec,key,method,less_private",
+    [
+        ("subsampled-gaussian:q=0.01,count=1000", "sigma", "pld", lambda x: x / (1 + 1e-4)),
+        ("subsampled-gaussian:q=0.01,count=1000", "sigma", "rdp", lambda x: x / (1 + 1e-4)),
+        ("laplace:count=10", "scale", "pld", lambda x: x / (1 + 1e-4)),
+        ("randomized-response:count=10", "epsilon", "pld", lambda x: x * (1 + 1e-4)),
+    ],
+)
+def test_compose_target_advantage_round_trip(spec, key, method, less_private):
+    """The value found meets the target as ``compose --advantage`` prints it; one search step to the less
+    private side misses it."""
+    target = 0.2
+    (row,) = _rows(["compose", spec, "--target-advantage", str(target), "--method", method])
+    column = {"epsilon": "release_epsilon"}.get(key, key)
+    x = _f(row[column])
+    assert _f(row["advantage"]) <= target
+    for value, ok in ((x, True), (less_private(x), False)):
+        (again,) = _rows(["compose", f"{spec},{key}={value!r}", "--advantage", "--method", method])
+        assert (_f(again["advantage"]) <= target) is ok
+
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["gaussian:sigma=2,count=10", "--target-advantage", "0.1"], "leave it out of a spec"),
+        (["gaussian:count=10", "--target-advantage", "0.1", "--advantage"], "without --advantage"),
+        (["gaussian:count=10", "--target-advantage", "0.1", "--group-size", "2"], "--group-size"),
+        (["gaussian:count=10", "--target-advantage", "0.1", "--delta", "1e-5"], "--delta"),
+        (["gaussian:count=10", "laplace:count=2", "--target-advantage", "0.1"], "leaves scale out"),
+        (["laplace:count=10", "--target-advantage", "0.1", "--method", "exact"], "plain gaussian"),
+    ],
+)
+def test_compose_target_advantage_refusals_are_one_line(args, words):
+    result = CliRunner().invoke(main, ["compose", *args])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], result.output

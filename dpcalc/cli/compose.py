@@ -266,7 +266,12 @@ guessing (sweep --fpr, e.g. 1e-6:0.5:x2).  The columns are those of TRADE-OFF CO
 )
 @eps_error_option
 @tradeoff_options
-@risk_options()
+@risk_options(
+    target=True,
+    tpr=False,
+    what="Leave a spec's noise out (sigma, scale, or a per-release epsilon): the least noise (the largest "
+    "per-release ε) whose certified advantage of the composition is at most A, per method.",
+)
 @tuning_option
 @curve_options
 @common_options
@@ -284,6 +289,7 @@ def command(
     advantage,
     prior,
     max_advantage,
+    target_advantage,
     tuning,
     out,
     rdp_curve=False,
@@ -325,7 +331,7 @@ def command(
             click.echo(write_event(mechanisms))
             return
     out = with_max_tpr(out, fpr, max_tpr)
-    out, risk = risk_question(out, fpr, advantage, prior, max_advantage)
+    out, risk = risk_question(out, fpr, advantage, prior, max_advantage, target_advantage)
     if risk:
         for option, value in (("--delta", delta), ("--epsilon", epsilon), ("--tuning-runs", tuning)):
             if value is not None:
@@ -334,8 +340,19 @@ def command(
                 )
         if wanted(rdp_curve, alphas, out):
             raise click.UsageError("--rdp-curve cannot be used with --advantage/--prior")
-        from dpcalc.commands.compose_risk import compose_risk  # lazy: the command's work
+        # lazy: the command's work
+        from dpcalc.commands.compose_risk import compose_risk, compose_target_advantage
 
+        if target_advantage is not None:
+            if advantage or prior is not None:
+                raise click.UsageError(
+                    "--target-advantage asks for the noise: give it without --advantage/--prior"
+                )
+            if k > 1:
+                raise click.UsageError("--target-advantage cannot be used with --group-size")
+            a = single(target_advantage, "--target-advantage")
+            run(out, lambda: compose_target_advantage(mechanisms, a, method, eps_error))
+            return
         run(out, lambda: compose_risk(mechanisms, prior, method, eps_error, group_size=k))
         return
     question = _question(fpr, method, delta, epsilon, eps_error, tuning, rdp_curve, alphas, out)

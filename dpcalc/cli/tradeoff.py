@@ -60,12 +60,13 @@ PRIOR_HELP = (
 )
 
 
-def risk_options(target: bool = False):
+def risk_options(target: bool = False, tpr: bool = True, what: str | None = None):
     """Add ``--advantage``, ``--prior P`` and ``--max-advantage A`` (and with ``target``,
-    ``--target-advantage A``): membership-inference risk instead of ε or δ (docs/math.md §10.4)."""
+    ``--target-advantage A``, and with ``tpr`` too ``--target-tpr T``): membership-inference risk instead of ε or
+    δ (docs/math.md §10.4); ``what``: the target's help (default: sgd-epsilon's)."""
 
     def decorate(func):
-        if target:
+        if target and tpr:
             func = click.option(
                 "--target-tpr",
                 type=Grid(lo=0, hi=1, lo_open=True, hi_open=True),
@@ -75,12 +76,14 @@ def risk_options(target: bool = False):
                 "multiplier (the most steps, the largest rate) whose certified TPR at F is at most T, per accountant, "
                 "with its ε at --delta.",
             )(func)
+        if target:
             func = click.option(
                 "--target-advantage",
                 type=Grid(lo=0, hi=1, lo_open=True, hi_open=True),
                 default=None,
                 metavar="A",
-                help="Leave out the noise (or the steps, or the sample rate): the least noise multiplier (the most "
+                help=what
+                or "Leave out the noise (or the steps, or the sample rate): the least noise multiplier (the most "
                 "steps, the largest rate) whose certified advantage is at most A, per accountant, with its ε at "
                 "--delta.",
             )(func)

@@ -67,25 +67,32 @@ def _free_key(spec):
     return noise if noise is not None and spec.params.get(noise[0], 0) is None else None
 
 
-def calibrate(texts, epsilon, delta, method, eps_error=None, group_size=1) -> Result:
-    """The parameter of the specs that left it out making the composition (ε, δ)-DP, one row per
-    (ε, δ) and method (module docstring); ``group_size`` K > 1: (ε, δ)-DP for a person with K examples,
-    every candidate value judged on the specs' person-level forms (docs/math.md §2.15)."""
-    specs = _parse(texts)
+def free_parameter(specs, question: str, otherwise: str) -> tuple[str, int]:
+    """``(key, direction)`` of the one parameter the specs leave out (shared by those that do), else an error
+    naming ``question`` (and what to give ``otherwise``)."""
     free = [(s, k) for s in specs if (k := _free_key(s)) is not None]
     if not free:
         raise InputError(
-            "--epsilon with --delta solves for a noise parameter: leave it out of a spec to calibrate it "
+            f"{question} solves for a noise parameter: leave it out of a spec to calibrate it "
             "(sigma of gaussian kinds, scale of laplace kinds, epsilon of randomized-response and exponential; "
-            "e.g. subsampled-gaussian:q=0.01,count=1000), or give only one of --epsilon/--delta"
+            f"e.g. subsampled-gaussian:q=0.01,count=1000){otherwise}"
         )
-    keys = {k for _, k in free}
-    if len(keys) > 1:
+    if len({k for _, k in free}) > 1:
         (s0, k0), (s1, k1) = free[0], next(f for f in free if f[1] != free[0][1])
         raise InputError(
             f"mechanism {s1.text!r}: leaves {k1[0]} out but {s0.text!r} leaves {k0[0]} out: calibration "
             "solves for one parameter, shared by the specs that leave it out"
         )
+    return free[0][1]
+
+
+def calibrate(texts, epsilon, delta, method, eps_error=None, group_size=1) -> Result:
+    """The parameter of the specs that left it out making the composition (ε, δ)-DP, one row per
+    (ε, δ) and method (module docstring); ``group_size`` K > 1: (ε, δ)-DP for a person with K examples,
+    every candidate value judged on the specs' person-level forms (docs/math.md §2.15)."""
+    specs = _parse(texts)
+    free_parameter(specs, "--epsilon with --delta", ", or give only one of --epsilon/--delta")
+    free = [(s, k) for s in specs if (k := _free_key(s)) is not None]
     plain = all(s.kind == "gaussian" and s.params["sigma"] is None and "q" not in s.params for s in specs)
     routes = ""
     if group_size > 1:

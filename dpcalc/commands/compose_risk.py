@@ -16,6 +16,7 @@ from dpcalc.engine.conversion.methods import delta_from_curve
 from dpcalc.engine.mechanisms import gaussian_exact
 from dpcalc.engine.mechanisms.catalogue import gaussian_r2, rdp_refusal, total_rdp
 from dpcalc.engine.orders import DEFAULT_ORDERS
+from dpcalc.engine.pld.search import boundary
 from dpcalc.errors import InputError
 from dpcalc.group import person_forms, routes_caption
 from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
@@ -51,6 +52,71 @@ def compose_risk(texts, priors, method, eps_error=None, group_size=1):
     else:
         rows = [r for m in names for r in per[m]]
     return risk_result(rows, "compose", caption, priors)
+
+
+#: The relative step of the noise search of --target-advantage (the value one step to the less private side was
+#: computed and misses the target).
+TARGET_RTOL = 1e-4
+
+
+def compose_target_advantage(texts, target, method, eps_error=None):
+    """``--target-advantage A``: per method, the least noise (the largest per-release ε) of the specs that
+    leave it out whose composition's certified advantage δ(0) is at most ``target`` — a monotone search
+    (:func:`dpcalc.engine.pld.search.boundary`) on the advantage the method's row prints; ``best`` keeps the
+    most favourable value.  Kulynych et al. 2024 (arXiv:2407.02191) calibrate to such a risk, not to ε."""
+    # lazy: the calibration's helpers (its spec parsing with a key left out) load for this question only
+    from dpcalc.commands.compose_calibration import COLUMN, RANGES, _filler, _parse, free_parameter
+
+    _check_method(method, "--target-advantage")
+    specs = _parse(texts)
+    key, direction = free_parameter(specs, "--target-advantage", "")
+    fill = _filler(specs, key)
+    lo, hi = RANGES[direction]
+    column = COLUMN[key]
+    check_relations(fill(1.0 if direction > 0 else min(hi, 1.0)))
+    names = METHODS if method in ("all", "best") else (method,)
+    solved = " and ".join(repr(s.text) for s in specs if s.params.get(key, 0) is None)
+    caption = f"the least {key} of {solved} with the composition's certified advantage <= {target:g}"
+    if direction < 0:
+        caption = caption.replace("the least", "the largest")
+    found_rows = {}
+    for name in names:
+
+        def test(x, name=name):
+            try:
+                delta_at, why = method_profile(name, merge_identical(fill(x)), eps_error)
+                if delta_at is None:
+                    return math.inf, why
+                return float(np.atleast_1d(delta_at(np.zeros(1))[2])[0]), None
+            except InputError as exc:
+                return math.inf, str(exc)
+
+        most_private = hi if direction > 0 else lo
+        value, why = test(most_private)
+        if not value <= target:
+            reason = why or f"nothing in [{lo:g}, {hi:g}] has advantage <= {target:g}"
+            if method == name:
+                raise InputError(f"--target-advantage: {reason}")
+            found_rows[name] = refused_rows(name, None, reason)
+            continue
+        start = min(max(1.0, lo), hi)
+        found = boundary(test, target, start, ok_above=direction > 0, lo=lo, hi=hi, rtol=TARGET_RTOL)
+        x = float(found.x)
+        delta_at, _ = method_profile(name, merge_identical(fill(x)), eps_error)
+        note = (
+            f"the {'least' if direction > 0 else 'largest'} {key} with advantage <= {target:g} (one search step, a "
+            f"factor {1 + TARGET_RTOL:g}, to the less private side computed and above it)"
+        )
+        found_rows[name] = risk_rows(name, delta_at, None, {column: x}, note)
+    if method == "best":
+        usable = [rows[0] for rows in found_rows.values() if rows[0].get(column) is not None]
+        if not usable:
+            raise InputError("--target-advantage: no method meets the target for these mechanisms")
+        pick = min if direction > 0 else max
+        rows = [pick(usable, key=lambda r: r[column])]
+    else:
+        rows = [r for m in names for r in found_rows[m]]
+    return risk_result(rows, "compose", caption, None, headline=column)
 
 
 def _check_method(method, question):

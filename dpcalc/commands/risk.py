@@ -71,11 +71,15 @@ def refused_rows(method, priors, reason, cfg=None) -> list[dict]:
     return [dict(method=method, prior=p, note=f"does not apply: {reason}", **(cfg or {})) for p in ps]
 
 
+#: compose's calibrated columns: shown only by --target-advantage (the value it found).
+CALIBRATED = ("sigma", "scale", "release_epsilon")
+
+
 def risk_result(rows, command, caption, priors, headline: str | None = None) -> Result:
     """The table: the command's risk columns, headline ``success`` with ``--prior``, else ``advantage`` (or the
     input a calibration found: ``headline``); the plot: success against the prior (one line per method), or the
     advantage against a swept input."""
-    names = risk_names(command)
+    names = [n for n in risk_names(command) if n not in CALIBRATED or any(r.get(n) is not None for r in rows)]
     cols = {n: [_clean(r.get(n)) for r in rows] for n in names}
     headline = headline or ("advantage" if priors is None else "success")
     title = "Membership-inference risk: " + ("advantage" if priors is None else "the attacker's success")

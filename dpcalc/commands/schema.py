@@ -368,7 +368,16 @@ _RISK_TAIL = (
 #: The columns of ``--advantage`` / ``--prior`` (compose, sgd-epsilon, convert): one row per method,
 #: configuration and prior.
 RISK_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
-    "compose": (("method", "exact, pld or rdp"), *_RISK_TAIL),
+    "compose": (
+        ("method", "exact, pld or rdp"),
+        ("sigma", "with --target-advantage: the least σ found for the specs that leave it out"),
+        ("scale", "with --target-advantage: the least scale found for the specs that leave it out"),
+        (
+            "release_epsilon",
+            "with --target-advantage: the largest per-release ε found for the specs that leave it out",
+        ),
+        *_RISK_TAIL,
+    ),
     "convert": (
         (
             "method",
