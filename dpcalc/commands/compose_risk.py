@@ -83,18 +83,22 @@ def compose_target_advantage(texts, target, method, eps_error=None):
     for name in names:
 
         def test(x, name=name):
+            """(the advantage, the bracket of δ(0) it came from), or (inf, why not)."""
             try:
                 delta_at, why = method_profile(name, merge_identical(fill(x)), eps_error)
                 if delta_at is None:
                     return math.inf, why
-                return float(np.atleast_1d(delta_at(np.zeros(1))[2])[0]), None
+                at0 = delta_at(np.zeros(1))
+                return float(np.atleast_1d(at0[2])[0]), at0
             except InputError as exc:
                 return math.inf, str(exc)
 
         most_private = hi if direction > 0 else lo
-        value, why = test(most_private)
+        value, info = test(most_private)
         if not value <= target:
-            reason = why or f"nothing in [{lo:g}, {hi:g}] has advantage <= {target:g}"
+            reason = (
+                info if isinstance(info, str) else f"nothing in [{lo:g}, {hi:g}] has advantage <= {target:g}"
+            )
             if method == name:
                 raise InputError(f"--target-advantage: {reason}")
             found_rows[name] = refused_rows(name, None, reason)
@@ -102,7 +106,7 @@ def compose_target_advantage(texts, target, method, eps_error=None):
         start = min(max(1.0, lo), hi)
         found = boundary(test, target, start, ok_above=direction > 0, lo=lo, hi=hi, rtol=TARGET_RTOL)
         x = float(found.x)
-        delta_at, _ = method_profile(name, merge_identical(fill(x)), eps_error)
+        delta_at = lambda e, at0=found.info: at0  # noqa: E731 - the search's own bracket of δ(0) at x
         note = (
             f"the {'least' if direction > 0 else 'largest'} {key} with advantage <= {target:g} (one search step, a "
             f"factor {1 + TARGET_RTOL:g}, to the less private side computed and above it)"
