@@ -226,11 +226,14 @@ def test_fpr_refuses_a_person_level_question():
 
 
 def test_finite_for_a_hundred_examples():
-    """K = 100: the mixture's Rényi bound is finite (its PLD is too wide to discretise, and says so)."""
+    """K = 100: the mixture's Rényi bound is finite, and so is its PLD bracket (the loss spans hundreds of nats;
+    the components beyond the sixth carry less than the grid's tail budget and are cut to +∞), below it."""
     rows = _rows([*RUN, "--epochs", "5", "--group-size", "100", "--accountant", "all"])
-    assert math.isfinite(_eps(rows, "rdp")[0])
-    (pld,) = [r for r in rows if r["method"] == "pld"]
-    assert pld["epsilon"] == "" and pld["note"].startswith("does not apply")
+    rdp = _eps(rows, "rdp")[0]
+    upper, lower = _eps(rows, "pld")
+    assert math.isfinite(rdp) and math.isfinite(upper)
+    assert 0 < lower <= upper <= rdp
+    assert upper - lower <= 0.005 * upper
 
 
 @settings(max_examples=8, deadline=None)

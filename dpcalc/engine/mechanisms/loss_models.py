@@ -116,6 +116,14 @@ class LossModel:
     #: rounds, docs/math.md §3.10): a bracket computed from it has a certified upper end and no lower end
     #: (:func:`dpcalc.engine.pld.bracket.dominates_only`).
     dominates_only: bool = False
+    #: Of ``inf_mass``, the part that is finite loss moved to +∞ by a cut (a tail of components too unlikely to
+    #: matter): the pair with it at +∞ dominates the true one, and a lower end counts it as a bad event
+    #: (:mod:`dpcalc.engine.pld.discretise`), so the bracket still brackets the true pair.
+    cut_mass: float = 0.0
+    #: ``cut(log_budget)``: a cheaper model of the same pair with at most ``e^{log_budget}`` more mass cut to +∞
+    #: (counted in ``cut_mass``), or None; the accountant asks with the tail mass its grid already gives up
+    #: (:func:`dpcalc.engine.pld.grid._prepare`).
+    cut: object = field(default=None, repr=False, compare=False)
     _nodes: object = field(default=None, repr=False, compare=False)
     _mgf_memo: object = field(default=None, repr=False, compare=False)
 

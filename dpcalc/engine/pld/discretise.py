@@ -10,12 +10,12 @@ which keeps ``E_P[e^{−L}]`` (the mass of Q) unchanged.  The discrete profile t
 δ(ε) at every grid point and interpolates it linearly in e^ε in between; since δ is convex in e^ε, the
 discrete pair **dominates** the true pair, so composing discrete pairs upper-bounds the composed
 profile.  Outside the grid range ``[a, b]``: mass below ``a`` is moved up to ``a`` and mass above ``b``
-is moved to ``+∞`` (both pessimistic).
+is moved to ``+∞`` (both pessimistic); so is a model's cut mass (:attr:`LossModel.cut_mass`).
 
 For the lower bound (see :mod:`dpcalc.engine.pld.epsilon`) the split is a coupling ``L' = L + D``
 with ``D ∈ {−t, h−t}`` given ``L`` (``t = l − ε_j``), so ``D`` has conditional range ``h`` and
 conditional mean ``h(1−a) − t <= b_max(h) ≈ h²/8`` (:func:`split_bias_max`); mass outside ``[a, b]`` is
-a "bad event" whose probability is carried in :attr:`DiscretePLD.bad_mass`.
+a "bad event" whose probability is carried in :attr:`DiscretePLD.bad_mass`, and so is a model's cut mass.
 
 Numerics: the bin integrals are 4-point Gauss–Legendre on panels at most 1/16 of the density's
 length scale (positive integrands, no cancellation: the relative error of each mass is ~1e-15, far
@@ -174,7 +174,7 @@ def discretise(model: LossModel, h: float, ia: int, ib: int, max_panels: float =
     n = ib - ia + 1
     p = np.zeros(n)
     inf_mass = float(model.inf_mass)
-    bad = 0.0
+    bad = float(model.cut_mass)  # finite loss cut to +∞: the coupling of the lower end fails there
     bias = 0.0
     a_val, b_val = ia * h, ib * h
     # atoms

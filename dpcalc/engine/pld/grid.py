@@ -196,6 +196,12 @@ def _prepare(components, width, log_delta_fin, lam, eps_center, memory_cap):
     # differ by at most a factor e in the tilted frame (both stay far above the FFT noise floor)
     lam = min(lam, 1.0 / h)
     log_target = log_delta_fin + math.log(1e-7) - math.log(k_total * len(components))
+    # a model that can shed a tail of negligible mass (a mixture's unlikely components) does so at the level
+    # its grid gives up anyway: the cut mass goes to +∞ and counts against the lower end (discretise)
+    components = [
+        Component(c.model.cut(log_target - math.log(c.count)), c.count) if c.model.cut is not None else c
+        for c in components
+    ]
     ranges = [choose_range(c.model, h, log_target - math.log(c.count)) for c in components]
     step_points = sum(ib - ia + 1 for ia, ib in ranges)
     # the per-mechanism grids are sized before allocation here; the FFT window (the large
