@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from dpcalc.cli._kinds import ALIASES
 from dpcalc.cli.common import common_options, eps_error_option, run, single
 from dpcalc.cli.rdp_curve import curve_options, wanted
 from dpcalc.cli.spec_complete import complete_mechanism
@@ -90,8 +91,8 @@ bound), and budget checks, best and -q read epsilon.  --eps-error sets the
 bracket width (default 0.5% of ε, however small ε is; where that grid would pass the memory cap the
 bracket is coarsened to fit, with a warning); an explicit --eps-error past the cap is refused with
 the --eps-error that fits.  Applies to gaussian, discrete-gaussian, laplace, discrete-laplace,
-randomized-response, exponential, dp and Poisson subsampled-gaussian, and to the Poisson-subsampled
-(q=) specs of those with a symmetric pair.
+randomized-response, exponential, dp, Poisson subsampled-gaussian and mixture-gaussian (and
+random-allocation, below), and to the Poisson-subsampled (q=) specs of those with a symmetric pair.
 
 Merging and limits: identical specs are merged (counts summed) and, for pld, all plain gaussian specs
 become one Gaussian of r = sqrt(Σ count·(Δ/σ)²) (exact: Dong, Roth and Su 2019), rounded to the safe side;
@@ -113,7 +114,7 @@ basic — (Σε, Σδ).
 
 basic, advanced and optimal need a per-release (ε, δ): laplace and discrete-laplace (Δ/b, 0),
 randomized-response and exponential (ε, 0) and dp specs have one; gaussian, discrete-gaussian, subsampled-gaussian,
-tree-aggregation, zcdp and rdp-curve do not, and those rows say so
+mixture-gaussian, random-allocation, tree-aggregation, zcdp and rdp-curve do not, and those rows say so
 rather than choosing a δ split for you.  best (default) — one row per target with the smallest bound
 among the methods that apply, and the method that gave it.  all — one row per method.  Every bound
 is rounded to the safe side.
@@ -216,10 +217,47 @@ passes T; -q prints tpr_upper.  --plot draws TPR against FPR on log axes with th
 guessing (sweep --fpr, e.g. 1e-6:0.5:x2).  The columns are those of TRADE-OFF COLUMNS."""
 
 
+def _aliases() -> str:
+    """The kind aliases the spec parser accepts, from the generated :mod:`dpcalc.cli._kinds` (no engine import)."""
+    by_kind: dict[str, list[str]] = {}
+    for alias, kind in ALIASES.items():
+        by_kind.setdefault(kind, []).append(alias)
+    return ", ".join(f"{' or '.join(names)} for {kind}" for kind, names in by_kind.items())
+
+
+#: ``compose --help`` and the DESCRIPTION of dpcalc-compose(1): every kind of the catalogue, in its order, and
+#: every alias (tests/test_docs_lists.py keeps both equal to the spec parser's).
+HELP = f"""Compose mechanisms: one (ε, δ) guarantee for all of them.
+
+A MECHANISM is KIND:key=value,... with an optional count=K.  The kinds: gaussian:sigma=S[,sensitivity=D],
+discrete-gaussian:sigma=S[,sensitivity=D] (integer noise, whole D), laplace:scale=B[,sensitivity=D],
+discrete-laplace:scale=B[,sensitivity=D], randomized-response:epsilon=E (or p=P),
+exponential:epsilon=E (the exponential mechanism, ε-bounded range),
+subsampled-gaussian:q=Q,sigma=S[,sampling=poisson|fixed-size] (or
+sampling=truncated-poisson,dataset_size=N,max_batch_size=B: Poisson batches cut at B),
+mixture-gaussian:sigma=S,sensitivities=C1|C2|...,probs=P1|P2|...[,q=Q] (a mixture of Gaussians of
+means Ci with probabilities Pi against N(0, S²)) or mixture-gaussian:sigma=S,group=K,q=Q (one
+DP-SGD step for a person with K examples, each Poisson-sampled at rate Q),
+random-allocation:sigma=S,steps=T[,k=K] (each example in K random steps of T; K = 1: a balls-in-bins
+epoch), tree-aggregation:sigma=S,steps=T[,epochs=E] (DP-FTRL's tree, restarted every epoch; rdp only),
+zcdp:rho=R, rdp-curve:file=PATH[,sha256=HEX] (a curve printed by --rdp-curve, its contents pinned by HEX; rdp only), dp:epsilon=E[,delta=D].
+
+Kind aliases: {_aliases()}.
+Every kind but subsampled-gaussian and mixture-gaussian also takes q=Q[,sampling=poisson|fixed-size]: the
+mechanism run on a random subsample of rate Q (gaussian:sigma=S,q=Q is subsampled-gaussian).
+
+@FILE reads one MECHANISM per line from FILE, - from standard input (# starts a comment);
+identical specs are merged (their counts summed).  Give --delta to get ε, or --epsilon to get δ
+(both take sweeps).  Give both, with specs that leave sigma (scale, or a randomized-response or
+exponential epsilon) out, to calibrate it.
+With --rdp-curve, the summed Rényi curve of the mechanisms instead (no --delta or --epsilon needed).
+"""
+
+
 # ------------------------------------------------------------------------------------------------ command
 
 
-@click.command("compose")
+@click.command("compose", help=HELP)
 @click.argument(
     "mechanisms", nargs=-1, required=False, metavar="MECHANISM...", shell_complete=complete_mechanism
 )
@@ -295,27 +333,7 @@ def command(
     rdp_curve=False,
     alphas=None,
 ):
-    """Compose mechanisms: one (ε, δ) guarantee for all of them.
-
-    A MECHANISM is KIND:key=value,... with an optional count=K: gaussian:sigma=S[,sensitivity=D],
-    laplace:scale=B[,sensitivity=D], randomized-response:epsilon=E (or p=P),
-    discrete-laplace:scale=B[,sensitivity=D], discrete-gaussian:sigma=S[,sensitivity=D] (integer
-    noise, whole D),
-    subsampled-gaussian:q=Q,sigma=S[,sampling=poisson|fixed-size] (or
-    sampling=truncated-poisson,dataset_size=N,max_batch_size=B: Poisson batches cut at B), zcdp:rho=R,
-    tree-aggregation:sigma=S,steps=T[,epochs=E] (DP-FTRL's tree, restarted every epoch; rdp only),
-    random-allocation:sigma=S,steps=T[,k=K] (each example in K random steps of T; K = 1: a balls-in-bins
-    epoch),
-    exponential:epsilon=E (the exponential mechanism, ε-bounded range),
-    rdp-curve:file=PATH (a curve printed by --rdp-curve; rdp only), dp:epsilon=E[,delta=D].
-    Every kind but subsampled-gaussian also takes q=Q[,sampling=poisson|fixed-size]: the mechanism
-    run on a random subsample of rate Q (gaussian:sigma=S,q=Q is subsampled-gaussian).
-    @FILE reads one MECHANISM per line from FILE, - from standard input (# starts a comment);
-    identical specs are merged (their counts summed).  Give --delta to get ε, or --epsilon to get δ
-    (both take sweeps).  Give both, with specs that leave sigma (scale, or a randomized-response or
-    exponential epsilon) out, to calibrate it.
-    With --rdp-curve, the summed Rényi curve of the mechanisms instead (no --delta or --epsilon needed).
-    """
+    # the help is HELP (above): its aliases are read from the generated list of kinds
     eps_error = single(eps_error, "--eps-error")
     k = single(group_size, "--group-size") or 1
     if not mechanisms and not dp_events:
