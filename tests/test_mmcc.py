@@ -369,7 +369,11 @@ def test_noise_for_a_target_round_trip():
     assert len(rows) == 4
     for r in rows:
         sigma, target = float(r["noise_multiplier"]), float(r["target_epsilon"])
-        assert float(r["epsilon"]) <= target and float(r["epsilon_lower"]) <= float(r["epsilon"])
+        assert float(r["epsilon"]) <= target
+        if r["strategy"] == "identity":  # MMCC's laws are the run's (DP-SGD): its bracket has a lower end
+            assert float(r["epsilon_lower"]) <= float(r["epsilon"])
+        else:  # the bracket is of MMCC's dominating construction: no lower end or estimate for the run
+            assert r["epsilon_lower"] == r["epsilon_estimate"] == ""
         assert _mmcc_eps(r["strategy"], 60, 0.05, sigma, 1e-6, target) == float(r["epsilon"]) <= target
         assert _mmcc_eps(r["strategy"], 60, 0.05, sigma / (1 + 1e-4), 1e-6, target) > target
         assert "computed and above the target" in r["note"]

@@ -302,7 +302,8 @@ def _rows(out, s, part, sens, method, g, solve, p, strict):
             raise InputError(f"--method {method}: {why}")
         return
     lower = est = np.full(n, np.nan)
-    note = [f"{sampled.NOTES[method]}; sensitivity: {sens.how}"] * n
+    # the bandmf rows come with notes of their own (below)
+    note = [f"{sampled.NOTES[method]}; sensitivity: {sens.how}"] * n if method in sampled.NOTES else None
     confidence = samples = None
     if method == "mc":
         sigma = g["sigma"]
@@ -320,12 +321,13 @@ def _rows(out, s, part, sens, method, g, solve, p, strict):
     else:
         name = method.removeprefix("bandmf-")
         if solve:
-            sigma, eps = acc.bandmf_sigma(s, part, g["target"], g["delta"], name, SIGMA_RTOL, p.eps_error)
-            if name == "pld":
-                eps, lower, est = acc.bandmf_epsilon(s, part, sigma, g["delta"], "pld", p.eps_error)
+            sigma, eps, lower, est, how = acc.bandmf_sigma(
+                s, part, g["target"], g["delta"], name, SIGMA_RTOL, p.eps_error
+            )
         else:
             sigma = g["sigma"]
-            eps, lower, est = acc.bandmf_epsilon(s, part, sigma, g["delta"], name, p.eps_error)
+            eps, lower, est, how = acc.bandmf_epsilon(s, part, sigma, g["delta"], name, p.eps_error)
+        note = [f"{h}; sensitivity: {sens.how}" for h in how]
     steps, _ = acc.bandmf_run(s, part) if method.startswith("bandmf") else (None, None)
     values = {
         "strategy": [s.label] * n,

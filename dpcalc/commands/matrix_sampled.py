@@ -15,14 +15,11 @@ from dpcalc.errors import InputError
 
 #: The relative tolerance of the noise calibration of the amplified rows (bandmf, mmcc).
 SIGMA_RTOL = 1e-4
+#: The notes of the rows (the bandmf rows' come with their numbers: dpcalc.engine.matrix.accounting).
 NOTES = {
     "gaussian": "no amplification: the Gaussian mechanism with this sensitivity (Balle & Wang 2018, Thm 8), exact",
-    "bandmf-rdp": "amplified BandMF (Choquette-Choo et al. 2023, Thm 4): DP-SGD at rate q, ⌈n/b⌉ steps, "
-    "σ/max column norm; rdp accountant",
-    "bandmf-pld": "amplified BandMF (Choquette-Choo et al. 2023, Thm 4): DP-SGD at rate q, ⌈n/b⌉ steps, "
-    "σ/max column norm; certified PLD bracket",
     "mmcc": "MMCC (Choquette-Choo, Ganesh, Steinke & Thakurta 2024, arXiv:2310.15526, Thm 4.8 with conditional "
-    "composition, Thm 3.1): the rows as mixtures of Gaussians under posterior bounds p̃; certified PLD bracket",
+    "composition, Thm 3.1): the rows as mixtures of Gaussians under posterior bounds p̃; certified upper bound",
     "mc": "balls-in-bins by Monte Carlo (the dominating pair of Choquette-Choo et al. 2025, arXiv:2410.06266; "
     "Chua et al. 2025, arXiv:2412.16802): an upper bound with probability confidence over the sampling, not a "
     "certified bound",
@@ -152,7 +149,9 @@ def mmcc_sigma_rows(s, part, sens, g, p):
             )
             continue
         r = res.answer
-        sigma[i], eps[i], lower[i], est[i] = res.sigma, r.upper, r.lower, r.estimate
+        sigma[i], eps[i] = res.sigma, r.upper
+        if r.of_run:
+            lower[i], est[i] = r.lower, r.estimate
         how = (
             f"σ/(1 + {SIGMA_RTOL:g}) computed and above the target"
             if res.neighbour_missed
@@ -162,6 +161,7 @@ def mmcc_sigma_rows(s, part, sens, g, p):
             f"{NOTES['mmcc']}; noise_multiplier: the smallest found by a monotone search ({res.evaluations} "
             f"MMCC evaluations; {how}); δ_tail = {r.tail_delta:.3g}, largest p̃ {r.max_p_tilde:.4g}"
             + ("; the unamplified Gaussian was smaller: reported" if r.unamplified else "")
+            + _mmcc_bracket_note(r)
         )
     return sigma, eps, lower, est, note
 
@@ -190,7 +190,10 @@ def mmcc_epsilon_rows(s, part, sens, g, p):
         memory_cap=p.mmcc_memory_cap,
     )
     sigma = g["sigma"]
-    eps, lower, est = (np.array([getattr(r, k) for r in res]) for k in ("upper", "lower", "estimate"))
+    eps = np.array([r.upper for r in res])
+    lower, est = (
+        np.array([getattr(r, k) if r.of_run else np.nan for r in res]) for k in ("lower", "estimate")
+    )
     note = [
         f"{NOTES['mmcc']}; δ_tail = {r.tail_delta:.3g} for {r.pairs} (row, step) pairs, largest p̃ "
         f"{r.max_p_tilde:.4g}, {r.laws} row laws"
@@ -199,6 +202,19 @@ def mmcc_epsilon_rows(s, part, sens, g, p):
             if r.unamplified
             else ""
         )
+        + _mmcc_bracket_note(r)
         for r in res
     ]
     return sigma, eps, lower, est, note
+
+
+def _mmcc_bracket_note(r) -> str:
+    """What the row's bracket is of (docs/math.md §12.4): the run only where MMCC's laws are the run's own."""
+    if r.of_run:
+        return "; C has one entry per row and column and its laws are exact: the bracket is of the run itself"
+    if r.unamplified:
+        return "; no lower end or estimate for the run (the exact unamplified Gaussian bounds it from above only)"
+    return (
+        f"; the PLD bracket [{r.lower:.6g}, {r.upper:.6g}] is of MMCC's dominating construction (the row laws "
+        "under p̃), not the run: no lower end or estimate for the run"
+    )

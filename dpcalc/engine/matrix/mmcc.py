@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -436,8 +437,10 @@ def specs_of(laws, sigma: float) -> list:
 
 @dataclass
 class MMCC:
-    """One answer: the ε bracket (``upper`` the certified bound), the δ spent on the tail events, the
-    number of pairs that needed one, the largest p̃, and the row laws composed."""
+    """One answer: the ε bracket (``upper`` the certified bound on the run; ``lower`` and ``estimate`` those of
+    the construction composed — the row laws under p̃, which dominates the run — so of the run only where
+    ``of_run``), the δ spent on the tail events, the number of pairs that needed one, the largest p̃, and the
+    row laws composed."""
 
     upper: float
     lower: float
@@ -447,6 +450,27 @@ class MMCC:
     max_p_tilde: float
     laws: int
     unamplified: bool
+    of_run: bool = False
+
+
+def laws_are_the_run(C: np.ndarray, p: float, laws, sigma: float) -> bool:
+    """Whether the laws composed are the run's own, so that the PLD bracket's lower end and estimate are the
+    run's: every row and every column of C holds at most one non-zero entry (no pair needs a tail event, p̃ = p:
+    the rows are independent Poisson-subsampled Gaussians, exactly the run in its worst case), every law is
+    {0, C_ij} with mass p on C_ij itself (not rounded up, no envelope) and σ / C_ij is a double (the noise
+    multiplier of :func:`specs_of` not rounded).  C = I: DP-SGD."""
+    nz = C != 0
+    if not 0 < p < 1 or np.any(nz.sum(axis=0) > 1) or np.any(nz.sum(axis=1) > 1):
+        return False
+    want: dict = {}
+    for v in C[nz].tolist():
+        want[v] = want.get(v, 0) + 1
+    got: dict = {}
+    for v, m, cnt in laws:
+        if v.size != 2 or v[0] != 0 or m[1] != p:
+            return False
+        got[float(v[1])] = got.get(float(v[1]), 0) + cnt
+    return got == want and all(Fraction(sigma) / Fraction(v) == Fraction(sigma / v) for v in want)
 
 
 def mmcc_epsilon(
@@ -495,8 +519,11 @@ def mmcc_epsilon(
         use_exact = exact < up
         if use_exact:
             up, lo, est = exact, min(lo, exact), min(est, exact)
-        out.append(MMCC(up, lo, est, tail, n_pairs, float(pt.max()) if pt.size else p, len(laws), use_exact))
+        of_run = n_pairs == 0 and laws_are_the_run(C, p, laws, s)
+        out.append(
+            MMCC(up, lo, est, tail, n_pairs, float(pt.max()) if pt.size else p, len(laws), use_exact, of_run)
+        )
     return out
 
 
-__all__ = ["MMCC", "causal_matrix", "mmcc_epsilon", "tree_matrix"]
+__all__ = ["MMCC", "causal_matrix", "laws_are_the_run", "mmcc_epsilon", "tree_matrix"]
