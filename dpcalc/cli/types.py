@@ -9,7 +9,7 @@ value becomes one error line naming the option (click's ``BadParameter``, exit s
 from __future__ import annotations
 
 import math
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Context, Decimal, InvalidOperation, localcontext
 
 import click
 
@@ -61,8 +61,8 @@ class Grid(click.ParamType):
             value = repr(value)
         text = str(value).strip()
         try:
-            values = parse_values(text, max_values=self.max_values, integer=self.integer)
-            return tuple(self._check(v) for v in values)
+            items = parse_items(text, max_values=self.max_values, integer=self.integer)
+            return tuple(self._check(v, shown) for v, shown in items)
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
 
@@ -80,9 +80,11 @@ class Grid(click.ParamType):
             dom = "finite"
         return ("a whole number " if self.integer else "") + dom
 
-    def _check(self, v: float):
+    def _check(self, v: float, shown: str | None = None):
+        """``v`` checked against the domain; an error quotes ``shown`` (the text as typed), else ``v``."""
+        shown = shown or _fmt(v)
         if math.isnan(v) or math.isinf(v):
-            raise ValueError(f"{_fmt(v)} is not a finite number")
+            raise ValueError(f"{shown} is not a finite number")
         bad = False
         if self.lo is not None and (v < self.lo or (self.lo_open and v == self.lo)):
             bad = True
@@ -92,7 +94,7 @@ class Grid(click.ParamType):
             bad = True
         if bad:
             why = f" ({self.why})" if self.why and v == self.lo else ""
-            raise ValueError(f"{_fmt(v)} is out of range: must be {self.describe_domain()}{why}")
+            raise ValueError(f"{shown} is out of range: must be {self.describe_domain()}{why}")
         return int(v) if self.integer else v
 
 
@@ -110,46 +112,101 @@ def _exact(tok: str, v: float) -> bool:
         return False
 
 
+def _decimal(tok: str) -> Decimal | None:
+    """The decimal number ``tok`` names exactly (``None``: not a finite decimal, e.g. ``inf``)."""
+    try:
+        d = Decimal(tok.strip().replace("_", ""))
+    except InvalidOperation:
+        return None
+    return d if d.is_finite() else None
+
+
 def _number(tok: str, what: str) -> float:
+    """The double nearest the decimal ``tok`` (``-0`` read as 0).  A number that underflows to 0 or
+    overflows to infinity is refused, quoting ``tok`` as typed: it would silently be another value."""
     tok = tok.strip()
     if not tok:
         raise ValueError(f"empty {what}")
     try:
-        return float(tok)
+        v = float(tok)
     except ValueError:
         raise ValueError(f"{tok!r} is not a number") from None
+    if v == 0 or math.isinf(v):
+        d = _decimal(tok)
+        if d is not None and v == 0 and d != 0:
+            raise ValueError(
+                f"{tok} is too small to represent: it would be read as 0 "
+                "(the smallest positive number is about 4.9e-324)"
+            )
+        if d is not None and math.isinf(v):
+            raise ValueError(
+                f"{tok} is too large to represent: it would be read as {'-' if v < 0 else ''}inf "
+                "(the largest number is about 1.8e308)"
+            )
+    return v + 0.0  # -0.0 + 0.0 is 0.0: "-0" is 0
 
 
 def parse_values(text: str, *, max_values: int = MAX_VALUES, integer: bool = False) -> list[float]:
     """Expand ``V``, ``V1,V2,...``, ``START:STOP:STEP`` or ``START:STOP:xFACTOR`` into floats.
 
-    With ``integer=True`` a geometric range is rounded to whole numbers (duplicates dropped), so
-    ``--steps 100:100000:x1.5`` works; everything else must already be whole.
+    Every value is the double nearest the decimal number the text means: a range's points are computed
+    in decimal arithmetic (``START + k·STEP``, ``START·FACTOR^k``) and only then rounded to a double, so
+    each prints as its shortest decimal (``1e-05``, not ``9.999999999999999e-06``) and STOP is included
+    exactly when it lies on the grid.  With ``integer=True`` a geometric range is rounded to whole
+    numbers (duplicates dropped), so ``--steps 100:100000:x1.5`` works; everything else must already be
+    whole.
 
     >>> parse_values("1:2:0.5")
     [1.0, 1.5, 2.0]
     >>> parse_values("1e-8:1e-4:x10")
     [1e-08, 1e-07, 1e-06, 1e-05, 0.0001]
+    >>> parse_values("0.1:0.3:0.1")
+    [0.1, 0.2, 0.3]
     """
+    return [v for v, _ in parse_items(text, max_values=max_values, integer=integer)]
+
+
+def parse_items(
+    text: str, *, max_values: int = MAX_VALUES, integer: bool = False
+) -> list[tuple[float, str | None]]:
+    """:func:`parse_values` with, beside each value, the text that named it (a list item as typed;
+    ``None`` for a range's point), for error messages that quote what the user typed."""
     if not text:
         raise ValueError("empty value")
-    out: list[float] = []
+    out: list[tuple[float, str | None]] = []
     for part in text.split(","):
         part = part.strip()
         if not part:
             raise ValueError(f"empty item in list {text!r}")
         if ":" in part:
-            out.extend(_parse_range(part, max_values, integer))
+            out.extend((v, None) for v in _parse_range(part, max_values, integer))
         else:
             v = _number(part, "value")
             if integer and math.isfinite(v) and v == math.floor(v) and not _exact(part, v):
                 raise ValueError(
                     f"{part} cannot be represented exactly (whole numbers are exact up to 2^53 = 9007199254740992)"
                 )
-            out.append(v)
+            out.append((v, part))
         if len(out) > max_values:
             raise ValueError(f"{text!r} expands to more than {max_values} values")
     return out
+
+
+#: significant digits of the decimal arithmetic that computes a range's points (each point is then
+#: rounded once to a double; a double needs 17)
+_PRECISION = 40
+
+
+def _double(d: Decimal, part: str, integer: bool) -> float:
+    """The double nearest the decimal ``d`` (0, never -0); a whole ``d`` a double cannot hold exactly
+    is refused for an ``integer`` option, as a typed one is."""
+    v = float(d) + 0.0
+    if integer and d == d.to_integral_value() and Decimal(v) != d:
+        raise ValueError(
+            f"range {part!r} reaches {d}, which cannot be represented exactly "
+            "(whole numbers are exact up to 2^53 = 9007199254740992)"
+        )
+    return v
 
 
 def _parse_range(part: str, max_values: int, integer: bool = False) -> list[float]:
@@ -164,31 +221,35 @@ def _parse_range(part: str, max_values: int, integer: bool = False) -> list[floa
             raise ValueError(f"range {part!r} has a non-finite end")
     if stop < start:
         raise ValueError(f"range {part!r} is descending (STOP < START)")
-    if step_text[:1] in ("x", "X", "*"):
-        factor = _number(step_text[1:], "range factor")
-        if not factor > 1 or not math.isfinite(factor):
-            raise ValueError(f"range {part!r}: the factor must be > 1")
-        if start <= 0:
-            raise ValueError(f"range {part!r}: a geometric range needs START > 0")
-        n = int(math.floor(math.log(stop / start) / math.log(factor) * (1 + 1e-12) + 1e-9)) + 1
+    # the ends as the decimals typed (a finite end parses as a decimal; the double is a fallback)
+    d_start = _decimal(pieces[0]) or Decimal(start)
+    d_stop = _decimal(pieces[1]) or Decimal(stop)
+    with localcontext(Context(prec=_PRECISION)):
+        if step_text[:1] in ("x", "X", "*"):
+            factor = _number(step_text[1:], "range factor")
+            if not factor > 1 or not math.isfinite(factor):
+                raise ValueError(f"range {part!r}: the factor must be > 1")
+            if start <= 0:
+                raise ValueError(f"range {part!r}: a geometric range needs START > 0")
+            d_factor = _decimal(step_text[1:]) or Decimal(factor)
+            if (math.log(stop) - math.log(start)) / math.log(factor) > max_values + 1:
+                raise ValueError(f"range {part!r} expands to more than {max_values} values")
+            points = []
+            point = d_start
+            while point <= d_stop:  # START·FACTOR^k, exact to _PRECISION digits
+                points.append(point)
+                if len(points) > max_values:
+                    raise ValueError(f"range {part!r} expands to more than {max_values} values")
+                point *= d_factor
+            if integer:
+                whole = [p.to_integral_value(rounding=ROUND_HALF_EVEN) for p in points]
+                points = [p for i, p in enumerate(whole) if i == 0 or p != whole[i - 1]]
+            return [_double(p, part, integer) for p in points]
+        step = _number(step_text, "range step")
+        if not step > 0 or not math.isfinite(step):
+            raise ValueError(f"range {part!r}: the step must be > 0")
+        d_step = _decimal(step_text) or Decimal(step)
+        n = int(((d_stop - d_start) / d_step).to_integral_value(rounding=ROUND_FLOOR)) + 1
         if n > max_values:
             raise ValueError(f"range {part!r} expands to more than {max_values} values")
-        values = [start * factor**i for i in range(n)]
-        # land exactly on STOP when it lies on the grid (avoid 1e-4 printing as 0.00010000000000000002)
-        if math.isclose(values[-1], stop, rel_tol=1e-9):
-            values[-1] = stop
-        if integer:
-            rounded = [float(round(v)) for v in values]
-            values = [v for i, v in enumerate(rounded) if i == 0 or v != rounded[i - 1]]
-        return values
-    step = _number(step_text, "range step")
-    if not step > 0 or not math.isfinite(step):
-        raise ValueError(f"range {part!r}: the step must be > 0")
-    n = int(math.floor((stop - start) / step * (1 + 1e-12) + 1e-9)) + 1
-    if n > max_values:
-        raise ValueError(f"range {part!r} expands to more than {max_values} values")
-    values = [start + i * step for i in range(n)]
-    values = [round(v, 12) if abs(v) < 1e6 else v for v in values]
-    if math.isclose(values[-1], stop, rel_tol=1e-12, abs_tol=1e-12):
-        values[-1] = stop
-    return values
+        return [_double(d_start + k * d_step, part, integer) for k in range(n)]

@@ -38,8 +38,12 @@ The machine formats are a contract scripts can build on:
   classified in :mod:`dpcalc.result` (:func:`~dpcalc.result.rounding`): upper bounds
   (:data:`~dpcalc.result.UPPER_COLUMNS`, with the noise a calibration found) up, lower bounds
   (:data:`~dpcalc.result.LOWER_COLUMNS`, with a sample rate or per-release ε found as the largest
-  within a target) down, estimates and exact values to nearest (a decimal is read as the double it
-  parses to: the double nearest 1e-5 shows as ``1e-05``).  A bound that lies within 1e-12 (relative)
+  within a target) down, estimates, exact values and inputs to nearest (a decimal is read as the double it
+  parses to: the double nearest 1e-5 shows as ``1e-05``).  A column classified by what it is when a
+  search finds it (the noise, a sample rate, epochs, a per-release ε:
+  :data:`~dpcalc.render.cells.INPUT_OR_ANSWER`) rounds to its safe side only where the result answers
+  with it (its headline, or a column it names ``derived``); given, it is an input, to nearest
+  (256/60000 shows as ``0.00426667``).  Zero shows as ``0`` (never ``-0``).  A bound that lies within 1e-12 (relative)
   of the shorter decimal ``x`` on its unsafe side is shown as ``x⁺`` ("just above x") or ``x⁻``
   ("just below x"); so the basic composition of ten ε = 1 releases, computed as 10.000000000000004,
   shows as ``10⁺`` rather than as ``10.0001``, and never as the unsound ``10``.  The caption explains

@@ -23,7 +23,7 @@ def csv_cell(v: Any) -> str:
     if isinstance(v, float):
         if math.isnan(v):
             return ""
-        return repr(v)
+        return repr(v + 0.0)  # -0.0 + 0.0 is 0.0: a zero prints as 0.0, never -0.0
     return str(v)
 
 
@@ -42,6 +42,8 @@ def json_value(v: Any) -> Any:
         if math.isnan(v):
             return None
         return "inf" if v > 0 else "-inf"
+    if isinstance(v, float) and v == 0:
+        return 0.0  # never -0.0
     return v
 
 
@@ -97,9 +99,31 @@ def _marked(v: float, digits: int, direction: str) -> str | None:
     return None
 
 
-def table_cell(name: str, v: Any, digits: int = 6, *, marks: bool = False) -> str:
-    """A value as people read it: bounds rounded to the safe side (see the module docstring);
-    ``marks`` allows ``x⁺``/``x⁻`` for a bound just beside a shorter decimal (tables only)."""
+#: columns classified by the answer they are in some results (:mod:`dpcalc.result`: the noise a
+#: calibration found, rounded up; the sample rate, epochs or per-release ε found as the largest within a
+#: target, rounded down) that are inputs in the others: there they round to nearest, as inputs do
+#: (256/60000 shows as 0.00426667, not 0.00426666).  Such a column is an answer where the result makes
+#: it its headline or names it ``derived``.
+INPUT_OR_ANSWER = frozenset(
+    {"noise_multiplier", "sigma", "scale", "sample_rate", "epochs", "release_epsilon"}
+)
+
+
+def direction_in(name: str, headline: str = "", derived=()) -> str:
+    """How column ``name`` rounds in a result with that ``headline`` and ``derived`` columns: by its
+    class (:func:`dpcalc.result.rounding`), except that a column of :data:`INPUT_OR_ANSWER` the result
+    neither answers with (its headline) nor derives is an input, rounded to nearest."""
+    if name in INPUT_OR_ANSWER and name != headline and name not in derived:
+        return "nearest"
+    return rounding(name)
+
+
+def table_cell(
+    name: str, v: Any, digits: int = 6, *, marks: bool = False, direction: str | None = None
+) -> str:
+    """A value as people read it: bounds rounded to the safe side (see the module docstring), the rest
+    to nearest; ``direction`` overrides the column's class (:func:`direction_in`); ``marks`` allows
+    ``x⁺``/``x⁻`` for a bound just beside a shorter decimal (tables only)."""
     if _missing(v):
         return "—"
     if isinstance(v, bool):
@@ -107,7 +131,9 @@ def table_cell(name: str, v: Any, digits: int = 6, *, marks: bool = False) -> st
     if isinstance(v, float):
         if math.isinf(v):
             return "inf" if v > 0 else "-inf"
-        direction = rounding(name)
+        if v == 0:
+            return "0"  # never -0
+        direction = direction or rounding(name)
         if direction == "nearest":
             return f"{v:.{digits}g}"
         return (marks and _marked(v, digits, direction)) or _round_sig(v, digits, direction)

@@ -5,7 +5,7 @@ import textwrap
 import unicodedata
 from dataclasses import dataclass, field
 
-from dpcalc.render.cells import GLUE, MARK_DOWN, MARK_RTOL, MARK_UP, _missing, table_cell
+from dpcalc.render.cells import GLUE, MARK_DOWN, MARK_RTOL, MARK_UP, _missing, direction_in, table_cell
 from dpcalc.result import TABLE_ALIASES, Result
 
 # -- the table ----------------------------------------------------------------------------------
@@ -205,10 +205,15 @@ class _Table:
         return True
 
     # cells
+    def cell(self, name: str, v, digits: int, marks: bool = True) -> str:
+        """``v`` of column ``name``, rounded as the column's role in this result says (:func:`direction_in`)."""
+        direction = direction_in(name, self.result.headline, self.result.derived)
+        return table_cell(name, v, digits, marks=marks, direction=direction)
+
     def cells(self, name: str, digits: int, marks: set[str]) -> list[str]:
         out = []
         for r in self.rows:
-            text = table_cell(name, r[name], digits, marks=True)
+            text = self.cell(name, r[name], digits)
             if text[-1:] in (MARK_UP, MARK_DOWN):
                 marks.add(text[-1])
             out.append(self.tx(text))
@@ -238,7 +243,7 @@ class _Table:
         if self.fixed:
             items = []
             for n in self.fixed:  # "name = value" never breaks, but prose breaks between its words
-                value = table_cell(n, self.rows[0][n], digits, marks=True)
+                value = self.cell(n, self.rows[0][n], digits)
                 if value[-1:] in (MARK_UP, MARK_DOWN):
                     marks.add(value[-1])
                 if not any(ch.isspace() for ch in value):
@@ -250,7 +255,7 @@ class _Table:
             for r in self.rows:
                 v = r[name]
                 if not (_missing(v) or v == "") and r["method"] not in said_of:
-                    said_of[r["method"]] = table_cell(name, v, digits)
+                    said_of[r["method"]] = self.cell(name, v, digits, marks=False)
             if not said_of:
                 continue
             if name in self.prose_cols:  # methods with the same text share its line
