@@ -72,21 +72,30 @@ Toeplitz C; non-overlapping columns of a banded C; a non-negative C under cyclic
 certified upper bound).
 
 gaussian: no amplification, the Gaussian mechanism with that sensitivity (Balle & Wang 2018), exact.
-bandmf-rdp, bandmf-pld: amplified BandMF (Choquette-Choo et al. 2023, Thm 4) for a C with at most B bands
-under cyclic Poisson sampling: DP-SGD with Poisson sampling at rate Q, ceil(n/B) steps and noise
-σ / max column norm, by DP-SGD's rdp and pld accountants.
+bandmf-rdp: amplified BandMF (Choquette-Choo et al. 2023, Thm 4) for a C with at most B bands under cyclic
+Poisson sampling: DP-SGD with Poisson sampling at rate Q, ceil(n/B) steps and noise σ / max column norm, by
+DP-SGD's rdp accountant (no lower end).
+bandmf-pld: the same run itself, per partition: an example of partition k takes part in steps k, k+B, ...
+whose columns of C do not overlap, so the run is the composition of Poisson-subsampled Gaussians at noise
+σ / ‖C e_j‖ over those steps; epsilon_lower and epsilon bracket the worst partition's (a certified PLD
+bracket, the upper end also capped by Thm 4's). Beyond 64 different noise multipliers: Thm 4's upper end
+alone, with no epsilon_lower or epsilon_estimate (that bracket is of the dominating DP-SGD, not the run).
 mmcc: MMCC (Choquette-Choo, Ganesh, Steinke & Thakurta 2024, arXiv:2310.15526, Thm 4.8 and the conditional
 composition of Thm 3.1) for a non-negative C under poisson:q=Q: each row a mixture of Gaussians whose
 participation probabilities p̃ bound the posterior given the earlier rows outside tail events of total
-probability δ_tail = δ/2, composed by a certified PLD at δ − δ_tail (the unamplified Gaussian where smaller).
-mc: balls-in-bins participation (balls-in-bins:b=B) by Monte Carlo for a non-negative C: the dominating
-pair of Choquette-Choo et al. 2025 (arXiv:2410.06266), a b-dimensional mixture of Gaussians, sampled
---mc-samples times per direction; ε holds with probability --confidence over the sampling (never a
-certified bound: -q and budget checks skip it); ε only.
+probability δ_tail = δ/2, composed by a certified PLD at δ − δ_tail (the unamplified Gaussian where smaller):
+a certified upper bound only. Its PLD bracket (in the note) is of that dominating construction, not the run,
+so epsilon_lower and epsilon_estimate are empty — except where C has one entry per row and column and the
+laws are exact (C = I: DP-SGD), where the bracket is the run's.
+mc: balls-in-bins participation (balls-in-bins:b=B) by Monte Carlo for a non-negative C: the pair of
+Choquette-Choo et al. 2025 (arXiv:2410.06266), a b-dimensional mixture of Gaussians — it dominates the run and
+is the run's own in its worst case, so epsilon_estimate estimates the run's ε — sampled --mc-samples times per
+direction; ε holds with probability --confidence over the sampling (never a certified bound: -q and budget
+checks skip it); ε only.
 
 --target-epsilon: the smallest noise multiplier of each row (exact for gaussian; within a factor 1.0001,
-conservative, for the bandmf and mmcc rows — mmcc by a monotone search of MMCC computations, at most 16,
-started from DP-SGD's σ times ‖C·1‖/√n); with --noise-multiplier and no --steps, the largest number of steps
+conservative, for the bandmf and mmcc rows — bandmf-pld by a monotone search of its own ε below Thm 4's σ,
+mmcc by a monotone search of MMCC computations, at most 16, started from DP-SGD's σ times ‖C·1‖/√n); with --noise-multiplier and no --steps, the largest number of steps
 (a search: ε computed at the answer and found within the target, one more step computed and above it; mmcc
 up to 2048 steps). mc answers ε only."""
 
