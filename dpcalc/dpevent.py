@@ -37,32 +37,40 @@ sample for many mechanisms is not their composition of samples), and unknown cla
 
 from __future__ import annotations
 
-import json
 import math
 
 from dpcalc.errors import InputError
 from dpcalc.spec import MechanismSpec, parse_mechanism
-from dpcalc.textinput import read_bounded
+from dpcalc.textinput import load_json, read_bounded
 
 #: The most bytes of a DpEvent file, and the deepest nesting read.
 MAX_BYTES = 10_000_000
 MAX_DEPTH = 64
+#: The deepest JSON a DpEvent of :data:`MAX_DEPTH` events can be: an object and an array (a ComposedDpEvent's
+#: ``events``) per event, and an array of numbers in the innermost one.
+MAX_JSON_LEVELS = 2 * (MAX_DEPTH + 1) + 1
 MAX_SPECS = 10_000
 MODULE = "dp_accounting.dp_event"
 
 
-def read_event(source: str, text: str | None = None) -> dict:
-    """The JSON object of a DpEvent from a file (``text`` given: already read, e.g. stdin), its size bounded."""
+def read_event(source: str, text: str | None = None, stdin=None) -> dict:
+    """The JSON object of a DpEvent from a file, or ``-`` for standard input (``stdin``: a stream standing
+    for it), its size and nesting bounded (``text`` given: already read).  Every fault is one
+    :class:`InputError` naming ``--dp-event SOURCE`` (a closed standard input, too many bytes, nesting
+    deeper than :data:`MAX_DEPTH` events, not JSON)."""
+    name = f"--dp-event {source!r}"
     if text is None:
-        text = read_bounded(source, f"--dp-event {source!r}", MAX_BYTES)
+        text = read_bounded(source, name, MAX_BYTES, stdin)
     if len(text) > MAX_BYTES:
-        raise InputError(f"--dp-event {source!r}: more than {MAX_BYTES} bytes")
-    try:
-        obj = json.loads(text)
-    except ValueError as exc:
-        raise InputError(f"--dp-event {source!r}: not JSON ({exc})") from None
+        raise InputError(f"{name}: more than {MAX_BYTES} bytes")
+    obj = load_json(
+        text,
+        name,
+        MAX_JSON_LEVELS,
+        f"nested deeper than {MAX_DEPTH} events (JSON deeper than {MAX_JSON_LEVELS} levels)",
+    )
     if not isinstance(obj, dict):
-        raise InputError(f"--dp-event {source!r}: must be a JSON object (a DpEvent's named-tuple form)")
+        raise InputError(f"{name}: must be a JSON object (a DpEvent's named-tuple form)")
     return obj
 
 
@@ -89,7 +97,8 @@ def _event(ev, where: str) -> dict:
 def specs_of_event(ev: dict, where: str = "event", depth: int = 0) -> list[tuple[str, int]]:
     """``[(spec text without count, count)]`` of a DpEvent's JSON object (module docstring)."""
     if depth > MAX_DEPTH:
-        raise InputError(f"{where}: nested deeper than {MAX_DEPTH} events")
+        shown = where if len(where) <= 60 else f"{where[:24]}...{where[-24:]}"
+        raise InputError(f"nested deeper than {MAX_DEPTH} events (at {shown}, depth {depth})")
     ev = _event(ev, where)
     cls = ev["class_name"]
     if cls == "NoOpDpEvent":

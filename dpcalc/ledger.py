@@ -25,10 +25,12 @@ created only when its first entry is admitted, whole (header and entry) and atom
 temporary file in the same directory, fsync'd and hard-linked into place, so a refused first
 ``--add`` creates nothing and no reader ever sees an empty or half-written new ledger.
 
-Damage: a last line without its newline is a *torn* append (a writer killed mid-write): readers
-ignore it and say so (:attr:`Ledger.torn`), writers refuse until it is removed with :func:`repair`
-(``dpcalc odometer --ledger FILE --repair``), which truncates exactly those bytes.  Any other
-damage raises :class:`LedgerDamaged` naming the line, and the file is never modified.
+Damage: a last line without its newline that is the beginning of an entry is a *torn* append (a
+writer killed mid-write): readers ignore it and say so (:attr:`Ledger.torn`), writers refuse until it
+is removed with :func:`repair` (``dpcalc odometer --ledger FILE --repair``), which cuts exactly those
+bytes off and nothing else.  Any other damage raises :class:`LedgerDamaged` naming the line, and a
+file that does not begin with the ledger header is not a ledger (:class:`NotALedger`: the wrong file
+was named, exit 2); either way the file is never modified.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from dpcalc.ledger_format import (  # noqa: F401  (LedgerDamaged: raised by read
     Header,
     Ledger,
     LedgerDamaged,
+    NotALedger,
     Torn,
     check_header,
     check_mechanism_text,
@@ -58,7 +61,7 @@ from dpcalc.ledger_format import (  # noqa: F401  (LedgerDamaged: raised by read
 )
 from dpcalc.ledger_head import Pins
 from dpcalc.ledger_head import head as head_of
-from dpcalc.textinput import describe_mode, open_error, open_fd
+from dpcalc.textinput import BOM, describe_mode, open_error, open_fd
 
 
 class LedgerLocked(DpcalcError):
@@ -170,7 +173,7 @@ def read(path: str, pins: Pins | None = None) -> Ledger:
             pins.check_missing(path)
         raise InputError(f"{_name(path)}: cannot read: no such file (--add creates it)")
     with _locked_fd(fd, fcntl.LOCK_SH, path):
-        ledger = parse(_read_fd(fd))
+        ledger = parse(_read_fd(fd), _name(path))
         if pins is not None:
             pins.check(ledger, path)
             pins.record(ledger)
@@ -224,7 +227,7 @@ def append(
                 _fsync_dir(path)
                 if pins is not None:  # the head file is written under the ledger's lock, as always
                     with _locked(path, os.O_RDONLY, fcntl.LOCK_SH) as rfd:
-                        pins.record(parse(_read_fd(rfd)))
+                        pins.record(parse(_read_fd(rfd), _name(path)))
                 return empty, True
             if made is False:
                 continue  # another writer created it meanwhile: judge again, under its lock
@@ -238,7 +241,7 @@ def append(
 
 
 def _append_locked(fd, path, mech, header, admit, expect, stamp, dry_run, pins) -> tuple[Ledger, bool]:
-    ledger = parse(_read_fd(fd))
+    ledger = parse(_read_fd(fd), _name(path))
     if pins is not None:
         pins.check(ledger, path)
     if ledger.torn is not None:
@@ -311,12 +314,21 @@ def _create(path: str, payload: bytes) -> bool | int:
 
 
 def repair(path: str) -> Torn | None:
-    """Remove a torn last line (and nothing else) under an exclusive lock; returns what was removed.
+    """Remove a torn last entry (and nothing else) under an exclusive lock; returns what was removed
+    (None: the ledger has none).
 
-    Refuses (:class:`LedgerDamaged`) if anything else is wrong with the file.
-    """
+    Only what can be shown to be an interrupted append is removed: the file must begin with the ledger
+    header and its last line, without a line end, must be the beginning of the next entry (or, in a file
+    of that one line, of the header: the first append).  A file that does not begin with the header
+    (text, binary, empty) is refused (:class:`NotALedger`, exit 2), any other damage too
+    (:class:`LedgerDamaged`); a refused file is left byte for byte as it was."""
     with _locked(path, os.O_RDWR, fcntl.LOCK_EX, "write") as fd:
-        ledger = parse(_read_fd(fd))
+        data = _read_fd(fd)
+        if not data.removeprefix(BOM):
+            raise NotALedger(
+                f"{_name(path)}: nothing to repair: the file is empty (not a dpcalc ledger yet; --add starts one)"
+            )
+        ledger = parse(data, _name(path))
         if ledger.torn is None:
             return None
         os.ftruncate(fd, ledger.torn.offset)

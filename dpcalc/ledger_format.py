@@ -17,6 +17,7 @@ ends are accepted; *mixed* line ends are damage.  A last line without its newlin
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import re
 from dataclasses import dataclass
@@ -36,6 +37,11 @@ _SUM_RE = re.compile(r"^sha256:[0-9a-f]{16}$")
 
 class LedgerDamaged(DpcalcError):
     """The ledger file is damaged (other than a torn last line); nothing was changed (exit 1)."""
+
+
+class NotALedger(LedgerDamaged, InputError):
+    """The file is not a dpcalc ledger at all (it does not begin with the ledger header): the wrong file
+    was named; nothing was changed (exit 2).  A :class:`LedgerDamaged` too, for callers that refuse both."""
 
 
 @dataclass(frozen=True)
@@ -71,10 +77,13 @@ class Torn:
     preview: str
 
     def message(self, path: str) -> str:
+        if self.offset == 0:  # the first append (the header with the first entry) was cut short
+            what = "the ledger's header, an incomplete append"
+        else:
+            what = "an incomplete append"
         return (
-            f"{path}: line {self.line_no} is an incomplete append ({self.length} bytes without a newline, "
-            f"a writer was interrupted); it is not counted. Repair: dpcalc odometer --ledger {path} --repair "
-            f"(or: truncate -s {self.offset} {path})"
+            f"{path}: line {self.line_no} is {what} ({self.length} bytes without a line end: a writer was "
+            f"interrupted); it is not counted. Remove it with: dpcalc odometer --ledger {path} --repair"
         )
 
 
@@ -141,11 +150,93 @@ def parse_header(line: str, line_no: int = 1) -> Header:
     return header
 
 
-def parse(data: bytes) -> Ledger:
-    """Check a whole ledger file's bytes; raises :class:`LedgerDamaged` naming the first bad line."""
+#: How every ledger begins (after an optional byte-order mark): a file that does not is not a ledger.
+MAGIC_BYTES = f"# {MAGIC} v".encode()
+_TIME_SHAPE = "0000-00-00T00:00:00Z"  # an entry's time: 0 stands for a digit
+_SUM_PREFIX = "sha256:"
+_SUM_DIGITS = 16
+
+
+def _is_time_prefix(text: str) -> bool:
+    return len(text) <= len(_TIME_SHAPE) and all(
+        (c.isascii() and c.isdigit()) if s == "0" else c == s for c, s in zip(text, _TIME_SHAPE)
+    )
+
+
+def _is_checksum_prefix(text: str, newline: str) -> bool:
+    if len(text) <= len(_SUM_PREFIX):
+        return _SUM_PREFIX.startswith(text)
+    if not text.startswith(_SUM_PREFIX):
+        return False
+    digits = text[len(_SUM_PREFIX) :]
+    if newline == "\r\n" and len(digits) == _SUM_DIGITS + 1 and digits.endswith("\r"):
+        digits = digits[:-1]  # a CRLF ledger's line cut between its CR and its LF
+    return len(digits) <= _SUM_DIGITS and all(c in "0123456789abcdef" for c in digits)
+
+
+def _mechanism_ok(text: str, whole: bool) -> bool:
+    if len(text) > MAX_MECHANISM_LENGTH or any(not ch.isprintable() for ch in text):
+        return False
+    return not whole or (bool(text) and text == text.strip())
+
+
+def torn_entry(tail: bytes, previous: str, newline: str = "\n") -> bool:
+    """Whether ``tail`` (a last line without its line end) can be the beginning of the entry an
+    append writes after the line whose checksum (or header) is ``previous``: the bytes of
+    ``TIME<TAB>MECHANISM<TAB>sha256:HEX`` cut anywhere (inside a UTF-8 character too), and if the
+    checksum is whole, the right one.  Only such a line is an interrupted append."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        text = decoder.decode(tail, final=False)  # an incomplete last character is held back: a cut
+    except UnicodeDecodeError:
+        return False
+    parts = text.split("\t")
+    if len(parts) == 1:
+        return _is_time_prefix(parts[0]) and not decoder.getstate()[0]
+    if len(parts) > 3 or not _TIME_RE.match(parts[0]):
+        return False
+    if len(parts) == 2:
+        return _mechanism_ok(parts[1], whole=False)
+    time, mech, summ = parts
+    if decoder.getstate()[0] or not _mechanism_ok(mech, whole=True) or not _is_checksum_prefix(summ, newline):
+        return False
+    whole = summ.rstrip("\r")
+    return len(whole) < len(_SUM_PREFIX) + _SUM_DIGITS or checksum(previous, time, mech) == whole
+
+
+def torn_header(data: bytes) -> bool:
+    """Whether ``data`` (a whole file without a line end) can be the beginning of a new ledger's first
+    append: the ledger's magic, then the rest of a header line (printable ASCII)."""
+    if not data.startswith(MAGIC_BYTES):
+        return False
+    rest = data[len(MAGIC_BYTES) :]
+    return all(0x20 <= b < 0x7F for b in rest)
+
+
+def not_a_ledger(data: bytes, name: str) -> NotALedger:
+    """The refusal of a file that does not begin with the ledger header (``data``: its bytes)."""
+    shown = data[:24].decode("utf-8", "replace")
+    more = "..." if len(data) > 24 else ""
+    return NotALedger(
+        f"{name}: not a dpcalc ledger (line 1 is not a ledger header '# {MAGIC} v{VERSION} ...'; the file "
+        f"begins {shown!r}{more})"
+    )
+
+
+def parse(data: bytes, name: str = "the file") -> Ledger:
+    """Check a whole ledger file's bytes; raises :class:`LedgerDamaged` naming the first bad line, and
+    :class:`NotALedger` (naming ``name``) for a file that does not begin with the ledger header.
+
+    An empty file is an empty ledger.  A last line without its line end is a torn append (:class:`Torn`)
+    only where it can be one: the beginning of the next entry (or, in a file of one line, of the header);
+    anything else there is damage."""
     if not data:
         return Ledger(None, (), None, 0)
     start = len(BOM) if data.startswith(BOM) else 0
+    if start == len(data):  # a byte-order mark alone: empty too
+        return Ledger(None, (), None, start)
+    if not data.startswith(MAGIC_BYTES, start):
+        raise not_a_ledger(data[start:], name)
     end = data.rfind(b"\n") + 1  # bytes up to and including the last newline
     torn = None
     if end < len(data):
@@ -160,6 +251,8 @@ def parse(data: bytes) -> Ledger:
         raise LedgerDamaged(utf8_message(f"line {line_no}", body, exc, start)) from exc
     lines = text.split("\n")[:-1] if text else []
     if not lines:
+        if not torn_header(data[start:]):
+            raise LedgerDamaged("line 1: not a ledger header, and without a line end")
         return Ledger(None, (), torn, end)
     newline = "\r\n" if lines[0].endswith("\r") else "\n"
     if newline == "\r\n":
@@ -187,6 +280,10 @@ def parse(data: bytes) -> Ledger:
             raise LedgerDamaged(f"line {i}: checksum mismatch (the line, or one before it, was changed)")
         entries.append(Entry(i, time, mech, summ))
         previous = summ
+    if torn is not None and not torn_entry(data[end:], previous, newline):
+        raise LedgerDamaged(
+            f"line {torn.line_no}: not a ledger entry, and without a line end (not an interrupted append)"
+        )
     return Ledger(header, tuple(entries), torn, end, newline)
 
 

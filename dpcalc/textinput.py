@@ -23,6 +23,8 @@ import csv
 import errno
 import fcntl
 import io
+import itertools
+import json
 import os
 import re
 import stat
@@ -339,33 +341,84 @@ def open_lines(path: str, name: str, stdin=None) -> Iterator[Iterator[str]]:
         yield iter_lines(fh, name)
 
 
-def read_bounded(path: str, name: str, limit: int) -> str:
-    """A whole text input (a DpEvent, a schedule) of at most ``limit`` bytes, refused above it before it is
-    read where the size is known (a file), else once ``limit`` bytes have arrived (a pipe)."""
+def read_bounded(path: str, name: str, limit: int, stdin=None) -> str:
+    """A whole text input (a DpEvent, a schedule) of at most ``limit`` bytes: a file, or ``"-"`` for
+    standard input (``stdin``: a stream standing for it; a closed standard input is refused).  Refused
+    above ``limit`` before it is read where the size is known (a file), else once ``limit`` bytes have
+    arrived (a pipe).  UTF-8, a leading byte-order mark dropped; every fault one :class:`InputError`
+    naming ``name``."""
+    if path == "-":
+        raw = _read_at_most(stdin_stream(name, stdin), name, limit)
+    else:
+        try:
+            size = os.path.getsize(path)
+        except OSError as exc:
+            raise open_error(exc, path, name) from None
+        if size > limit:
+            raise InputError(f"{name}: {size} bytes, above the limit of {limit}")
+        with open_binary(path, name) as fh:
+            raw = _read_at_most(fh, name, limit)
+    start = len(BOM) if raw.startswith(BOM) else 0
     try:
-        size = os.path.getsize(path)
-    except OSError as exc:
-        raise open_error(exc, path, name) from None
-    if size > limit:
-        raise InputError(f"{name}: {size} bytes, above the limit of {limit}")
-    with open_binary(path, name) as fh:
-        chunks, total = [], 0
-        while total <= limit:
-            try:
-                data = fh.read(CHUNK)
-            except OSError as exc:
-                raise read_error(exc, name) from None
-            if not data:
-                break
-            chunks.append(data)
-            total += len(data)
+        return raw[start:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(utf8_message(name, raw[start:], exc, start)) from None
+
+
+def _read_at_most(stream, name: str, limit: int) -> bytes:
+    """The bytes of ``stream`` to its end; :class:`InputError` once more than ``limit`` have arrived."""
+    read = getattr(stream, "read1", None) or stream.read
+    chunks, total = [], 0
+    while total <= limit:
+        try:
+            data = read(CHUNK)
+        except OSError as exc:
+            raise read_error(exc, name) from None
+        except ValueError:  # a closed stream (io raises ValueError on a closed file)
+            raise InputError(f"{name}: cannot read: the input is closed") from None
+        if not data:
+            break
+        if isinstance(data, str):  # a text stream without a byte buffer (tests)
+            data = data.encode("utf-8", "surrogatepass")
+        chunks.append(data)
+        total += len(data)
     if total > limit:
         raise InputError(f"{name}: more than {limit} bytes")
-    raw = b"".join(chunks)
+    return b"".join(chunks)
+
+
+# -- JSON ----------------------------------------------------------------------------------------
+#: The deepest nesting of arrays and objects a JSON input may have (unless its reader says otherwise).
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_BRACKET_STEP = [0] * 256
+_BRACKET_STEP[ord("[")] = _BRACKET_STEP[ord("{")] = 1
+_BRACKET_STEP[ord("]")] = _BRACKET_STEP[ord("}")] = -1
+
+
+def json_depth(text: str) -> int:
+    """How deeply ``text``'s arrays and objects nest (brackets inside strings not counted), found
+    without recursion, so that a hostile nesting cannot exhaust the interpreter's stack."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    if not brackets:
+        return 0
+    return max(0, max(itertools.accumulate(map(_BRACKET_STEP.__getitem__, brackets.encode("ascii")))))
+
+
+def load_json(text: str, name: str, max_depth: int = MAX_JSON_DEPTH, too_deep: str | None = None):
+    """The value of a JSON text; one-line :class:`InputError` naming ``name`` if it is not JSON, or if
+    it nests deeper than ``max_depth`` arrays and objects (``too_deep``: what to say then, default
+    ``JSON nested deeper than N levels``), checked before it is parsed."""
+    why = too_deep or f"JSON nested deeper than {max_depth} levels"
+    if json_depth(text) > max_depth:
+        raise InputError(f"{name}: {why}")
     try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(utf8_message(name, raw, exc)) from None
+        return json.loads(text)
+    except RecursionError:  # not reached after the check above; never a traceback all the same
+        raise InputError(f"{name}: {why}") from None
+    except ValueError as exc:
+        raise InputError(f"{name}: not JSON ({exc})") from None
 
 
 def read_lines(path: str, name: str, stdin=None) -> list[str]:

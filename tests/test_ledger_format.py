@@ -90,7 +90,7 @@ def test_torn_last_line_is_reported_ignored_and_repairable(tmp_path):
     led = L.read(path)
     assert len(led.entries) == 3 and led.torn is not None
     assert led.torn.line_no == 5 and led.torn.offset == len(intact)
-    assert f"truncate -s {len(intact)}" in led.torn.message(path) and "--repair" in led.torn.message(path)
+    assert "truncate" not in led.torn.message(path) and "--repair" in led.torn.message(path)
     with pytest.raises(L.LedgerTorn):
         L.append(path, "gaussian:sigma=3", HEADER)
     assert L.repair(path).length == len(b"2026-11-21T20:00:09Z\tgaussian:sig")

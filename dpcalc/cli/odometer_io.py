@@ -25,6 +25,7 @@ from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.events import Event, follow_lines, iter_events, stream_lines
 from dpcalc.exitcodes import ExitCode
 from dpcalc.render import RowWriter
+from dpcalc.render.cells import for_terminal
 
 # -- streaming --------------------------------------------------------------------------------
 #: Events computed together (the numbers do not depend on it; rows are written as each batch is done).
@@ -154,6 +155,9 @@ def stream_events(
         if rows:
             sys.stdout.flush()
         say(caught)
+        for note in stream.new_notes():
+            if not out.quiet:  # -q: the values alone (as a ledger's notes on its orders)
+                click.echo(for_terminal(f"Note: {note}", sys.stderr), err=True)
         if error is not None:
             raise error
 
@@ -184,9 +188,6 @@ def stream_events(
                 raise InputError(f"{pending_error} ({rows} written before it)") from None
             say(caught)
         writer = writer or open_writer()  # no rows: still a CSV header / an empty JSON array
-    except KeyboardInterrupt:
-        if not follow:
-            raise
     except BrokenPipeError:  # `dpcalc odometer ... | head`: the reader left; stop quietly
         _broken_pipe()
     finally:
@@ -254,10 +255,13 @@ def use_ledger(
         def admit(h, mechanisms):
             rows = session.account(h, mechanisms, conversion, curves, last_only=True)
             verdict["row"] = rows[-1]
+            verdict["orders"] = h.alphas
             verdict["ok"] = out.max_epsilon is None or rows[-1]["epsilon"] <= out.max_epsilon
             return verdict["ok"] or check  # --check: judged below, never written
 
         ledger, written = L.append(path, add, header, admit, expect=expect, dry_run=check, pins=pins)
+    except L.NotALedger as exc:  # the wrong file named: bad input (exit 2), left as it was
+        raise InputError(f"{exc}; the file was not changed") from None
     except L.LedgerDamaged as exc:
         raise click.ClickException(f"ledger {path}: {exc}; the file was not changed") from None
     except (H.LedgerRolledBack, H.HeadNotWritten) as exc:
@@ -275,9 +279,10 @@ def use_ledger(
         if not verdict["ok"]:
             raise _refused(row, out)
         return
-    result = session.added_result(path, row, quiet=out.quiet)
+    result = session.added_result(path, row, verdict["orders"], quiet=out.quiet)
     if not verdict["ok"]:
-        emit(result, _no_budget(out))
+        if not out.quiet:  # -q prints the value spent: a refused event spent nothing, so nothing is printed
+            emit(result, _no_budget(out))
         raise _refused(row, out)
     run(out, lambda: result)
 

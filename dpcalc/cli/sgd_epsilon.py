@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 import click
 
@@ -351,7 +350,7 @@ def _schedule(
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
     from dpcalc.commands import sgd_schedule as cmd
 
-    text = sys.stdin.read(cmd.MAX_BYTES + 1) if path == "-" else None
+    text = cmd.schedule_text(path)  # a file, or - (standard input): one reader for every input
     n = dataset_size[0] if dataset_size is not None else None
     eps_error = single(eps_error, "--eps-error")
     target = None if target is None else single(target, "--target-epsilon")

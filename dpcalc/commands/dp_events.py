@@ -4,7 +4,6 @@ dp-accounting / jax_privacy (:mod:`dpcalc.dpevent`, docs/math.md §2.16)."""
 from __future__ import annotations
 
 import json
-import sys
 
 import numpy as np
 
@@ -29,9 +28,7 @@ def sourced_event_specs(sources) -> list[tuple[str, str]]:
             if stdin_used:
                 raise InputError("--dp-event -: standard input can be read once")
             stdin_used = True
-            obj = read_event("-", sys.stdin.read())
-        else:
-            obj = read_event(source)
+        obj = read_event(source)  # "-": standard input (dpcalc.textinput: a closed one is refused)
         out += [(source, s.label()) for s in specs_of_event_object(obj, source)]
     return out
 

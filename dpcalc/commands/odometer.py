@@ -92,6 +92,8 @@ class Stream:
         self.filtering = filter_eps is not None
         self.columns = stream_columns(self.filtering)
         self.rows: list[dict] | None = [] if keep_rows else None  # rows kept for --plot, drawn at the end
+        self.notes: list[str] = []  # notes on the orders, each once, in order (:meth:`new_notes`)
+        self._said = 0
 
     def add(self, ev) -> dict:
         rows, error = self.add_many([ev])
@@ -122,12 +124,16 @@ class Stream:
                 row["alpha"] = row["level"] = None
             row["delta"] = self.delta
             if not self.filtering and row["odometer_at_edge"]:
-                warnings.warn(
-                    "the odometer's best order is at the edge of --alphas (add orders beyond it)",
-                    DpcalcWarning,
-                    stacklevel=1,
-                )
+                note = edge_note("the odometer's", row["alpha"], self.orders, ledger=False)
+                if note not in self.notes:
+                    self.notes.append(note)
         return rows, error
+
+    def new_notes(self) -> list[str]:
+        """The notes found since the last call (each note once in the whole stream)."""
+        out = self.notes[self._said :]
+        self._said = len(self.notes)
+        return out
 
     def keep(self, row) -> None:
         if self.rows is not None:
@@ -189,29 +195,48 @@ def account(header, mechanisms, conversion, curves=None, last_only=False) -> lis
                 "delta": header.delta,
                 "odometer_at_edge": bool(b["odometer_at_edge"][k]),
                 "rdp_at_edge": bool(b["rdp_at_edge"][k]),
+                "alpha_rdp": float(b["alpha_rdp"][k]),
             }
         )
     return rows
 
 
-def edge_notes(rows) -> list[str]:
-    """One note per kind of bound whose best order is at the edge of the orders (each at most once)."""
+def edge_note(which: str, alpha: float, orders, ledger: bool) -> str:
+    """The note on a bound whose best order ``alpha`` is the smallest or the largest of ``orders``, with
+    advice that can be followed: a stream's orders are ``--alphas``; a ledger's are fixed by its header
+    (the odometer needs them fixed before any budget is spent), so its advice is for the next ledger."""
+    top = alpha >= max(orders)
+    edge = "the largest" if top else "the smallest"
+    beyond = f"orders above {alpha:g}" if top else f"orders between 1 and {alpha:g}"
+    if ledger:
+        return (
+            f"{which} best order is {alpha:g}, {edge} of this ledger's orders, which its first line fixes: "
+            f"a ledger started with {beyond} in --alphas may give a smaller ε"
+        )
+    return f"{which} best order is {alpha:g}, {edge} of --alphas: {beyond} in --alphas may give a smaller ε"
+
+
+def edge_notes(rows, orders) -> list[str]:
+    """One note per kind of bound whose best order is at the edge of a ledger's ``orders`` (each at
+    most once: the last row's, where the bound stands)."""
     notes = []
-    if any(r["odometer_at_edge"] for r in rows):
-        notes.append("the odometer's best order is at the edge of the orders (add orders beyond it)")
-    if any(r["rdp_at_edge"] for r in rows):
-        notes.append("the plain RDP bound's best order is at the edge of the orders (add orders beyond it)")
+    odo = [r for r in rows if r["odometer_at_edge"]]
+    if odo:
+        notes.append(edge_note("the odometer's", odo[-1]["alpha"], orders, ledger=True))
+    rdp = [r for r in rows if r["rdp_at_edge"]]
+    if rdp:
+        notes.append(edge_note("the plain RDP bound's", rdp[-1]["alpha_rdp"], orders, ledger=True))
     return notes
 
 
-def added_result(path, row, quiet=False) -> Result:
+def added_result(path, row, orders, quiet=False) -> Result:
     """The one-row table of ``--ledger --add`` (or ``--check``); ``quiet`` (``-q``): without the notes
     on orders at the edge (a script wants the number alone)."""
     return Result(
         {k: [row.get(k)] for k in stream_columns(False)},
         title="odometer ledger",
         caption=f"{path}",
-        notes=[] if quiet else edge_notes([row]),
+        notes=[] if quiet else edge_notes([row], orders),
     )
 
 
@@ -254,8 +279,8 @@ def report(path, ledger, conversion, quiet=False) -> Result:
         caption=path,
         plot=report_plot(ledger.header),
     )
-    if not quiet:
-        result.notes.extend(edge_notes(rows))
+    if not quiet and ledger.header is not None:
+        result.notes.extend(edge_notes(rows, ledger.header.alphas))
     if ledger.torn is not None:
         # a warning, not a note: it is about the data, and -q does not silence it
         warnings.warn(ledger.torn.message(path), DpcalcWarning, stacklevel=2)

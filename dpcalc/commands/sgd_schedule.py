@@ -26,9 +26,7 @@ phase (the running ε, non-decreasing).
 
 from __future__ import annotations
 
-import csv
 import io
-import json
 import math
 
 import numpy as np
@@ -43,7 +41,7 @@ from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.pld.search import boundary
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result
-from dpcalc.textinput import read_bounded
+from dpcalc.textinput import csv_records, load_json, read_bounded
 
 #: The most bytes of a schedule file; the most phases (rdp); the most phases the pld accountant composes
 #: (one composition of every prefix: about a second each).
@@ -61,8 +59,18 @@ COLUMNS = tuple(name for name, _ in schema.SCHEDULE_SCHEMAS["sgd-epsilon"])
 _ALIASES = {"sigma": "noise_multiplier", "noise-multiplier": "noise_multiplier", "sample-rate": "sample_rate"}
 
 
+def _name(path: str) -> str:
+    return f"--schedule {path!r}"
+
+
+def schedule_text(path: str) -> str:
+    """The schedule's text (``-``: standard input), read by the one reader of whole text inputs
+    (:func:`dpcalc.textinput.read_bounded`: bounded, UTF-8, a closed standard input refused)."""
+    return read_bounded(path, _name(path), MAX_BYTES)
+
+
 def _read(path: str, text: str | None) -> str:
-    return text if text is not None else read_bounded(path, f"--schedule {path!r}", MAX_BYTES)
+    return text if text is not None else schedule_text(path)
 
 
 def _number(path, where, name, value, *, whole=False, lo=0.0, hi=None):
@@ -97,10 +105,7 @@ def read_schedule(path: str, text: str | None = None, dataset_size=None, samplin
 
 
 def _json_phases(path, body):
-    try:
-        obj = json.loads(body)
-    except ValueError as exc:
-        raise InputError(f"--schedule {path!r}: not JSON ({exc})") from None
+    obj = load_json(body, _name(path))
     history = obj.get("history") if isinstance(obj, dict) else obj
     if not isinstance(history, list) or not history:
         raise InputError(
@@ -122,13 +127,16 @@ def _json_phases(path, body):
 
 
 def _csv_phases(path, body, dataset_size, sampling):
-    rows = list(csv.reader(io.StringIO(body)))
-    rows = [
-        r for r in rows if r and not (len(r) == 1 and not r[0].strip()) and not r[0].lstrip().startswith("#")
+    records = [
+        (n, r)
+        for n, r in csv_records(io.StringIO(body, newline=""), _name(path))
+        if r and not (len(r) == 1 and not r[0].strip()) and not r[0].lstrip().startswith("#")
     ]
+    rows = [r for _, r in records]
     if len(rows) < 2:
         raise InputError(f"--schedule {path!r}: needs a header line and at least one phase")
     header = [_ALIASES.get(h.strip(), h.strip()) for h in rows[0]]
+    at_header = f"line {records[0][0]}"
     known = {
         "noise_multiplier",
         "sample_rate",
@@ -142,20 +150,20 @@ def _csv_phases(path, body, dataset_size, sampling):
     for h in header:
         if h not in known:
             raise InputError(
-                f"--schedule {path!r}, line 1: unknown column {h!r} (columns: {', '.join(sorted(known))})"
+                f"--schedule {path!r}, {at_header}: unknown column {h!r} (columns: {', '.join(sorted(known))})"
             )
     if "noise_multiplier" not in header:
-        raise InputError(f"--schedule {path!r}, line 1: needs a noise_multiplier column")
+        raise InputError(f"--schedule {path!r}, {at_header}: needs a noise_multiplier column")
     if ("sample_rate" in header) == ("batch_size" in header):
         raise InputError(
-            f"--schedule {path!r}, line 1: needs a sample_rate column, or batch_size (with dataset_size)"
+            f"--schedule {path!r}, {at_header}: needs a sample_rate column, or batch_size (with dataset_size)"
         )
     if ("steps" in header) == ("epochs" in header):
-        raise InputError(f"--schedule {path!r}, line 1: needs a steps column or an epochs column")
+        raise InputError(f"--schedule {path!r}, {at_header}: needs a steps column or an epochs column")
     if len(rows) - 1 > MAX_PHASES:
         raise InputError(f"--schedule {path!r}: {len(rows) - 1} phases, above the limit of {MAX_PHASES}")
     out, settings = [], []
-    for line, row in enumerate(rows[1:], start=2):
+    for line, row in records[1:]:
         where = f"line {line}"
         if len(row) != len(header):
             raise InputError(f"--schedule {path!r}, {where}: {len(row)} fields, the header has {len(header)}")
