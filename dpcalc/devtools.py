@@ -69,24 +69,64 @@ COLUMN_SECTIONS = (
     ),
 )
 
-EXIT_STATUS = [
-    (ExitCode.OK, "Success; every requested budget check passed."),
-    (
-        ExitCode.ERROR,
-        "A runtime failure the input did not cause (an unreadable file, a result that cannot "
-        "be certified). One line Error: ... on standard error.",
-    ),
-    (
-        ExitCode.USAGE,
-        "Bad usage or bad input: one line Error: ... on standard error naming the option or "
-        "input line at fault; nothing on standard output.",
-    ),
-    (
-        ExitCode.BUDGET_EXCEEDED,
-        "A budget check (--max-epsilon, --max-delta, or --max-tpr where the command has it) failed; the rows were "
-        "still printed on standard output.",
-    ),
-]
+#: The budget checks a command may have (exit status 3), in the order the EXIT STATUS section names them.
+BUDGET_OPTIONS = ("--max-epsilon", "--max-delta", "--max-tpr", "--max-advantage")
+#: What the program's own page (dpcalc.1) says for status 3 and 1: every command's cases together.
+_ALL_BUDGETS = "--max-epsilon, --max-delta, --max-tpr or --max-advantage, where the command has it"
+
+
+def exit_statuses(name: str | None, cmd: click.Command | None = None) -> list[tuple[int, str]]:
+    """The EXIT STATUS section of a man page, per command (``name=None``: the program's page), as the
+    README's exit status table says them: 0, 1, 2, 3 and 130.  ``cmd``: the command (its budget
+    options, the ``--max-*`` checks it has, are named for status 3)."""
+    budgets = _ALL_BUDGETS
+    if cmd is not None:
+        opts = {o for p in cmd.params if isinstance(p, click.Option) and not p.hidden for o in p.opts}
+        have = [o for o in BUDGET_OPTIONS if o in opts]
+        budgets = ", ".join(have[:-1]) + (" or " if len(have) > 1 else "") + have[-1] if have else ""
+    failures = ["a result that cannot be certified", "standard output that cannot be written"]
+    if name in (None, "odometer"):
+        failures[:0] = [
+            "a damaged ledger",
+            "a ledger locked by another process for 30 s",
+            "a ledger that does not extend a pinned head",
+            "a read or write of the ledger that fails, as on a full disk",
+        ]
+    bad = (
+        "Bad usage or bad input: one line Error: ... on standard error naming the option or input line at "
+        "fault; nothing on standard output. A file named on the command line that is missing or cannot be "
+        "read (no such file, permission denied, a directory, bytes that are not UTF-8) is bad input"
+    )
+    if name in (None, "odometer"):
+        bad += ", and so is a --ledger file that is not a dpcalc ledger (it is left as it was)"
+    checks = []
+    if budgets:
+        checks.append(f"a budget check ({budgets}) failed; the rows were still printed on standard output")
+    if name in (None, "audit"):
+        checks.append("audit proved more than --claimed-epsilon (the rows were still printed)")
+    if name in (None, "odometer"):
+        which = "odometer --ledger --add" if name is None else "--ledger --add"
+        checks.append(f"with {which}, the event was refused and not recorded (with -q nothing is printed)")
+    out = [
+        (int(ExitCode.OK), "Success; every requested budget check passed."),
+        (
+            int(ExitCode.ERROR),
+            f"A runtime failure the input did not cause ({', '.join(failures)}): one line Error: ... on "
+            "standard error.",
+        ),
+        (int(ExitCode.USAGE), bad + "."),
+    ]
+    if checks:
+        text = "; or ".join(checks)
+        out.append((int(ExitCode.BUDGET_EXCEEDED), text[0].upper() + text[1:] + "."))
+    out.append(
+        (
+            int(ExitCode.INTERRUPTED),
+            "Interrupted (Ctrl-C), quietly, at any moment from start-up on, in every mode (odometer --follow "
+            "included); the rows already printed stay printed.",
+        )
+    )
+    return out
 
 
 def completion_script(shell: str) -> str:
@@ -169,8 +209,8 @@ def man_page(name: str | None) -> str:
             for col, meaning in schemas[name]:
                 lines += [".TP", f"\\fB{esc(col)}\\fR", esc(meaning)]
     lines.append(".SH EXIT STATUS")
-    for code, text in EXIT_STATUS:
-        lines += [".TP", f"\\fB{int(code)}\\fR", esc(text)]
+    for code, text in exit_statuses(name, None if name is None else cmd):
+        lines += [".TP", f"\\fB{code}\\fR", esc(text)]
     examples = (
         getattr(module, "MAN_EXAMPLES", None)
         if module

@@ -8,3 +8,4 @@ class ExitCode(enum.IntEnum):
     ERROR = 1  # a runtime failure the input did not cause, or an uncertifiable result
     USAGE = 2  # bad usage or bad input
     BUDGET_EXCEEDED = 3  # --max-epsilon / --max-delta check failed (rows still printed)
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, the shell's convention; dpcalc.interrupt.STATUS)

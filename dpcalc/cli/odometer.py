@@ -73,9 +73,13 @@ the exact DP → RDP conversion set the budgets; --filter-rule paper is the pape
 ε − log(1/δ)/(α − 1), whose proof applies a fixed-order theorem at a data-dependent order.
 
 The ledger is append-only: a header fixing δ, Λ and γ, then one line per event (UTC time,
-mechanism, chained SHA-256 checksum).  Appends hold an exclusive flock and are fsync'd (a lock
-held by another process is waited for at most 30 seconds, then exit 1); a torn
-last line is reported and ignored (repair: --repair).  An edited, inserted, duplicated, reordered
+mechanism, and a checksum chained to the line before: sha256: and the first 16 hex digits, 64 bits,
+of a SHA-256).  Appends hold an exclusive flock and are fsync'd (a lock held by another process is
+waited for at most 30 seconds, then exit 1); a last line cut short by an interrupted append is
+reported and ignored.  --repair removes that line and nothing else; a file that does not begin with
+the ledger's header (any other file, or an empty one) is refused with exit 2 and left as it was, as
+is a report or --add on a file that is not a ledger.  The ledger's orders are fixed by its header:
+a note on a bound at the edge of them is advice for the next ledger.  An edited, inserted, duplicated, reordered
 or spliced entry, and a deleted entry that another follows, are refused with exit 1.  The file
 alone cannot show that its last entries were removed (a truncated ledger, an older copy restored),
 nor that it was replaced whole or rewritten with its checksums recomputed: pin its head.  --head
@@ -94,7 +98,8 @@ or a field over 100,000 characters exit 2 with one line naming the input.  An EV
 checked whole before the first row is written; standard input, a pipe and --follow are checked
 row by row, and an error says how many rows were written before it.  A column the odometer does
 not read gets one warning naming it.  The ledger must be a regular file (a FIFO or a device exits
-2); a refused first --add creates nothing; -q prints no notes on orders at the edge."""
+2); a refused first --add creates nothing, and a refused --add prints nothing with -q; -q prints
+no notes on orders at the edge.  Ctrl-C ends every mode (--follow included) with exit 130."""
 
 ORDERS_HELP = (
     "Rényi orders Λ: 'paper' (1.25:10:0.25,16,32; default), 'code' (2.25:10:0.25,16,32), or a list/ranges."
