@@ -29,12 +29,15 @@ def test_quick_start_commands_match_ci():
 def test_readme_python_blocks_run():
     """The README's library examples run as written."""
     import contextlib
+    import importlib.util
     import io
     import re
 
     blocks = re.findall(r"```python\n(.*?)```", readme.README.read_text(), flags=re.S)
     assert blocks
     for block in blocks:
+        if "from dp_accounting" in block and importlib.util.find_spec("dp_accounting") is None:
+            continue  # a test extra (CI has it): tests/test_api_dp_event.py runs this block with it
         with contextlib.redirect_stdout(io.StringIO()) as out:
             exec(compile(block, "README.md", "exec"), {})
         assert out.getvalue().strip()

@@ -8,7 +8,8 @@ meets the target (the noise multiplier, the number of steps or the sample rate o
 the Rényi level that certifies (ε, δ)).  ``lower`` and ``estimate`` are filled in where the method
 brackets the exact value (privacy loss distributions), and ``alpha`` is the Rényi order that attains
 an RDP-based bound.  :func:`rdp_curve` returns a Rényi curve (an array) and :func:`mechanism` a parsed
-spec.
+spec.  Where a function takes mechanisms, a ``DpEvent`` of dp-accounting (or its JSON object) stands for the
+mechanisms it composes (docs/math.md §2.16).
 
 Errors: bad input (a value outside its domain, a fractional count, nan, a wrong type or an unknown
 method) raises :class:`dpcalc.errors.InputError` (a ``ValueError``) naming the parameter, e.g.

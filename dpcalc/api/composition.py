@@ -7,6 +7,7 @@ import numpy as np
 
 from dpcalc.api.contract import Bound, choice, contract, optional, orders, real
 from dpcalc.api.conversions import delta_from_rdp, epsilon_from_rdp
+from dpcalc.api.dp_events import event_specs, is_event
 from dpcalc.engine.composition.pld import compose_pld
 from dpcalc.engine.mechanisms import gaussian_exact
 from dpcalc.engine.mechanisms.catalogue import gaussian_r2, total_rdp
@@ -24,23 +25,37 @@ def mechanism(text: str):
 
 
 def as_specs(mechanisms):
-    """``mechanisms`` (a spec's text, a :class:`~dpcalc.spec.MechanismSpec`, or a list of them) as parsed specs."""
-    if isinstance(mechanisms, (str, MechanismSpec)):
+    """``mechanisms`` (a spec's text, a :class:`~dpcalc.spec.MechanismSpec`, a DpEvent of dp-accounting or its
+    JSON object, or a list of them) as parsed specs; a DpEvent stands for the specs of its mechanisms
+    (:mod:`dpcalc.api.dp_events`, docs/math.md §2.16)."""
+    if isinstance(mechanisms, (str, MechanismSpec)) or is_event(mechanisms):
         mechanisms = [mechanisms]
     try:
         mechanisms = list(mechanisms)
     except TypeError:
         raise InputError(
-            f"mechanisms: must be a spec, a MechanismSpec or a list of them, got {mechanisms!r}"
+            f"mechanisms: must be a spec, a MechanismSpec, a DpEvent or a list of them, got {mechanisms!r}"
         ) from None
-    bad = [m for m in mechanisms if not isinstance(m, (str, MechanismSpec))]
+    bad = [m for m in mechanisms if not (isinstance(m, (str, MechanismSpec)) or is_event(m))]
     if bad:
-        raise InputError(f"mechanisms: each must be a spec string or a MechanismSpec, got {bad[0]!r}")
+        raise InputError(
+            f"mechanisms: each must be a spec string, a MechanismSpec or a DpEvent, got {bad[0]!r}"
+        )
     if not mechanisms:
         raise InputError("mechanisms: give at least one mechanism, e.g. 'gaussian:sigma=1,count=10'")
     texts = [m for m in mechanisms if isinstance(m, str)]
     parsed = iter(parse_mechanisms(texts)) if texts else iter(())
-    return [next(parsed) if isinstance(m, str) else m for m in mechanisms]
+    out = []
+    for i, m in enumerate(mechanisms):
+        if isinstance(m, str):
+            out.append(next(parsed))
+        elif isinstance(m, MechanismSpec):
+            out.append(m)
+        else:
+            out += event_specs(m, "mechanisms" if len(mechanisms) == 1 else f"mechanisms[{i}]")
+    if not out:
+        raise InputError("mechanisms: the DpEvents hold no mechanism (NoOpDpEvent only)")
+    return out
 
 
 @contract
@@ -57,7 +72,8 @@ def rdp_curve(mechanisms, alphas=None):
 def compose(
     mechanisms, *, delta=None, epsilon=None, method: str = "pld", eps_error=None, group_size=1
 ) -> Bound:
-    """ε at ``delta`` (or δ at ``epsilon``) of a composition of mechanisms.
+    """ε at ``delta`` (or δ at ``epsilon``) of a composition of mechanisms (specs, their text, or DpEvents of
+    dp-accounting: ``api.compose(event, delta=1e-5)``; :func:`as_specs`).
 
     ``method``: ``pld`` (privacy loss distributions: a certified bracket, the tightest for every kind
     with a loss distribution), ``rdp`` (Rényi-DP curves and the optimal conversion; every kind but
