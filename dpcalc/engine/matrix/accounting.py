@@ -30,7 +30,9 @@ from dpcalc.engine.matrix import bandmf
 from dpcalc.engine.matrix.sensitivity import Participation
 from dpcalc.engine.matrix.strategies import Strategy
 from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian, sigma_gaussian
-from dpcalc.engine.pld.search import boundary
+from dpcalc.engine.pld.bracket import Bracket
+from dpcalc.engine.pld.search import _answer, _held, _search
+from dpcalc.errors import InputError
 
 
 def unamplified_epsilon(sens: float, sigma, delta) -> np.ndarray:
@@ -152,12 +154,20 @@ def bandmf_sigma(s: Strategy, p: Participation, target, delta, accountant: str, 
         elif plan.why is not None or plan.is_thm4(steps):
             out[:, i] = (s0, *_pld_point(s, p, plan, s0, d, eps_error))
             note += "; noise_multiplier: Thm 4's DP-SGD calibrated"
+        elif (found := _search_sigma(s, p, plan, s0, t, d, rtol, eps_error))[0] is None:
+            out[:, i] = (s0, *_pld_point(s, p, plan, s0, d, eps_error))
+            note += "; noise_multiplier: Thm 4's DP-SGD calibrated (no smaller σ met the target)"
         else:
-            sg, row, evaluations = _search_sigma(s, p, plan, s0, t, d, rtol, eps_error)
+            sg, row, evaluations, refused = found
             out[:, i] = (sg, *row)
+            how = (
+                "refused by the PLD (its loss beyond what it holds)"
+                if refused
+                else "computed and above the target"
+            )
             note += (
                 f"; noise_multiplier: the smallest found by a monotone search of this row's ε ({evaluations} "
-                f"evaluations, from Thm 4's σ {s0:.6g}; σ/(1 + {rtol:g}) computed and above the target)"
+                f"evaluations, from Thm 4's σ {s0:.6g} down; σ/(1 + {rtol:g}) {how})"
             )
         notes.append(note)
     sigma, up, lo, est = (o.reshape(sigma0.shape) for o in out)
@@ -166,36 +176,57 @@ def bandmf_sigma(s: Strategy, p: Participation, target, delta, accountant: str, 
 
 def _sigma_at_least(eff: float, norm: float) -> float:
     """The smallest double σ with σ / norm >= eff exactly (so the multiplier rounded down is at least eff)."""
-    if not math.isfinite(eff):
-        return eff
     sigma = eff * norm
+    if not math.isfinite(sigma):
+        return sigma
     while Fraction(sigma) < Fraction(eff) * Fraction(norm):
         sigma = float(np.nextafter(sigma, math.inf))
     return sigma
 
 
 def _search_sigma(s, p, plan, sigma0: float, target: float, delta: float, rtol: float, eps_error):
-    """The least σ in (0, σ0] whose bandmf-pld ε (upper end) meets the target: σ0 meets it (Thm 4's).  The
-    run's ε is at least that of ⌈n/b⌉ steps at σ / (the smallest norm bound), so no σ below σ0 times the ratio of
-    the smallest to the largest norm bound meets it (the range's floor, halved)."""
+    """``(σ, (upper, lower, estimate), evaluations, neighbour refused)``: the least σ in (0, σ0] whose
+    bandmf-pld ε (upper end) meets the target, by the coarse-then-fine monotone search of DP-SGD's own
+    calibration (:func:`dpcalc.engine.pld.search._search`; every answer decided at the requested accuracy; a
+    computation the PLD refuses counts as a miss; the warnings of the answer's computation alone are given);
+    σ None where even σ0 recomputed misses (Thm 4's calibration met it within its own bracket).  The run's ε is
+    at least that of ⌈n/b⌉ steps at σ / (the smallest column norm), so no σ below σ0 times the ratio of the
+    smallest to the largest norm meets it: the range's floor, halved."""
+    refused: list = []
+    evaluations = [0]
 
-    def test(sg: float):
-        lo, est, up = bandmf.partition_epsilon(plan, p.q, sg, delta, eps_error)
-        if up > target:  # Thm 4's may still meet it (both are upper ends): the row reports the smaller
-            up = min(up, _thm4_upper(s, p, sg, delta, eps_error)[2])
-            est = min(est, up)
-        return up, (up, lo, est)
+    def row(sg: float, err) -> Bracket:
+        evaluations[0] += 1
+        try:
+            lo, est, up = bandmf.partition_epsilon(plan, p.q, sg, delta, err)
+            if up > target:  # Thm 4's may still meet it (both are upper ends): the row reports the smaller
+                up = min(up, _thm4_upper(s, p, sg, delta, err)[2])
+                est = min(est, up)
+        except InputError:
+            refused.append(sg)
+            raise
+        return Bracket(lo, est, up)
 
     norms = s.column_norms()
     floor = sigma0 * float(np.min(norms)) / float(np.max(norms)) / 2
-    # a start: DP-SGD's σ scaled by the root-mean-square column norm of the heaviest partition
+    # a start: Thm 4's σ scaled by the root-mean-square column norm of the heaviest partition
     heavy = max(sum(c * hi * hi for _, hi, c in part) for part in plan.parts)
     steps, _ = bandmf_run(s, p)
     start = min(sigma0, max(floor, sigma0 * math.sqrt(heavy / steps) / plan.largest_hi))
-    found = boundary(test, target, start, ok_above=True, lo=floor, hi=sigma0, rtol=rtol)
-    if found.x is None:  # never: σ0 meets the target (Thm 4's upper end is at most it)
-        return sigma0, _pld_point(s, p, plan, sigma0, delta, eps_error), found.evaluations
-    up, lo, est = found.info
+    found = _search(
+        lambda err: lambda sg: _held(lambda: row(sg, err)),
+        eps_error,
+        target,
+        start,
+        ok_above=True,
+        lo=floor,
+        hi=sigma0,
+        rtol=rtol,
+    )
+    if found.x is None:
+        return None, None, evaluations[0], False
+    x, lo, est, up = _answer(found.x, found)
     # the row's ε as --noise-multiplier gives it (:func:`_pld_point`): the smaller of the two upper ends
-    up = min(up, _thm4_upper(s, p, found.x, delta, eps_error)[2])
-    return found.x, (up, lo, min(est, up)), found.evaluations
+    up = min(up, _thm4_upper(s, p, x, delta, eps_error)[2])
+    neighbour_refused = any(x / (1 + rtol) * (1 - 1e-9) <= r < x for r in refused)
+    return x, (up, lo, min(est, up)), evaluations[0], neighbour_refused

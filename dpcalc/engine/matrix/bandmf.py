@@ -56,12 +56,12 @@ class Plan:
         return sum(len(p) for p in self.parts)
 
     def is_thm4(self, steps: int) -> bool:
-        """Whether the one partition kept is Thm 4's DP-SGD itself: ``steps`` steps, every column of the
-        largest norm, known exactly."""
+        """Whether the one partition kept is Thm 4's DP-SGD itself: ``steps`` steps, every column's norm bounded
+        by the largest bound — its upper end is then the same computation as Thm 4's."""
         return (
             len(self.parts) == 1
             and len(self.parts[0]) == 1
-            and self.parts[0][0] == (self.largest_hi, self.largest_hi, steps)
+            and self.parts[0][0][1:] == (self.largest_hi, steps)
         )
 
 
@@ -124,10 +124,14 @@ def _widened(v: float, rel: float) -> tuple[float, float]:
 
 
 def largest_norm(s: Strategy) -> float:
-    """An upper bound on max_j ‖C e_j‖: exact (the double itself) where the norm is a double — C = I gives 1."""
+    """An upper bound on max_j ‖C e_j‖: exact (the double itself) where the norm is a double — C = I gives 1;
+    inf beyond double range."""
     if s.coef is not None:
         top = min(s.n, s.coef.size)
-        return _toeplitz_bounds(s.coef, [top])[top][1]
+        try:
+            return _toeplitz_bounds(s.coef, [top])[top][1]
+        except OverflowError:
+            return math.inf
     norms, rel = _dense_norms(s.dense)
     return _widened(float(np.max(norms)), rel)[1]
 
@@ -184,12 +188,17 @@ def _fallback(s: Strategy, b: int, why: str) -> Plan:
 
 
 def multiplier_down(sigma: float, norm: float) -> float:
-    """The largest double at most σ / norm (exactly: a smaller multiplier, a larger ε)."""
+    """The largest double at most σ / norm (exactly: a smaller multiplier, a larger ε); 0 for an infinite norm
+    (refused by the accountants as a noise multiplier)."""
+    if not math.isfinite(norm) or not math.isfinite(sigma):
+        return sigma / norm
     return _float_down(Fraction(sigma) / Fraction(norm))
 
 
 def multiplier_up(sigma: float, norm: float) -> float:
     """The smallest double at least σ / norm."""
+    if not math.isfinite(norm) or not math.isfinite(sigma):
+        return sigma / norm
     return _float_up(Fraction(sigma) / Fraction(norm))
 
 
