@@ -88,7 +88,7 @@ class DpcalcGroup(click.Group):
         except (click.exceptions.Abort, KeyboardInterrupt):  # Ctrl-C: the shell's convention, quietly
             sys.exit(130)
         except click.ClickException as exc:
-            _print_error(exc.format_message())
+            _print_error(exc.format_message(), verdict=exc.exit_code == ExitCode.BUDGET_EXCEEDED)
             sys.exit(exc.exit_code)
         except InputError as exc:
             _print_error(str(exc))
@@ -131,9 +131,16 @@ def _refuse_repeats(cmd: click.Command, args: list[str]) -> None:
         seen[param.name] = opt
 
 
-def _print_error(message: str) -> None:
-    one_line = " ".join(str(message).split())
-    click.echo(f"Error: {one_line}", err=True)
+def _print_error(message: str, verdict: bool = False) -> None:
+    """``Error: MESSAGE`` on stderr, one line.  A ``verdict`` (a failed budget or audit, exit 3, after the
+    rows) is for the person reading the table: on a terminal it wraps to the width between words, as
+    the notes do; into a pipe or a file it stays one line."""
+    one_line = f"Error: {' '.join(str(message).split())}"
+    if verdict:
+        from dpcalc.render.cells import for_terminal  # lazy: only a verdict needs it
+
+        one_line = for_terminal(one_line, sys.stderr)
+    click.echo(one_line, err=True)
 
 
 def _quiet_broken_pipe() -> None:

@@ -249,7 +249,7 @@ def run(out: Output, compute) -> None:
             else:
                 _stream(result, out, caught)
                 return
-    emit(result, out, before=lambda: (_warn(caught), _notes(result.notes, out)))
+    emit(result, out, after=lambda: (_warn(caught), _notes(result.notes, out)))
 
 
 def _notes(notes, out: Output) -> None:
@@ -312,10 +312,11 @@ def writing():
         ) from None
 
 
-def emit(result, out: Output, before=None) -> None:
-    """Render ``result`` to stdout, draw ``--plot``, then apply the budget checks.  ``before`` (the
-    warnings and notes) runs once every check that can refuse the command has passed, so that a
-    refusal (exit 2) is the one line on stderr."""
+def emit(result, out: Output, after=None) -> None:
+    """Render ``result`` to stdout, draw ``--plot``, then apply the budget checks.  ``after`` (the
+    warnings and notes) runs once the rows are written, as a stream's do: on every command the notes
+    follow the table (and every check that can refuse the command has passed before anything is
+    written, so that a refusal, exit 2, is the one line on stderr)."""
     fmt = out.resolved_format()
     if out.columns and not out.quiet:
         pick_columns(result.names, out.columns)  # an unknown name: exit 2 before anything is written
@@ -327,12 +328,12 @@ def emit(result, out: Output, before=None) -> None:
         verdict = exc  # exit 3 after the rows are printed
     if out.plot:
         draw(result, out.plot)  # raises a one-line error when matplotlib is missing
-    if before is not None:
-        before()
     with warnings.catch_warnings(record=True) as caught:  # -q's warning about configurations left out
         warnings.simplefilter("always", DpcalcWarning)
         with writing():
             render(result, fmt, sys.stdout, quiet=out.quiet, columns=out.columns)
+    if after is not None:
+        after()
     _warn(caught)
     if verdict is not None:
         raise verdict

@@ -148,10 +148,32 @@ def for_terminal(text: str, stream) -> str:
         return text
 
     width = shutil.get_terminal_size((80, 24)).columns
+    return "\n".join(wrap_words(text, max(width - 1, 20), "    ")) or text
+
+
+#: where a word longer than the line may be broken: after a list's or a spec's separator
+_SEPARATORS = ",;:"
+
+
+def wrap_words(text: str, width: int, indent: str = "") -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken between words (continuation lines start
+    with ``indent``).  A word longer than the width (a mechanism spec, a list) is broken after one of
+    its separators (``,`` ``;`` ``:``) where it has one; a word without any stands alone on its line."""
+    width = max(width, 1)
     lines = textwrap.wrap(
-        text, max(width - 1, 20), subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
+        text, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
     )
-    return "\n".join(lines) or text
+    out: list[str] = []
+    for line in lines:
+        while len(line) > width:
+            floor = len(indent) if out or line.startswith(indent) else 0
+            cut = max(line.rfind(c, floor, width) for c in _SEPARATORS)
+            if cut <= floor:
+                break
+            out.append(line[: cut + 1])
+            line = indent + line[cut + 1 :]
+        out.append(line)
+    return out
 
 
 def _isatty(stream) -> bool:

@@ -1,11 +1,19 @@
 """The table for people, laid out: it fits the width and never folds a cell (pure Python; drawn with rich by
 :mod:`dpcalc.render.rich_table`)."""
 
-import textwrap
 import unicodedata
 from dataclasses import dataclass, field
 
-from dpcalc.render.cells import GLUE, MARK_DOWN, MARK_RTOL, MARK_UP, _missing, direction_in, table_cell
+from dpcalc.render.cells import (
+    GLUE,
+    MARK_DOWN,
+    MARK_RTOL,
+    MARK_UP,
+    _missing,
+    direction_in,
+    table_cell,
+    wrap_words,
+)
 from dpcalc.result import TABLE_ALIASES, Result
 
 # -- the table ----------------------------------------------------------------------------------
@@ -128,8 +136,11 @@ class _Table:
         self.fixed: list[str] = []
         keep: list[str] = []
         names = [n for n in names if not self._alias(n, names)]
+        #: one row: the columns that do not apply to it (no value, or no text), left out and counted
+        self.unshown = 0
         if self.single:
-            keep = list(names)
+            keep = [n for n in names if n in (result.headline,) or not self._empty(self.rows[0][n])]
+            self.unshown = len(names) - len(keep)
         else:
             for name in names:
                 values = [r[name] for r in self.rows]
@@ -172,6 +183,11 @@ class _Table:
         return out
 
     # columns
+    @staticmethod
+    def _empty(v) -> bool:
+        """A value that does not apply: none, a nan, or an empty text (no note)."""
+        return _missing(v) or v == ""
+
     def _alias(self, name: str, names: list[str]) -> bool:
         """Column ``name`` is another's alias (:data:`~dpcalc.result.TABLE_ALIASES`) with its values."""
         other = TABLE_ALIASES.get(name)
@@ -279,6 +295,9 @@ class _Table:
             said.append(f"x{MARK_DOWN}: a bound just below x (by under {MARK_RTOL:g} relative)")
         if said:
             parts.append(("prose", tx("; ".join(said))))
+        if self.unshown:
+            s = "" if self.unshown == 1 else "s"
+            parts.append(("prose", tx(f"{self.unshown} column{s} not shown: none apply")))
         for k, note in enumerate(notes, start=1):
             parts.append(("note", tx(f"[{k}] {note}")))
         return parts
@@ -389,13 +408,7 @@ class _Table:
 
 def _wrap(kind: str, text: str, width: int) -> list[str]:
     """Caption lines at most ``width`` wide, broken only between words (between ``items``: never inside
-    a ``name = value``); a word longer than ``width`` stands alone on its line."""
+    a ``name = value``); a word longer than ``width`` is broken after a separator (``,`` ``;`` ``:``),
+    or stands alone on its line where it has none (:func:`~dpcalc.render.cells.wrap_words`)."""
     indent = "    " if kind == "note" else ""
-    lines = textwrap.wrap(
-        text,
-        max(width, 1),
-        subsequent_indent=indent,
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
-    return [line.replace(GLUE, " ") for line in lines]
+    return [line.replace(GLUE, " ") for line in wrap_words(text, width, indent)]
