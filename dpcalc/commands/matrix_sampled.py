@@ -20,9 +20,9 @@ NOTES = {
     "gaussian": "no amplification: the Gaussian mechanism with this sensitivity (Balle & Wang 2018, Thm 8), exact",
     "mmcc": "MMCC (Choquette-Choo, Ganesh, Steinke & Thakurta 2024, arXiv:2310.15526, Thm 4.8 with conditional "
     "composition, Thm 3.1): the rows as mixtures of Gaussians under posterior bounds p̃; certified upper bound",
-    "mc": "balls-in-bins by Monte Carlo (the dominating pair of Choquette-Choo et al. 2025, arXiv:2410.06266; "
-    "Chua et al. 2025, arXiv:2412.16802): an upper bound with probability confidence over the sampling, not a "
-    "certified bound",
+    "mc": "balls-in-bins by Monte Carlo (the pair of Choquette-Choo et al. 2025, arXiv:2410.06266, which dominates "
+    "the run and is its own in the worst case, so the estimate is of the run; Chua et al. 2025, arXiv:2412.16802): "
+    "an upper bound with probability confidence over the sampling, not a certified bound",
 }
 #: The Monte Carlo row's defaults (as sgd-epsilon's --accountant mc): samples per direction, confidence, seed.
 MC_SAMPLES = 1_000_000
