@@ -192,6 +192,10 @@ class Result:
     #: columns each row's method computes for itself besides the headline (a solved parameter, the best
     #: order of a curve): not inputs, so not part of a configuration (:mod:`dpcalc.render.configs`)
     derived: tuple[str, ...] = ()
+    #: columns that hold, in some rows, a value a search found while other rows hold an input (a schedule's
+    #: noise multiplier, found for one phase): a table rounds them to their safe side as answers
+    #: (:func:`dpcalc.render.cells.direction_in`), where an input would round to nearest
+    found: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         n = None
@@ -229,6 +233,7 @@ class Result:
             caption=self.caption,
             notes=list(self.notes),
             derived=self.derived,
+            found=self.found,
         )
 
     def budget_column(self, quantity: str) -> str | None:
@@ -257,6 +262,7 @@ class Stream:
     finish: Callable[[Result], Result] | None = None
     notes: list[str] = field(default_factory=list)
     derived: tuple[str, ...] = ()  # as Result.derived
+    found: tuple[str, ...] = ()  # as Result.found
 
     def collect(self) -> Result:
         cols: dict[str, list] = {n: [] for n in self.names}
@@ -270,6 +276,7 @@ class Stream:
             caption=self.caption,
             notes=self.notes,
             derived=self.derived,
+            found=self.found,
         )
         return self.finish(result) if self.finish else result
 

@@ -121,6 +121,7 @@ INVOCATIONS = [
     "sgd-epsilon --noise-multiplier 1.1 --batch-size 256 --dataset-size 60000 --epochs 60 --delta 1e-5",
     "sgd-epsilon --noise-multiplier 1.1 --batch-size 256 --dataset-size 60000 --epochs 60 --delta 1e-5 "
     "--accountant all",
+    "sgd-epsilon --schedule docs/examples/schedule-find.csv --delta 1e-5 --target-epsilon 3 --accountant all",
     "sgd-epsilon --sample-rate 0.01 --sigma 1.1 --steps 100,1000 --fpr 0.001,0.01 --accountant all",
     f"{SGD} --sigma 1.1 --steps 1000 --rdp-curve --alphas 2,8,32",
     f"{SGD} --steps 1000 --target-epsilon 1,3 --accountant all",

@@ -207,3 +207,22 @@ def test_the_quick_start_shows_the_sample_rate_of_256_over_60000_to_nearest(invo
     res = invoke(args)
     assert res.exit_code == 0
     assert "0.00426667" in res.stdout and "0.00426666" not in res.stdout
+
+
+def test_a_column_found_in_some_rows_rounds_to_its_safe_side_in_every_row(monkeypatch):
+    """A schedule's noise multiplier: given for some phases, found for one (``Result.found``): rounded up."""
+    cols = {"phase": [1, 2], "noise_multiplier": [1.5, 0.853516257807223], "epsilon": [0.2, 2.9]}
+    assert "0.853516" in _table(Result(dict(cols)), 80, monkeypatch)  # as an input: to nearest
+    text = _table(Result(dict(cols), found=("noise_multiplier",)), 80, monkeypatch)
+    assert "0.853517" in text and "0.853516" not in text, text
+
+
+def test_the_noise_a_schedule_found_is_shown_rounded_up(invoke):
+    args = "sgd-epsilon --schedule docs/examples/schedule-find.csv --delta 1e-5 --target-epsilon 3 --accountant all"
+    csv_rows = _csv(invoke([*args.split(), "-f", "csv"]).stdout)
+    table = invoke([*args.split(), "-f", "table"]).stdout
+    found = [float(r["noise_multiplier"]) for r in csv_rows if r["note"]]
+    assert found
+    for v in found:
+        shown = table_cell("noise_multiplier", v)  # the class of the column: up
+        assert float(shown) >= v and shown in table, (v, shown, table)

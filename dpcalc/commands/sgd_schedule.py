@@ -293,7 +293,13 @@ def sgd_schedule(
         + ("; pld: [epsilon_lower, epsilon] the certified bracket" if "pld" in names else "")
         + (f"; rdp: conversion {conversion}" if "rdp" in names else "")
     )
-    res = Result(out, headline="epsilon", title="DP-SGD schedule: the running ε", caption=caption)
+    res = Result(
+        out,
+        headline="epsilon",
+        title="DP-SGD schedule: the running ε",
+        caption=caption,
+        found=("noise_multiplier",) if free is not None else (),  # the free phase's: rounded up in a table
+    )
     if len(phases) > 1:
         res.plot = PlotSpec(
             x="total_steps",

@@ -103,17 +103,18 @@ def _marked(v: float, digits: int, direction: str) -> str | None:
 #: calibration found, rounded up; the sample rate, epochs or per-release ε found as the largest within a
 #: target, rounded down) that are inputs in the others: there they round to nearest, as inputs do
 #: (256/60000 shows as 0.00426667, not 0.00426666).  Such a column is an answer where the result makes
-#: it its headline or names it ``derived``.
+#: it its headline, names it ``derived``, or says a search ``found`` it in some rows.
 INPUT_OR_ANSWER = frozenset(
     {"noise_multiplier", "sigma", "scale", "sample_rate", "epochs", "release_epsilon"}
 )
 
 
-def direction_in(name: str, headline: str = "", derived=()) -> str:
-    """How column ``name`` rounds in a result with that ``headline`` and ``derived`` columns: by its
-    class (:func:`dpcalc.result.rounding`), except that a column of :data:`INPUT_OR_ANSWER` the result
-    neither answers with (its headline) nor derives is an input, rounded to nearest."""
-    if name in INPUT_OR_ANSWER and name != headline and name not in derived:
+def direction_in(name: str, headline: str = "", derived=(), found=()) -> str:
+    """How column ``name`` rounds in a result with that ``headline``, ``derived`` and ``found`` columns
+    (:class:`~dpcalc.result.Result`): by its class (:func:`dpcalc.result.rounding`), except that a column
+    of :data:`INPUT_OR_ANSWER` the result neither answers with (its headline) nor derives nor found is an
+    input, rounded to nearest."""
+    if name in INPUT_OR_ANSWER and name != headline and name not in derived and name not in found:
         return "nearest"
     return rounding(name)
 

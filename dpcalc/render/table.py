@@ -223,7 +223,8 @@ class _Table:
     # cells
     def cell(self, name: str, v, digits: int, marks: bool = True) -> str:
         """``v`` of column ``name``, rounded as the column's role in this result says (:func:`direction_in`)."""
-        direction = direction_in(name, self.result.headline, self.result.derived)
+        r = self.result
+        direction = direction_in(name, r.headline, r.derived, getattr(r, "found", ()))
         return table_cell(name, v, digits, marks=marks, direction=direction)
 
     def cells(self, name: str, digits: int, marks: set[str]) -> list[str]:
