@@ -9,6 +9,7 @@ import dataclasses
 import itertools
 import os
 import select
+import shutil
 import sys
 import warnings
 
@@ -24,8 +25,9 @@ from dpcalc.commands.dp_events import sourced_event_specs
 from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.events import Event, follow_lines, iter_events, stream_lines
 from dpcalc.exitcodes import ExitCode
-from dpcalc.render import RowWriter
-from dpcalc.render.cells import for_terminal
+from dpcalc.render import RowWriter, render
+from dpcalc.render.cells import for_terminal, table_cell
+from dpcalc.result import Result
 
 # -- streaming --------------------------------------------------------------------------------
 #: Events computed together (the numbers do not depend on it; rows are written as each batch is done).
@@ -112,11 +114,16 @@ def stream_events(
     )
     filtering = stream.filtering
     writer = None  # created at the first good row: an input error before it leaves stdout empty
+    fmt = out.resolved_format()
 
     def open_writer():
+        if fmt == "table" and not out.quiet:
+            if not streaming:  # an input read whole: one table, laid out by the renderer to fit
+                return _WholeTable(stream.columns, out.columns)
+            return _StreamedTable(stream.columns, filtering, orders, delta, out.columns)
         return RowWriter(
             stream.columns,
-            out.resolved_format(),
+            fmt,
             sys.stdout,
             quiet=out.quiet,
             headline="run" if filtering else "epsilon",  # -q with --filter: true/false per step
@@ -209,6 +216,101 @@ def _broken_pipe():
     raise click.exceptions.Exit(ExitCode.OK)
 
 
+# -- tables -----------------------------------------------------------------------------------
+class _WholeTable:
+    """The table of an input read whole (a file, --event, --dp-event): its rows are drawn at the end by
+    the renderer, which fits them to the terminal as every command's table (:mod:`dpcalc.render`)."""
+
+    def __init__(self, columns, select) -> None:
+        self.columns, self.select, self.rows = list(columns), select, []
+
+    def write(self, row: dict) -> None:
+        self.rows.append(row)
+
+    def close(self) -> None:
+        if not self.rows:  # no rows, no table (a CSV header or an empty JSON array are for programs)
+            return
+        result = Result({c: [r.get(c) for r in self.rows] for c in self.columns}, title="odometer")
+        render(result, "table", sys.stdout, columns=self.select)
+
+
+#: Streamed table rows (standard input, a pipe, --follow), in the order shown: the mechanism last, so that
+#: a long one shifts no other column.  On a terminal, the columns that never apply in the mode are left
+#: out (``recorded`` in a stream; ``run`` without --filter, the odometer's ``alpha`` and ``level`` with it),
+#: and where the rest are too wide they go in the order of ``_DROPPED`` until the others fit.
+_STREAM_ORDER = ("step", "run", "epsilon", "alpha", "level", "epsilon_rdp", "delta", "recorded", "mechanism")
+_DROPPED = {
+    False: ("recorded", "run", "delta", "level", "alpha", "epsilon_rdp", "mechanism"),
+    True: ("recorded", "alpha", "level", "delta", "epsilon", "mechanism", "epsilon_rdp"),
+}
+_NUMBER_WIDTH = 12  # a table cell of a float: 6 significant digits, an exponent and a mark
+_MIN_MECHANISM = 12  # the least room worth giving the mechanism on a narrow terminal
+
+
+def _terminal_width(stream) -> int | None:
+    try:
+        if not stream.isatty():
+            return None
+    except (AttributeError, OSError, ValueError):
+        return None
+    return shutil.get_terminal_size().columns
+
+
+class _StreamedTable:
+    """Table rows written one at a time as they come (a stream cannot wait for the renderer's whole
+    table): :class:`~dpcalc.render.RowWriter`'s aligned columns, chosen to fit a terminal's width
+    (:data:`_DROPPED`), the mechanism last and cut short with an ellipsis where it would not fit.  Off
+    a terminal every column is shown, as wide as it needs.  ``select`` (--columns): those columns, as
+    given."""
+
+    def __init__(self, columns, filtering, orders, delta, select) -> None:
+        widths = {c: _NUMBER_WIDTH for c in columns}
+        widths.update({"step": 6, "run": 5, "level": 5, "recorded": 8, "mechanism": len("mechanism")})
+        widths["alpha"] = max([5] + [len(table_cell("alpha", float(a))) for a in orders])
+        widths["delta"] = max(5, len(table_cell("delta", float(delta))))
+        self.width = _terminal_width(sys.stdout)
+        if select:
+            shown = list(select)
+        else:
+            shown = [c for c in _STREAM_ORDER if c in columns] + [
+                c for c in columns if c not in _STREAM_ORDER
+            ]
+            if self.width is not None:  # on a terminal: not the columns that never apply in this mode
+                never = ("recorded", "alpha", "level") if filtering else ("recorded", "run")
+                shown = self._fit([c for c in shown if c not in never], widths, filtering)
+        self.room = None  # the mechanism's room on a terminal (it is the last column there)
+        if self.width is not None and shown and shown[-1] == "mechanism":
+            used = sum(widths[c] + 2 for c in shown[:-1])
+            self.room = max(self.width - used, widths["mechanism"])
+        self.writer = RowWriter(columns, "table", sys.stdout, widths=widths, select=shown)
+
+    def _fit(self, shown, widths, filtering):
+        def needs(cols):
+            return (
+                sum(widths[c] for c in cols)
+                + 2 * (len(cols) - 1)
+                + (_MIN_MECHANISM - widths["mechanism"] if "mechanism" in cols else 0)
+            )
+
+        for name in _DROPPED[filtering]:
+            if needs(shown) <= self.width or len(shown) <= 2:
+                break
+            if name in shown:
+                shown.remove(name)
+        return shown
+
+    def write(self, row: dict) -> None:
+        text = row.get("mechanism")
+        if self.room is not None and isinstance(text, str) and len(self.writer.tx(text)) > self.room:
+            cut = self.writer.tx("…")
+            text = self.writer.tx(text)[: max(self.room - len(cut), 1)] + cut
+            row = {**row, "mechanism": text}
+        self.writer.write(row)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
 def use_ledger(
     path, add, check, repair, delta, orders, gamma_kind, conversion, expect, pins, print_head, out
 ) -> None:
@@ -236,6 +338,9 @@ def use_ledger(
                 if ledger.torn is not None:
                     click.echo(f"Warning: {ledger.torn.message(path)}", err=True)
                 click.echo(str(pins.head))
+                return
+            if not ledger.entries and _table_alone(out):
+                _notes_alone(session.report, path, ledger, conversion)  # no rows, no table
                 return
             run(out, lambda: session.report(path, ledger, conversion, quiet=out.quiet))
             return
@@ -285,6 +390,30 @@ def use_ledger(
             emit(result, _no_budget(out))
         raise _refused(row, out)
     run(out, lambda: result)
+
+
+def _table_alone(out) -> bool:
+    """A table (not -q) that nothing else is asked of: no budget to judge, no figure."""
+    return (
+        out.resolved_format() == "table"
+        and not out.quiet
+        and out.max_epsilon is None
+        and out.max_delta is None
+        and not out.plot
+    )
+
+
+def _notes_alone(report, *args) -> None:
+    """A report without rows, as a table: its warnings and notes on stderr, no table on stdout (the
+    renderer lays out rows; a table of none is nothing to read)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DpcalcWarning)
+        result = report(*args)
+    for w in caught:
+        if issubclass(w.category, DpcalcWarning):
+            click.echo(for_terminal(f"Warning: {' '.join(str(w.message).split())}", sys.stderr), err=True)
+    for note in result.notes:
+        click.echo(for_terminal(f"Note: {note}", sys.stderr), err=True)
 
 
 def _refused(row, out) -> BudgetExceeded:
