@@ -192,9 +192,12 @@ def parse_items(
     return out
 
 
-#: significant digits of the decimal arithmetic that computes a range's points (each point is then
-#: rounded once to a double; a double needs 17)
+#: significant digits, beyond those typed, of the decimal arithmetic that computes a range's points (each
+#: point is then rounded once to a double, which needs 17): a geometric range's powers are rounded to
+#: this many; an arithmetic range's points are exact (the digits typed, plus the ~650 decimal places
+#: between the largest and the smallest double, plus those of the count)
 _PRECISION = 40
+_EXACT_SUM = 700
 
 
 def _double(d: Decimal, part: str, integer: bool) -> float:
@@ -224,7 +227,8 @@ def _parse_range(part: str, max_values: int, integer: bool = False) -> list[floa
     # the ends as the decimals typed (a finite end parses as a decimal; the double is a fallback)
     d_start = _decimal(pieces[0]) or Decimal(start)
     d_stop = _decimal(pieces[1]) or Decimal(stop)
-    with localcontext(Context(prec=_PRECISION)):
+    typed = sum(len(p) for p in pieces)  # at least the significant digits typed
+    with localcontext(Context(prec=_PRECISION + typed)) as ctx:
         if step_text[:1] in ("x", "X", "*"):
             factor = _number(step_text[1:], "range factor")
             if not factor > 1 or not math.isfinite(factor):
@@ -249,7 +253,10 @@ def _parse_range(part: str, max_values: int, integer: bool = False) -> list[floa
         if not step > 0 or not math.isfinite(step):
             raise ValueError(f"range {part!r}: the step must be > 0")
         d_step = _decimal(step_text) or Decimal(step)
+        ctx.prec = _EXACT_SUM + typed  # START + k·STEP exactly
         n = int(((d_stop - d_start) / d_step).to_integral_value(rounding=ROUND_FLOOR)) + 1
+        while n > 1 and d_start + (n - 1) * d_step > d_stop:  # a quotient rounded up to a whole number
+            n -= 1
         if n > max_values:
             raise ValueError(f"range {part!r} expands to more than {max_values} values")
         return [_double(d_start + k * d_step, part, integer) for k in range(n)]
