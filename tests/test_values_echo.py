@@ -80,6 +80,12 @@ def test_stop_is_included_exactly_when_it_lies_on_the_grid():
     assert parse_values("0.001:1:x3")[-1] == 0.729  # 0.001·3^6 (3^7·0.001 = 2.187 > 1)
 
 
+def test_a_step_typed_with_many_digits_is_exact():
+    """3·STEP is just above STOP (50 digits): the range stops before it, as exact arithmetic says."""
+    assert len(parse_values("0:1:0.333333333333333333333333333333333333333333333333334")) == 3
+    assert len(parse_values("0:1:0.333333333333333333333333333333333333333333333333333")) == 4
+
+
 def test_an_integer_geometric_range_rounds_the_exact_points():
     assert parse_values("100:1000:x1.5", integer=True) == [100.0, 150.0, 225.0, 338.0, 506.0, 759.0]
 
