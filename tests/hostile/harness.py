@@ -14,16 +14,19 @@ input is empty (``/dev/null``).  A step may instead be a setup action (not a dpc
   ``:swaplines FILE I J`` (line indices from 0; negative from the end), ``:chmod FILE MODE`` (octal),
   ``:mkdir DIR``, ``:symlink TARGET NAME``;
 * ``:lock FILE SECONDS``: hold an exclusive ``flock`` on FILE for SECONDS (in a thread) while the
-  following steps run.
+  following steps run;
+* ``:snapshot`` remembers every file of the working directory (its bytes and mode), and ``:unchanged``
+  is a problem of the case unless every file is still there, byte for byte, and no file was added: the
+  runs between them must change no file (a refused input is left as it was).
 
 Each dpcalc run must end within :data:`TIME_LIMIT` seconds of CPU time (it is killed after that; CPU
 time, so that a loaded machine running cases side by side does not fail a case; :data:`WALL_LIMIT`
 seconds of wall time catch a run that waits forever), stay under
 :data:`RSS_LIMIT_KIB` of peak resident memory (``ru_maxrss`` from ``os.wait4``; a run passing
 :data:`RSS_KILL_KIB` is killed at once so that a runaway case cannot take the machine down), exit with
-0, 1, 2 or 3, and print no traceback and no "internal error".  Its standard error must be made of
-one-line messages: for exit 1 or 2, exactly one line ``Error: ...``; for exit 0, only ``Note: ...``
-and ``Warning: ...`` lines; for exit 3, such lines and then one ``Error: ...`` line.
+0, 1, 2, 3 or 130 (Ctrl-C), and print no traceback and no "internal error".  Its standard error must be
+made of one-line messages: for exit 1 or 2, exactly one line ``Error: ...``; for exit 0 and 130, only
+``Note: ...`` and ``Warning: ...`` lines; for exit 3, such lines and then one ``Error: ...`` line.
 """
 
 from __future__ import annotations
@@ -56,20 +59,22 @@ RSS_LIMIT_KIB = 500 * 1024  # 500 MB (MiB: a little more generous than 500e6 byt
 RSS_KILL_KIB = 1500 * 1024  # a run above this is killed at once (the machine is shared)
 OUTPUT_LIMIT = 200 << 20  # bytes of standard output: a flood is a failure too
 POLL = 0.02
-OK_STATUSES = (0, 1, 2, 3)
+OK_STATUSES = (0, 1, 2, 3, 130)
+#: Sections replayed whole by the test suite (their headings name the issue that reported their inputs).
+WHOLE_SECTIONS = ("issue 27", "issue 39")
 
 
 def cases(path: Path = CASES, share: int = 1) -> list[str]:
     """The corpus lines (comments and blank lines dropped).  ``share`` = k > 1 keeps every case of a
-    section whose heading names issue 27 (the inputs the issue reported) and every k-th case of the
-    others: the replay the test suite runs by default (see tests/test_hostile.py)."""
+    section whose heading names an issue of :data:`WHOLE_SECTIONS` (the inputs the issue reported) and
+    every k-th case of the others: the replay the test suite runs by default (see tests/test_hostile.py)."""
     out = []
     whole = True
     i = 0
     for line in path.read_text(encoding="utf-8").splitlines():
         line = line.strip()
         if line.startswith("# ----"):
-            whole = "issue 27" in line
+            whole = any(issue in line for issue in WHOLE_SECTIONS)
             continue
         if line and not line.startswith("#"):
             if share <= 1 or whole or i % share == 0:
@@ -127,6 +132,41 @@ def _commas(n: int) -> str:  # a CSV header with n columns
     return ",".join(f"c{i}" for i in range(n)) + ",alpha,rdp\n"
 
 
+_GAUSS = '{"class_name": "GaussianDpEvent", "noise_multiplier": 1.0}'
+
+
+def _deepcomposed(n: int) -> str:  # a DpEvent of n ComposedDpEvents, one inside the other
+    return '{"class_name": "ComposedDpEvent", "events": [' * n + _GAUSS + "]}" * n
+
+
+def _deepself(n: int) -> str:  # a DpEvent of n SelfComposedDpEvents, one inside the other
+    return '{"class_name": "SelfComposedDpEvent", "count": 1, "event": ' * n + _GAUSS + "}" * n
+
+
+def _deeplist(n: int) -> str:  # n JSON arrays, one inside the other
+    return "[" * n + "]" * n
+
+
+def _deephistory(n: int) -> str:  # an Opacus-like state whose history nests n arrays deep
+    return '{"history": ' + "[" * n + "]" * n + "}"
+
+
+def _unclosed(n: int) -> str:  # n opening brackets and nothing else
+    return "[" * n
+
+
+def _longfield(n: int) -> str:  # a schedule whose first phase has a field of n characters
+    return "noise_multiplier,sample_rate,steps\n" + "1" * n + ",0.01,100\n"
+
+
+def _longquoted(n: int) -> str:  # a quoted CSV field of n characters over many lines
+    return 'noise_multiplier,sample_rate,steps\n1,0.01,"' + ("x" * 99 + "\n") * (n // 100) + '"\n'
+
+
+def _longevent(n: int) -> str:  # EVENTS whose mechanism is n characters
+    return "mechanism\n" + '"gaussian:sigma=' + "1" * n + '"\n'
+
+
 GENERATORS = {
     "gaussians": _gaussians,
     "same": _same,
@@ -139,6 +179,14 @@ GENERATORS = {
     "longline": _longline,
     "manylines": _manylines,
     "commas": _commas,
+    "deepcomposed": _deepcomposed,
+    "deepself": _deepself,
+    "deeplist": _deeplist,
+    "deephistory": _deephistory,
+    "unclosed": _unclosed,
+    "longfield": _longfield,
+    "longquoted": _longquoted,
+    "longevent": _longevent,
 }
 
 
@@ -177,9 +225,48 @@ def _lines(path: Path) -> list[bytes]:
     return path.read_bytes().splitlines(keepends=True)
 
 
-def _action(words: list[str], cwd: Path, held: list) -> None:
+#: The harness's own files in a case's directory (the runs' outputs and the write-only standard input).
+_OWN = {".stdout", ".stderr", ".stdin-writeonly"}
+
+
+def _files(cwd: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under ``cwd`` but the harness's own: relative path -> (bytes, mode)."""
+    out = {}
+    for path in sorted(cwd.rglob("*")):
+        rel = path.relative_to(cwd).as_posix()
+        if rel in _OWN or path.is_dir():
+            continue
+        st = path.lstat()
+        try:
+            data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+        except OSError:  # unreadable to the harness (chmod 000 when not root): its size and time, then
+            data = f"{st.st_size} bytes, modified {st.st_mtime_ns}".encode()
+        out[rel] = (data, st.st_mode)
+    return out
+
+
+def changed_files(before: dict, after: dict) -> list[str]:
+    """What differs between two :func:`_files` snapshots, in words (empty: nothing)."""
+    out = [f"{name} was removed" for name in before if name not in after]
+    out += [f"{name} was created" for name in after if name not in before]
+    for name in before.keys() & after.keys():
+        if before[name][0] != after[name][0]:
+            out.append(f"{name} was changed ({len(before[name][0])} -> {len(after[name][0])} bytes)")
+        elif before[name][1] != after[name][1]:
+            out.append(f"{name}: its mode was changed")
+    return sorted(out)
+
+
+def _action(words: list[str], cwd: Path, held: list, snap: dict | None = None) -> list[str]:
+    """Run one setup action; returns its problems (``:unchanged`` only)."""
     op, args = words[0], words[1:]
     p = cwd / args[0] if args else cwd
+    if op == ":snapshot":
+        snap.clear()
+        snap.update(_files(cwd))
+        return []
+    if op == ":unchanged":
+        return [f"files: {what}" for what in changed_files(snap, _files(cwd))]
     if op == ":gen":
         data = GENERATORS[args[1]](int(args[2]))
         p.write_bytes(data if isinstance(data, bytes) else data.encode())
@@ -212,6 +299,7 @@ def _action(words: list[str], cwd: Path, held: list) -> None:
         held.append(_Lock(p, float(args[1])))
     else:
         raise ValueError(f"unknown action {op}")
+    return []
 
 
 # -- one run ---------------------------------------------------------------------------------------
@@ -342,10 +430,12 @@ def judge(run: Run) -> list[str]:
             bad.append(
                 f"stderr: exit {run.status} needs exactly one 'Error: ' line, got {len(lines)}: {err[:160]!r}"
             )
-    elif run.status in (0, 3):
+    elif run.status in (0, 3, 130):
         body = lines[:-1] if run.status == 3 else lines
         if run.status == 3 and (not lines or not lines[-1].startswith("Error: ")):
             bad.append(f"stderr: exit 3 must end with one 'Error: ' line: {err[:160]!r}")
+        if run.status == 130:  # a terminal's ^C may leave a line end
+            body = [ln for ln in body if ln]
         odd = [ln for ln in body if not ln.startswith(("Note: ", "Warning: "))]
         if odd:
             bad.append(f"stderr: a line that is not a one-line Note/Warning: {odd[0][:160]!r}")
@@ -365,10 +455,12 @@ class Result:
     case: str
     runs: list[Run]
     setup_error: str = ""
+    file_problems: list[str] = field(default_factory=list)  # from :unchanged
 
     @property
     def problems(self) -> list[str]:
         out = [self.setup_error] if self.setup_error else []
+        out += self.file_problems
         for i, r in enumerate(self.runs):
             where = f"step {i + 1}: " if len(self.runs) > 1 else ""
             out += [where + p for p in r.problems]
@@ -390,6 +482,7 @@ class Result:
 def run_case(line: str) -> Result:
     result = Result(line, [])
     held: list = []
+    snap: dict = {}
     with tempfile.TemporaryDirectory(prefix="dpcalc-hostile-") as tmp:
         cwd = Path(tmp)
         for f in DATA.iterdir():
@@ -398,7 +491,7 @@ def run_case(line: str) -> Result:
             for step in line.split(" && "):
                 words = shlex.split(step)
                 if words and words[0].startswith(":"):
-                    _action(words, cwd, held)
+                    result.file_problems += _action(words, cwd, held, snap)
                     continue
                 stdin_word = None
                 if words and words[-1].startswith("<"):
