@@ -4,9 +4,15 @@ output below it must be exactly what dpcalc prints.
     python -m dpcalc.readme update   # rerun every example and rewrite its output in README.md
     python -m dpcalc.readme check    # exit 1 if any example's shown output is stale
 
-Examples run in-process (click's CliRunner) from the repository root, with stdout not a terminal
-(so the default format is CSV, as in a pipe) and a fixed 100-column width for tables.  A line
-``$ dpcalc ... < FILE`` feeds FILE on standard input.  Only stdout is shown and compared.
+The examples run in the README's order, in one fresh directory, as a reader following them would run them:
+a file one example writes (a ledger) is there for the examples after it.  The repository's ``docs`` is
+reachable from that directory (``docs/examples/...``), and nothing is written into the repository.  A
+``$ dpcalc ...`` line of a ```text block runs in its turn too (it changes what the next examples see), but its
+output is only illustrated (a ledger's head holds the time of its entries) and is never rewritten.
+
+Examples run in-process (click's CliRunner), with stdout not a terminal (so the default format is CSV, as in a
+pipe) and a fixed 100-column width for tables.  A line ``$ dpcalc ... < FILE`` feeds FILE on standard input.
+Only stdout is shown and compared.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import os
 import re
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -23,20 +30,56 @@ from dpcalc import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-FENCE = re.compile(r"^```console\s*$")
+FENCE = re.compile(r"^```(console|text)\s*$")
+#: What of the repository the examples' directory reaches (a symbolic link to it).
+LINKED = ("docs",)
 
 
-def run_example(command: str) -> tuple[str, int]:
-    """Run one ``dpcalc ...`` command line; return (stdout, exit status)."""
+def workdir(directory: Path) -> Path:
+    """Make ``directory`` a place to run the README's examples in: the repository's :data:`LINKED` reachable."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in LINKED:
+        (directory / name).symlink_to(ROOT / name, target_is_directory=True)
+    return directory
+
+
+def written(directory: Path) -> dict[str, bytes]:
+    """The files the examples wrote in ``directory`` (relative path -> contents; the linked ones left out)."""
+    directory = Path(directory)
+    out = {}
+    for path in sorted(directory.rglob("*")):
+        rel = path.relative_to(directory)
+        if rel.parts[0] not in LINKED and path.is_file():
+            out[rel.as_posix()] = path.read_bytes()
+    return out
+
+
+def restore(directory: Path, files: dict[str, bytes]) -> Path:
+    """A fresh ``directory`` for the examples holding ``files`` (what :func:`written` returned)."""
+    workdir(directory)
+    for rel, data in files.items():
+        path = Path(directory) / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return Path(directory)
+
+
+def run_example(command: str, cwd: Path | None = None) -> tuple[str, int]:
+    """Run one ``dpcalc ...`` command line in ``cwd`` (default: a fresh directory of its own, see
+    :func:`workdir`); return (stdout, exit status)."""
+    if cwd is None:
+        with tempfile.TemporaryDirectory(prefix="dpcalc-readme-") as tmp:
+            return run_example(command, workdir(Path(tmp)))
     words = shlex.split(command)
     stdin = None
     if "<" in words:
         i = words.index("<")
-        stdin = (ROOT / words[i + 1]).read_text()
+        stdin = (Path(cwd) / words[i + 1]).read_text()
         words = words[:i] + words[i + 2 :]
     assert words[0] == "dpcalc", command
     old = os.getcwd()
-    os.chdir(ROOT)
+    os.chdir(cwd)
     try:
         env = {"COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"}
         res = CliRunner(env=env).invoke(cli.main, words[1:], input=stdin, prog_name="dpcalc")
@@ -45,33 +88,59 @@ def run_example(command: str) -> tuple[str, int]:
     return res.stdout, res.exit_code
 
 
+def steps(text: str) -> list[tuple[str, str, bool]]:
+    """(command, shown output, checked) for every ``$ dpcalc`` line in ``text``, in order: ``checked`` for a
+    ```console block (its output is the real one), not for a ```text block (its output is illustrated)."""
+    return [(cmd, shown, kind == "console") for cmd, shown, _start, _end, kind in _scan(text.split("\n"))]
+
+
 def examples(text: str) -> list[tuple[str, str]]:
-    """(command, shown output) for every example in ``text``."""
-    out = []
-    for cmd, shown, _start, _end in _scan(text.split("\n")):
-        out.append((cmd, shown))
-    return out
+    """(command, shown output) for every example of a ```console block in ``text``."""
+    return [(cmd, shown) for cmd, shown, checked in steps(text) if checked]
+
+
+class InOrder:
+    """The README's :func:`steps`, run in order in one directory (made by :func:`workdir`), each at most once and
+    only when a result at or after it is asked for."""
+
+    def __init__(self, text: str, directory: Path):
+        self.steps = steps(text)
+        self.directory = workdir(directory)
+        self.results: list[tuple[str, int, dict[str, bytes]]] = []
+
+    def result(self, i: int) -> tuple[str, int, dict[str, bytes]]:
+        """(stdout, exit status, the files the steps before it had written) of step ``i``."""
+        while len(self.results) <= i:
+            before = written(self.directory)
+            stdout, code = run_example(self.steps[len(self.results)][0], self.directory)
+            self.results.append((stdout, code, before))
+        return self.results[i]
+
+    def __iter__(self):
+        for i in range(len(self.steps)):
+            yield (*self.steps[i], *self.result(i)[:2])
 
 
 def _scan(lines: list[str]):
-    in_block = False
+    kind = None
     i = 0
     while i < len(lines):
         line = lines[i]
-        if not in_block:
-            in_block = bool(FENCE.match(line))
+        if kind is None:
+            m = FENCE.match(line)
+            kind = m.group(1) if m else (None if not line.startswith("```") else "")
             i += 1
             continue
         if line.startswith("```"):
-            in_block = False
+            kind = None
             i += 1
             continue
-        if line.startswith("$ dpcalc "):
+        if kind and line.startswith("$ dpcalc "):
             j = i + 1
             while j < len(lines) and not lines[j].startswith("$ ") and not lines[j].startswith("```"):
                 j += 1
             shown = "\n".join(lines[i + 1 : j])
-            yield line[2:], shown, i + 1, j
+            yield line[2:], shown, i + 1, j, kind
             i = j
             continue
         i += 1
@@ -81,11 +150,15 @@ def update(text: str) -> str:
     lines = text.split("\n")
     pieces = []
     last = 0
-    for cmd, _shown, start, end in _scan(lines):
-        stdout, _ = run_example(cmd)
-        pieces.append("\n".join(lines[last:start]))
-        pieces.append(stdout.rstrip("\n"))
-        last = end
+    with tempfile.TemporaryDirectory(prefix="dpcalc-readme-") as tmp:
+        session = InOrder(text, Path(tmp))
+        for i, (_cmd, _shown, start, end, kind) in enumerate(_scan(lines)):
+            stdout = session.result(i)[0]
+            if kind != "console":
+                continue
+            pieces.append("\n".join(lines[last:start]))
+            pieces.append(stdout.rstrip("\n"))
+            last = end
     pieces.append("\n".join(lines[last:]))
     return "\n".join(p for p in pieces)
 
@@ -99,7 +172,12 @@ def main(argv: list[str]) -> int:
             README.write_text(new)
             print("README.md updated")
         return 0
-    stale = [cmd for cmd, shown in examples(text) if run_example(cmd)[0].rstrip("\n") != shown]
+    with tempfile.TemporaryDirectory(prefix="dpcalc-readme-") as tmp:
+        stale = [
+            cmd
+            for cmd, shown, checked, stdout, _code in InOrder(text, Path(tmp))
+            if checked and stdout.rstrip("\n") != shown
+        ]
     for cmd in stale:
         print(f"stale example: {cmd}", file=sys.stderr)
     return 1 if stale else 0
