@@ -28,7 +28,9 @@ The machine formats are a contract scripts can build on:
 
 ``table`` is for people (rich; imported only for tables, by :mod:`dpcalc.render.rich_table`).  Its rules:
 
-* one row: a vertical ``quantity | value`` table; several rows: one line per row, where a column
+* one row: a vertical ``quantity | value`` table of the quantities that apply to it (a column with no
+  value, or an empty text, is left out, except the headline, and one caption line says how many:
+  ``8 columns not shown: none apply``; CSV and JSON keep every column); several rows: one line per row, where a column
   holding the same value on every row moves to the caption (``name = value``) and a column that
   repeats another is dropped (one-to-one with an earlier column, each value equal to or contained in
   the other's: ``accountant`` ``abadi`` beside ``method`` ``abadi-asymptotic``).  An alias column
@@ -58,8 +60,10 @@ The machine formats are a contract scripts can build on:
   under the header, one space between columns), shows fewer digits (never fewer than 3), and finally
   draws one ``quantity | value`` block per row (where only prose wraps, between words; on a terminal
   too narrow even for that, plain ``quantity: value`` lines).  Captions wrap between words, never inside a ``name = value`` item.
-* the ``Note:`` and ``Warning:`` lines on stderr wrap between words to a terminal's width
-  (continuation lines indented); into a pipe or a file each stays one line.
+* the ``Note:`` and ``Warning:`` lines on stderr follow the table (the rows) on every command, and they
+  and a verdict (``Error: AUDIT FAILED ...``, ``Error: budget exceeded ...``, exit 3) wrap between words
+  to a terminal's width (continuation lines indented; a word longer than the width breaks after a ``,``
+  ``;`` or ``:``); into a pipe or a file each stays one line.
 * off a terminal (``-f table`` into a pipe or a file) the table is as wide as it needs (at least 100
   columns), with the same cells.
 * a stream whose encoding cannot write the box characters (``PYTHONIOENCODING=ascii``) gets ASCII
