@@ -67,7 +67,8 @@ Scores (--scores FILE, columns member,score): the rule is member if score >= t (
 lower: score <= t, for losses); t is chosen on a random half of the rows (--seed) and the counts of
 the other half alone are used.
 --claimed-epsilon E adds epsilon_claimed and ratio = epsilon_lower/E; a lower bound above E prints
-one line AUDIT FAILED on stderr and exits 3 after the rows.  Instead of E, the claim can be a DP-SGD
+the verdict AUDIT FAILED on stderr after the rows and their notes (one line in a pipe or a file,
+wrapped to a terminal's width) and exits 3.  Instead of E, the claim can be a DP-SGD
 run given as for sgd-epsilon (--noise-multiplier, --sample-rate or --batch-size with --dataset-size,
 --steps or --epochs; Poisson sampling, add/remove neighbours): epsilon_claimed is then its ε at each
 row's δ by the PLD accountant, the certified upper end that sgd-epsilon --accountant pld prints, and
