@@ -7,6 +7,7 @@ calibration code; references: closed forms (pure DP at δ = 0, one randomized re
 whose Rényi curve tree aggregation equals, and dp_accounting's Laplace PLD.
 """
 
+import contextlib
 import json
 import math
 
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 from dpcalc.commands.compose import compose
 from dpcalc.commands.compose_calibration import calibrate
-from dpcalc.errors import InputError
+from dpcalc.errors import DpcalcWarning, InputError
 
 
 def _forward(spec, key, value, method, delta):
@@ -32,6 +33,10 @@ def _calibrated(spec, method, eps, delta, column):
     assert res.columns["method"] == [method]
     return value
 
+
+#: (spec, method) whose forward rdp bound at the calibrated value has its best order at the top of the grid: a
+#: pure-DP kind whose Rényi curve keeps falling to its ε (compose warns that a wider grid might give less).
+EDGE_OF_GRID = {("discrete-laplace:count=4", "rdp")}
 
 CASES = [
     ("laplace:count=10", "scale", "scale", 1, ("pld", "rdp", "optimal", "advanced", "basic")),
@@ -50,9 +55,11 @@ def test_round_trip_meets_the_target_and_a_nudge_misses_it(spec, key, column, di
     for method in methods:
         x = _calibrated(spec, method, eps, delta, column)
         assert x is not None and x > 0, method
-        assert _forward(spec, key, x, method, delta) <= eps
         nudged = x * (1 - 1e-3) if direction > 0 else x * (1 + 1e-3)  # to the less private side
-        assert _forward(spec, key, nudged, method, delta) > eps, method
+        edge = (spec, method) in EDGE_OF_GRID
+        with pytest.warns(DpcalcWarning, match="edge of the grid") if edge else contextlib.nullcontext():
+            assert _forward(spec, key, x, method, delta) <= eps
+            assert _forward(spec, key, nudged, method, delta) > eps, method
 
 
 def test_best_keeps_the_most_favourable_method():

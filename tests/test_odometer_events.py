@@ -1,10 +1,12 @@
 """EVENTS parsing (dpcalc.events): modes, line numbers in errors, fuzzing."""
 
+import contextlib
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcalc.errors import InputError
+from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.events import iter_events
 
 
@@ -13,9 +15,10 @@ def parse(text):
 
 
 def test_sgm_rows_with_and_without_steps_and_extra_columns():
-    evs = parse(
-        "epoch,sample_rate,noise_multiplier,steps,loss\n1,0.01,1.1,98,0.5\n\n# a comment\n2,0.02,0.9,,0.4\n"
-    )
+    with pytest.warns(DpcalcWarning, match=r"EVENTS line 1: unknown columns 'epoch', 'loss' ignored"):
+        evs = parse(
+            "epoch,sample_rate,noise_multiplier,steps,loss\n1,0.01,1.1,98,0.5\n\n# a comment\n2,0.02,0.9,,0.4\n"
+        )
     assert [(e.line_no, e.sample_rate, e.noise_multiplier, e.steps) for e in evs] == [
         (2, 0.01, 1.1, 98),
         (5, 0.02, 0.9, 1),
@@ -26,7 +29,8 @@ def test_mechanism_rows_quoted_or_as_a_single_column():
     evs = parse('mechanism\ngaussian:sigma=2,count=3\n"laplace:scale=1"\n')
     assert [e.mechanism for e in evs] == ["gaussian:sigma=2,count=3", "laplace:scale=1"]
     assert evs[0].spec.count == 3 and evs[0].spec.kind == "gaussian"
-    evs = parse('step,mechanism\n1,"gaussian:sigma=2,count=3"\n')
+    with pytest.warns(DpcalcWarning, match=r"EVENTS line 1: unknown column 'step' ignored"):
+        evs = parse('step,mechanism\n1,"gaussian:sigma=2,count=3"\n')
     assert evs[0].mechanism == "gaussian:sigma=2,count=3" and evs[0].line_no == 2
 
 
@@ -50,8 +54,10 @@ def test_mechanism_rows_quoted_or_as_a_single_column():
     ],
 )
 def test_errors_name_the_line(text, line, what):
-    with pytest.raises(InputError) as info:
-        parse(text)
+    unknown = text.startswith("mechanism,x\n")  # warned about (line 1) before the error (line 2)
+    with pytest.warns(DpcalcWarning, match="unknown column 'x'") if unknown else contextlib.nullcontext():
+        with pytest.raises(InputError) as info:
+            parse(text)
     assert f"EVENTS line {line}:" in str(info.value) and what in str(info.value)
 
 
