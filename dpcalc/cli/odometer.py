@@ -181,7 +181,10 @@ ORDERS_HELP = (
 )
 @click.option("--check", is_flag=True, help="With --ledger --add: say what ε would be, without recording.")
 @click.option(
-    "--repair", is_flag=True, help="With --ledger: remove a torn (incomplete) last line, nothing else."
+    "--repair",
+    is_flag=True,
+    help="With --ledger: remove the incomplete last entry an interrupted append left, nothing else "
+    "(a file that is not a ledger is refused and left as it was).",
 )
 @click.option(
     "--head",
