@@ -97,7 +97,7 @@ def test_pld_caption_says_upper_bound_only():
     )
     assert r.exit_code == 0, r.stderr
     text = " ".join(r.stdout.split())
-    assert "pld: epsilon is a certified upper bound (no lower end)" in text
+    assert "pld: epsilon is a certified upper bound (no lower end or estimate" in text
     assert "is the certified bracket" not in text
 
 
@@ -213,11 +213,13 @@ def test_fpr_rows_for_the_new_samplers():
         assert [float(r["tpr"]) for r in rdp] == pytest.approx(list(ref), rel=1e-12)
         pld = [r for r in rows if r["method"] == "pld"]
         assert len(pld) == 2
-        allocation = kw.get("sampling") in ("balls-in-bins", "random-allocation")
+        # the allocation rounds' models and truncated Poisson's revealed mixture dominate the run: an upper end only
+        upper_only = kw.get("sampling") in ("balls-in-bins", "random-allocation", "truncated-poisson")
         for p_row, r_row in zip(pld, rdp):
             assert float(p_row["tpr"]) >= float(p_row["fpr"])
-            if allocation:  # an upper end only, and tighter than the Rényi curve's profile
-                assert p_row["tpr_lower"] == "" and float(p_row["tpr"]) <= float(r_row["tpr"])
+            if upper_only:  # an upper end only, and tighter than the Rényi curve's profile
+                assert p_row["tpr_lower"] == p_row["tpr_estimate"] == ""
+                assert float(p_row["tpr"]) <= float(r_row["tpr"])
                 continue
             assert float(p_row["tpr_lower"]) <= float(r_row["tpr"])
             assert float(p_row["tpr_lower"]) <= float(p_row["tpr"])

@@ -82,7 +82,8 @@ def test_dp_accounting_test_value_inside_the_bracket():
 
 def test_against_dp_accounting_live():
     """A realistic run (N = 1000, q = 0.05, B = 60, σ = 1, 200 steps): replace-one is the same construction as
-    dp_accounting's, whose ε lies in our bracket; add/remove is at most dp_accounting's (ours is tighter)."""
+    dp_accounting's, whose ε is within our bracket's width below its upper end; add/remove is at most
+    dp_accounting's (ours is tighter)."""
     from dp_accounting import dp_event
     from dp_accounting.pld import pld_privacy_accountant
 
@@ -95,8 +96,11 @@ def test_against_dp_accounting_live():
         acc.compose(event, 200)
         theirs = acc.get_epsilon(1e-5)
         b = sgd_epsilon_pld(0.05, 1.0, 200, 1e-5, neighbors=ours, dataset_size=1000, max_batch_size=60)
+        # the bracket is of the revealed mixture, which dominates the truncated batches: an upper end only
+        assert np.isnan(b.lower) and np.isnan(b.estimate)
+        # replace-one, the same construction: its ε is within the bracket's width (0.5 %) below our upper end
         if ours == "replace-one":
-            assert b.lower <= theirs <= b.upper + 1e-4
+            assert theirs <= b.upper + 1e-4 <= theirs * 1.005 + 1e-4
         else:
             assert b.upper < theirs
 
@@ -188,7 +192,7 @@ def test_rdp_reduces_to_poisson_and_dominates_pld():
         0.05, 1.0, 200, 1e-5, sampling="truncated-poisson", dataset_size=1000, max_batch_size=60
     )
     b = sgd_epsilon_pld(0.05, 1.0, 200, 1e-5, dataset_size=1000, max_batch_size=60)
-    assert float(e.epsilon) >= float(b.lower)
+    assert float(e.epsilon) >= float(b.upper)
 
 
 def test_rdp_above_the_exact_divergence():
@@ -282,7 +286,7 @@ def test_cli_rows_equal_the_engine():
         assert x["sampling"] == "truncated-poisson" and "2508.15089" in x["note"]
         if x["accountant"] == "pld":
             b = sgd_epsilon_pld(q, 1.1, steps, 1e-5, dataset_size=60000, max_batch_size=cap)
-            assert float(x["epsilon"]) == float(b.upper) and float(x["epsilon_lower"]) == float(b.lower)
+            assert float(x["epsilon"]) == float(b.upper) and x["epsilon_lower"] == x["epsilon_estimate"] == ""
         else:
             e = sgd.epsilon_rdp(
                 q, 1.1, steps, 1e-5, sampling="truncated-poisson", dataset_size=60000, max_batch_size=cap
@@ -410,7 +414,7 @@ def test_spec_key_equals_sgd_epsilon():
 
     pld = api.compose([SPEC + ",count=300"], delta=1e-5)
     ref = sgd_epsilon_pld(0.01, 1.0, 300, 1e-5, dataset_size=1000, max_batch_size=20)
-    assert float(pld.value) == float(ref.upper) and float(pld.lower) == float(ref.lower)
+    assert float(pld.value) == float(ref.upper) and math.isnan(pld.lower) and math.isnan(ref.lower)
     rdp = api.compose([SPEC + ",count=300"], delta=1e-5, method="rdp")
     e = sgd.epsilon_rdp(
         0.01, 1.0, 300, 1e-5, sampling="truncated-poisson", dataset_size=1000, max_batch_size=20

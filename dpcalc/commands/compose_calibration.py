@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 
-from dpcalc.commands.compose_methods import MAX_TARGETS
+from dpcalc.commands.compose_methods import MAX_TARGETS, PLD_DOMINATED, pld_dominated
 from dpcalc.commands.compose_methods import METHODS as ALL
 from dpcalc.commands.schema import conform
 from dpcalc.engine.composition.pld import calibrate_compose_pld, compose_pld
@@ -259,6 +259,9 @@ def _calibrate_methods(specs, key, direction, epsilon, delta, method, eps_error,
             )
             if found and group is not None and not group[1]:  # an upper-bound form: no lower end
                 rows[name] = (float(x), None, None, rows[name][3])
+            elif found and (dominated := pld_dominated(fill(float(x)))):  # models above the mechanism
+                why = f"{rows[name][3]} ({PLD_DOMINATED}: {'; '.join(dominated)})"
+                rows[name] = (float(x), None, None, why)
         picks = list(names)
         if method == "best":
             have = [n for n in names if rows[n][0] is not None]

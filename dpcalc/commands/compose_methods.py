@@ -26,6 +26,7 @@ from dpcalc.engine.mechanisms.catalogue import (
     float_up,
     gaussian_r2,
     max_loss,
+    mechanism,
     per_release_dp,
     rdp_refusal,
     rdp_work_refusal,
@@ -258,10 +259,10 @@ def _pld(specs, want_eps, targets, opts):
         return None, message, {}
     lower, est, upper = (np.atleast_1d(np.asarray(x, float)) for x in b)
     note = "privacy loss distributions: certified [lower, upper]"
-    if np.all(
-        np.isnan(lower)
-    ):  # random allocation: its rounds' models dominate the pair (docs/math.md §3.10)
-        note = "privacy loss distributions: certified upper bound (no lower end: random allocation's models)"
+    dominated = pld_dominated(specs)
+    if dominated:  # the engine left the lower end and the estimate out (nan): they would be of the models
+        lower, est = np.full(lower.shape, np.nan), np.full(est.shape, np.nan)
+        note = f"privacy loss distributions: certified upper bound ({PLD_DOMINATED}: {'; '.join(dominated)})"
     # δ = 0 (compose_pld): the bracket is the largest privacy loss itself, or [inf, inf]
     _, notes = _at_zero(
         specs,
@@ -275,6 +276,22 @@ def _pld(specs, want_eps, targets, opts):
         if top is not None:
             notes = [_NO_LOSS_ABOVE if at_least(float(t), top) else n for t, n in zip(targets, notes)]
     return upper, notes, {"lower": lower, "estimate": est}
+
+
+#: What a pld row's note says where some spec's loss models only dominate it (:func:`pld_dominated`).
+PLD_DOMINATED = "no lower end or estimate: the bracket is of models that dominate the mechanism"
+
+
+def pld_dominated(specs) -> list[str]:
+    """``"SPEC: what its models are"`` for each spec whose privacy loss models only dominate it (a pair no
+    instance of it attains: :meth:`~dpcalc.engine.mechanisms.base.Mechanism.pld_dominated`); a composition
+    with one has a certified upper end, and no lower end or estimate of its own."""
+    out = []
+    for s in specs:
+        why = mechanism(s.kind, s.params).pld_dominated(s.params)
+        if why:
+            out.append(f"{s.text or s.kind}: {why}")
+    return out
 
 
 #: Most targets (values of --delta or --epsilon) of one ``compose``; the pld method answers at most

@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from dpcalc.commands.compose_methods import check_relations, relation_caption
-from dpcalc.commands.risk import refused_rows, risk_result, risk_rows
+from dpcalc.commands.compose_methods import PLD_DOMINATED, check_relations, pld_dominated, relation_caption
+from dpcalc.commands.risk import NOTES, refused_rows, risk_result, risk_rows
 from dpcalc.engine import risk
 from dpcalc.engine.composition.pld import compose_pld
 from dpcalc.engine.conversion.methods import delta_from_curve
@@ -40,8 +40,11 @@ def compose_risk(texts, priors, method, eps_error=None, group_size=1):
     for name in names:
         delta_at, reason = method_profile(name, specs, eps_error, exact_forms)
         try:
+            note = pld_note(specs, exact_forms) if name == "pld" else None
             per[name] = (
-                refused_rows(name, priors, reason) if delta_at is None else risk_rows(name, delta_at, priors)
+                refused_rows(name, priors, reason)
+                if delta_at is None
+                else risk_rows(name, delta_at, priors, note=note)
             )
         except InputError as exc:  # the PLD's refusals
             if method == "pld":
@@ -111,6 +114,8 @@ def compose_target_advantage(texts, target, method, eps_error=None):
             f"the {'least' if direction > 0 else 'largest'} {key} with advantage <= {target:g} (one search step, a "
             f"factor {1 + TARGET_RTOL:g}, to the less private side computed and above it)"
         )
+        if name == "pld" and pld_dominated(fill(x)):
+            note += f"; {PLD_DOMINATED}: {'; '.join(pld_dominated(fill(x)))}"
         found_rows[name] = risk_rows(name, delta_at, None, {column: x}, note)
     if method == "best":
         usable = [rows[0] for rows in found_rows.values() if rows[0].get(column) is not None]
@@ -139,11 +144,11 @@ def method_profile(name, specs, eps_error=None, exact_forms=True):
         mu = math.sqrt(r2)
         return (lambda e, m=mu: (risk.gaussian_delta(e, m), None, gaussian_exact.delta_gaussian(e, m))), None
     if name == "pld":
+        own = exact_forms and not pld_dominated(specs)  # else the bracket's ends are of models above it
 
         def pld(e):
             b = compose_pld(specs, epsilon=np.asarray(e, float), eps_error=eps_error)
-            lower = b[0] if exact_forms else None  # an upper-bound form: no lower end for the person
-            return lower, b[1], b[2]
+            return (b[0], b[1], b[2]) if own else (None, None, b[2])
 
         return pld, None
     refusals = [r for s in specs if (r := rdp_refusal(s)) is not None]
@@ -151,6 +156,17 @@ def method_profile(name, specs, eps_error=None, exact_forms=True):
         return None, refusals[0]
     curve = total_rdp(specs, DEFAULT_ORDERS)
     return (lambda e, c=curve: (None, None, _rdp_delta(c, e))), None
+
+
+def pld_note(specs, exact_forms=True) -> str:
+    """The pld rows' note: a certified bracket, or (a person-level form that is an upper bound, or models that
+    only dominate a spec: :func:`~dpcalc.commands.compose_methods.pld_dominated`) an upper end only, and why."""
+    if not exact_forms:
+        return f"{NOTES['pld']}: its upper end only (no lower end or estimate: a person-level form is an upper bound)"
+    dominated = pld_dominated(specs)
+    if dominated:
+        return f"{NOTES['pld']}: its upper end only ({PLD_DOMINATED}: {'; '.join(dominated)})"
+    return NOTES["pld"]
 
 
 def _pick(per, key):

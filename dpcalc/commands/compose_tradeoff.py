@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from dpcalc.commands.compose_methods import check_relations, relation_caption
+from dpcalc.commands.compose_methods import PLD_DOMINATED, check_relations, pld_dominated, relation_caption
 from dpcalc.commands.tradeoff import CLT_NOTE, exact_rows, tradeoff_result, tradeoff_row
 from dpcalc.engine import tradeoff
 from dpcalc.engine.composition.pld import compose_pld
@@ -89,9 +89,13 @@ def compose_tradeoff(texts, fpr, method, eps_error=None, group_size=1) -> Result
                 reason = str(exc)
             else:
                 note = "privacy profile of the composed PLD: certified tpr_upper"
+                dominated = pld_dominated(specs)
                 if not exact_forms:  # an upper-bound form: the bracket's lower end is not the person's
                     lo, est = [None] * len(hi), [None] * len(hi)
-                    note += " (no lower end: a person-level form is an upper bound)"
+                    note += " (no lower end or estimate: a person-level form is an upper bound)"
+                elif dominated:  # models above the mechanism: their lower end and estimate are not its own
+                    lo, est = [None] * len(hi), [None] * len(hi)
+                    note += f" ({PLD_DOMINATED}: {'; '.join(dominated)})"
                 per[name] = [
                     tradeoff_row("pld", float(a), *(None if x is None else float(x) for x in t), None, note)
                     for a, *t in zip(fpr, lo, est, hi)

@@ -130,9 +130,12 @@ def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Resul
     cols: dict[str, list] = {x: [] for x in names}
     nan = np.full(s.shape, np.nan)
     crossing = lg.crossing_steps(lr, lam)
+    outside = _outside(lam, g["smoothness"])
     for m in methods:
         c = np.asarray(coefs[m](), float)
         lower = m == "lower"
+        if lower:  # the squared loss it is computed for is not in a class with λ > 1 or β < 1: no lower end
+            c = np.where(outside, np.nan, c)  # (and no ε below)
         cols["method"] += [m] * s.size
         cols["bound"] += ["lower" if lower else "upper"] * s.size
         for key in shown:
@@ -150,7 +153,8 @@ def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Resul
             elif m == "composition":
                 eps = lg.eps_gaussian_coef(g["delta"], c)
             else:
-                eps = lg.eps_gaussian_coef_lower(g["delta"], c)
+                eps = lg.eps_gaussian_coef_lower(g["delta"], np.where(outside, 0.0, c))
+                eps = np.where(outside, np.nan, eps)
             eps = np.broadcast_to(np.asarray(eps, float), s.shape)
             cols["delta"] += list(g["delta"])
             cols["epsilon"] += list(nan if lower else eps)
@@ -170,11 +174,8 @@ def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Resul
         )
     if len(pairs) > 3:
         notes.append(f"... and {len(pairs) - 3} more (λ, η) pairs: see the crossing_steps column")
-    if "lower" in methods and (np.any(lam > 1.0) or np.any(g["smoothness"] < 1.0)):
-        notes.append(
-            "lower: the squared loss (λ = β = 1) is outside a class with λ > 1 or β < 1; there the lower bound "
-            "describes that loss only, not your class"
-        )
+    if "lower" in methods and np.any(outside):
+        notes.append(OUTSIDE_NOTE)
     caption = (
         "noisy GD, last model released, replace-one; S_g = sensitivity of the gradient sum"
         + (" = 2L (from --lipschitz)" if from_lipschitz else "")
@@ -227,6 +228,19 @@ def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Resul
     return result
 
 
+#: The note where some setting's class leaves the squared loss out (:func:`_outside`).
+OUTSIDE_NOTE = (
+    "lower: empty where λ > 1 or β < 1: the squared loss (λ = β = 1) its lower bound is computed for is outside "
+    "that class, so it is no lower bound there"
+)
+
+
+def _outside(strong_convexity, smoothness):
+    """Where the class of λ-strongly convex, β-smooth losses leaves out the squared loss ‖θ−x‖²/2 (1-strongly
+    convex and 1-smooth: in the class iff λ <= 1 <= β), whose noisy GD the lower bound is of."""
+    return (np.asarray(strong_convexity, float) > 1.0) | (np.asarray(smoothness, float) < 1.0)
+
+
 # -- --rdp-curve ----------------------------------------------------------------------------------------
 def langevin_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = False):
     """The Rényi bounds of ``langevin`` at every order (``params``: :class:`dpcalc.commands.langevin.
@@ -265,9 +279,10 @@ def langevin_curve(params, alphas: Sequence[float] | None = None, *, stream: boo
             g[x][lo:hi, None]
             for x in ("sigma", "sensitivity", "lr", "strong_convexity", "dataset_size", "steps")
         )
-        if m == "lower":  # a lower bound, never a guarantee: its own column
+        if m == "lower":  # a lower bound, never a guarantee: its own column (none outside the class)
+            c = np.where(_outside(lam, g["smoothness"][lo:hi, None]), np.nan, lg.coef_lower(s, sg, lr, n, k))
             with np.errstate(over="ignore"):
-                return {"rdp_lower": a * np.asarray(lg.coef_lower(s, sg, lr, n, k), float)}
+                return {"rdp_lower": a * np.asarray(c, float)}
         coef = (
             lg.coef_dynamics(s, sg, lr, lam, n, k)
             if m == "dynamics"
@@ -277,11 +292,8 @@ def langevin_curve(params, alphas: Sequence[float] | None = None, *, stream: boo
 
     configs = {x: ([int(v) for v in g[x]] if x in ("dataset_size", "steps") else g[x].tolist()) for x in grid}
     notes = []
-    if "lower" in methods and (np.any(g["strong_convexity"] > 1.0) or np.any(g["smoothness"] < 1.0)):
-        notes.append(
-            "lower: the squared loss (λ = β = 1) is outside a class with λ > 1 or β < 1; there the lower bound "
-            "describes that loss only, not your class"
-        )
+    if "lower" in methods and np.any(_outside(g["strong_convexity"], g["smoothness"])):
+        notes.append(OUTSIDE_NOTE)
     caption = (
         "noisy GD, last model released, replace-one; S_g = sensitivity of the gradient sum"
         + (" = 2L (from --lipschitz)" if p.lipschitz is not None else "")

@@ -240,7 +240,9 @@ def _caption(p: SgdEpsilonParams, names, solve, g, sampler) -> str:
         caption += f"; conversion: {p.conversion}"
     caption += sampler.caption
     if "pld" in names and sampler.pld_upper_only:
-        caption += "; pld: epsilon is a certified upper bound (no lower end), epsilon_estimate an estimate"
+        caption += (
+            f"; pld: epsilon is a certified upper bound (no lower end or estimate: {sampler.pld_upper_why})"
+        )
     elif "pld" in names:
         caption += "; pld: [epsilon_lower, epsilon] is the certified bracket, epsilon_estimate lies inside it"
     if p.tuning is not None:

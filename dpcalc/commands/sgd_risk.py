@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from dpcalc.commands.risk import refused_rows, risk_result, risk_rows
+from dpcalc.commands.risk import NOTES, refused_rows, risk_result, risk_rows
 from dpcalc.commands.sgd_group import refuse_group
 from dpcalc.commands.sgd_tradeoff import profile_configs, profile_setting
 from dpcalc.engine import risk
@@ -83,7 +83,9 @@ def sgd_risk(params, priors, target=None, tpr_at=None) -> Result:
 
             def pld(e, c=(q, sigma, steps)):
                 b = sgd_delta_pld(*c, e, params.eps_error, **pld_kw)
-                return (None if sampler.pld_upper_only else b.lower), b.estimate, b.upper
+                if sampler.pld_upper_only:  # the models dominate the run: their ends are not its own
+                    return None, None, b.upper
+                return b.lower, b.estimate, b.upper
 
             out.append(("pld", pld))
         return out
@@ -98,7 +100,11 @@ def sgd_risk(params, priors, target=None, tpr_at=None) -> Result:
     for q, sigma, steps in profile_configs(params, sampler, question):
         cfg = {"sample_rate": q, "noise_multiplier": sigma, "steps": steps}
         for name, delta_at in methods(q, sigma, steps):
-            rows += risk_rows(name, delta_at, priors, cfg)
+            note = None
+            if name == "pld" and sampler.pld_upper_only:
+                why = sampler.pld_upper_why
+                note = f"{NOTES['pld']}: its upper end only (no lower end or estimate: {why})"
+            rows += risk_rows(name, delta_at, priors, cfg, note)
     return risk_result(rows, "sgd-epsilon", setting, priors)
 
 
@@ -268,6 +274,8 @@ def _calibrated(params, sampler, question, goal, methods, names, priors, setting
             else:
                 eps = float(gaussian_exact.eps_gaussian(delta, math.sqrt(steps) / sigma))
             note = f"{what} with {goal.what} ≤ {target:g}; epsilon: its ε at δ = {delta:g}"
+            if name == "pld" and sampler.pld_upper_only:
+                note += f" (no lower end or estimate: {sampler.pld_upper_why})"
             cfg = {"sample_rate": q, "noise_multiplier": sigma, "steps": steps, "delta": delta}
             rows += risk_rows(name, delta_at, priors, dict(cfg, epsilon=eps, **extra), note)
     found_column = {"sigma": "noise_multiplier", "steps": "steps", "q": "sample_rate"}[unknown]

@@ -113,6 +113,10 @@ def _pld_rows(p, sampler, g, solve, strict: bool) -> dict:
                 answers[key] = ((np.nan,) * 6, f"does not apply: {message}")
         out[:, i], notes[i] = answers[key]
     sigma, steps, q, lower, est, upper = out
+    if (
+        sampler.pld_upper_only
+    ):  # its models only dominate the run (its notes say so): no lower end, no estimate
+        lower, est = nan, nan
     if solve != "sigma":
         sigma = g["sigma"]  # as given, also on rows the accountant refused
     if solve != "steps" and not (solve == "q" and length == "epochs"):

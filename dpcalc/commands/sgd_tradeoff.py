@@ -67,10 +67,9 @@ def sgd_tradeoff(params, fpr) -> Result:
                 lambda d, c=(q, sigma, steps): sgd_epsilon_pld(*c, d, params.eps_error, **pld_kw).upper,
             )
             note = "privacy profile of the composed PLD (both directions): certified tpr_upper"
-            if sampler.pld_upper_only:  # the models dominate the pair: an upper end only
-                # (a δ profile's lower ends are not blanked by the engine, only ε brackets are)
-                lo = [None] * len(hi)
-                note += " (no lower end: the allocation rounds' models dominate the pair, docs/math.md §3.10)"
+            if sampler.pld_upper_only:  # the models dominate the run: an upper end only
+                lo, est = [None] * len(hi), [None] * len(hi)
+                note += f" (no lower end or estimate: {sampler.pld_upper_why})"
             rows += [
                 dict(
                     tradeoff_row("pld", float(a), *(None if v is None else float(v) for v in t), None, note),

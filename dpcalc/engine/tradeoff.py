@@ -185,9 +185,15 @@ def _bound_each(a, e, d):
 def bracket_from_profile(fpr, eps, lower, estimate, upper):
     """(tpr_lower, tpr_estimate, tpr_upper) at each ``fpr`` from a bracketed profile: upper from the
     upper δ (:func:`profile_tpr`), lower from both ends (:func:`profile_tpr_lower`), the estimate from
-    the estimated δ, kept inside the bracket."""
+    the estimated δ, kept inside the bracket.  A profile with no lower end (nan: models that only dominate
+    the mechanism) has no tpr_lower and no tpr_estimate (nan)."""
     hi = profile_tpr(fpr, eps, upper)
+    nan = np.full(np.shape(hi), np.nan)
+    if np.any(np.isnan(np.asarray(lower, float))):
+        return nan, nan, hi
     lo = np.minimum(profile_tpr_lower(fpr, eps, lower, upper), hi)
+    if np.any(np.isnan(np.asarray(estimate, float))):
+        return lo, nan, hi
     est = np.clip(profile_tpr(fpr, eps, estimate) / (1.0 + _REL), lo, hi)
     return lo, est, hi
 

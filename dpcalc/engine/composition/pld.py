@@ -178,6 +178,8 @@ def compose_pld(specs, delta=None, epsilon=None, eps_error=None, *, memory_cap=D
     finite = np.isfinite(out[2]) | (vals.ravel() == 0)
     if delta is not None and dominates_only(dirs) and not np.all(finite):
         raise _floor_refusal("compose", "random-allocation", RDP_HINT)
+    if dominates_only(dirs):  # the models only dominate the composition: its estimate is theirs too
+        out[1] = np.nan
     if vals.ndim == 0:
         return Bracket(float(out[0, 0]), float(out[1, 0]), float(out[2, 0]))
     return Bracket(*(o.reshape(vals.shape) for o in out))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpcalc.engine.mechanisms.mixture_loss import MixtureLossModel
 from dpcalc.engine.pld.bracket import (
     _INF_BRACKET,
     Bracket,
@@ -210,10 +211,18 @@ def _per_config(
 
 
 def _solved(solve, dirs, target, what: str) -> tuple:
-    """``solve(dirs, target)``.  Where the models only dominate the pair (the allocation rounds'; their
-    bracket has no lower end, :func:`~dpcalc.engine.pld.bracket.dominates_only`) an infinite upper end means
-    their neglected mass (round-off, tails) is as large as the δ asked, which is a refusal, not an answer."""
+    """``solve(dirs, target)``.  Where the models only dominate the pair (the allocation rounds', truncated
+    Poisson's revealed mixture: :func:`~dpcalc.engine.pld.bracket.dominates_only`) the bracket keeps its upper
+    end only: its lower end and its estimate are of the models, not of the run (nan).  Where the allocation
+    rounds' models count their neglected mass (round-off, tails) at +∞, an infinite upper end means that mass
+    is as large as the δ asked, which is a refusal, not an answer."""
     bracket = solve(dirs, target)
-    if dominates_only(dirs) and not np.all(np.isfinite(bracket[2])):
+    if not dominates_only(dirs):
+        return bracket
+    lower, estimate, upper = bracket
+    models = [c.model for d in dirs for c in d]
+    rounds = any(m.dominates_only and not isinstance(m, MixtureLossModel) for m in models)
+    if rounds and not np.all(np.isfinite(upper)):
         raise _floor_refusal(f"PLD accounting of {what}", "allocation", "--accountant rdp")
-    return bracket
+    nan = np.full(np.shape(estimate), np.nan) if np.ndim(estimate) else np.nan
+    return (np.full(np.shape(lower), np.nan) if np.ndim(lower) else np.nan), nan, upper

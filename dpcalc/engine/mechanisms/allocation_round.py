@@ -88,6 +88,9 @@ class AllocationRound(Mechanism):
         remove, add, extra = round_loss_models(float(params["sigma"]), int(params["steps"]))
         return remove, add, extra
 
+    def pld_dominated(self, params):
+        return "the round's law bounded in convex order (docs/math.md §3.10), above the allocation's own pair"
+
     def relation(self, params):
         return "poisson"  # add/remove-one neighbours, as Poisson sampling's analyses
 

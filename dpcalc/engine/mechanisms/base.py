@@ -140,6 +140,12 @@ class Mechanism:
         :class:`InputError` for settings it does not cover."""
         return None
 
+    def pld_dominated(self, params: dict) -> str | None:
+        """Where :meth:`pld_pair`'s models only dominate the mechanism (``dominates_only``: a pair no instance
+        of it attains, so a PLD bracket's lower end and estimate are of the models, not of the mechanism),
+        what they are, for a row's note; None where the pair is the mechanism's own (attained)."""
+        return None
+
     def per_release(self, params: dict):
         """``((ε, δ), None)`` for one release where the mechanism has a natural (ε, δ), else ``(None, reason)``.
 

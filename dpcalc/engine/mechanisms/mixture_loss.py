@@ -46,10 +46,15 @@ class MixtureLossModel:
         self.weights = tuple(float(x) for x in w)
         self.models = tuple(self.models)
 
+    #: No cheaper form of the mixture is offered (:attr:`~dpcalc.engine.mechanisms.loss_models.LossModel.cut`).
+    cut = None
+
     @property
     def dominates_only(self) -> bool:
-        """Whether a component only dominates its pair (then so does the mixture)."""
-        return any(m.dominates_only for m in self.models)
+        """Always: the revealed pair (two or more components, :func:`mixture`) dominates the mechanism that
+        hides the component and is in general not attained by it, so a bracket's lower end and estimate
+        would be of the revealed mixture, not of the mechanism (docs/math.md §7.8)."""
+        return True
 
     @property
     def inf_mass(self) -> float:

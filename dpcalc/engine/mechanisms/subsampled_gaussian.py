@@ -67,6 +67,11 @@ class SubsampledGaussian(Mechanism):
         fn = rdp_poisson if params["sampling"] == "poisson" else rdp_without_replacement
         return np.asarray(fn(params["q"], params["sigma"], alphas), dtype=float).reshape(alphas.shape)
 
+    def pld_dominated(self, params):
+        if params.get("sampling") == "truncated-poisson":
+            return "the revealed mixture of arXiv:2508.15089 (docs/math.md §3.7), above truncated Poisson batches"
+        return None
+
     def pld_pair(self, params):
         if params.get("sampling") == "truncated-poisson":
             q, s, n, b = (float(params[k]) for k in ("q", "sigma", "dataset_size", "max_batch_size"))

@@ -230,6 +230,10 @@ class Subsampled(Mechanism):
             )
         return subsampled_model(pair[0], q, "remove"), subsampled_model(pair[0], q, "add")
 
+    def pld_dominated(self, params):
+        # subsampled, a dominating pair still only dominates
+        return self.base.pld_dominated(self.split(params)[0])
+
     def per_release(self, params):
         bp, q, _ = self.split(params)
         pair, reason = self.base.per_release(bp)

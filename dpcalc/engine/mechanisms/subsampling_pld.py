@@ -113,6 +113,7 @@ def subsampled_model(base: LossModel, q: float, direction: str) -> LossModel:
             loss_max=_widen(fl(g(base.loss_max)), 1.0),
             log_sf_above=sf_above if piece is not None else None,
             log_cdf_below=cdf_below if piece is not None else None,
+            dominates_only=base.dominates_only,  # subsampling a dominating pair gives one that dominates
         )
 
     loc = -g(base.atoms_loc)
@@ -162,6 +163,7 @@ def subsampled_model(base: LossModel, q: float, direction: str) -> LossModel:
         loss_max=_widen(hi, 1.0),
         log_sf_above=sf_above_add if piece is not None else None,
         log_cdf_below=cdf_below_add if piece is not None else None,
+        dominates_only=base.dominates_only,
     )
 
 

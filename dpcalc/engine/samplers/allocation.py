@@ -60,6 +60,7 @@ class Allocation(Sampler):
     relations = ("add-remove",)
     accountants = {"rdp": RELATIONS, "pld": RELATIONS}
     pld_upper_only = True
+    pld_upper_why = "the allocation rounds' models dominate the pair, docs/math.md §3.10"
     curve_words = "rounds × the per-round bound of random allocation"
 
     @property

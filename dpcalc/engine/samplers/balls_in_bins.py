@@ -34,7 +34,8 @@ class BallsInBins(Allocation):
             "docs/math.md §3.8), ceil(steps/floor(N/B)) epochs composed"
         ),
         ("pld", "add-remove"): (
-            "add/remove; certified upper bound (no lower end): PLD of each epoch's 1-of-floor(N/B) allocation "
+            "add/remove; certified upper bound (no lower end or estimate: the bracket is of models that "
+            "dominate the pair): PLD of each epoch's 1-of-floor(N/B) allocation "
             "(Feldman & Shenfeld 2025, arXiv:2502.08202, Thm 3.1 pair) from the law of a sum of lognormals, "
             "bounded in convex order with every neglected mass counted (docs/math.md §3.10), epochs composed"
         ),

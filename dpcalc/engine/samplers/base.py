@@ -73,8 +73,11 @@ class Sampler:
     #: Whether the rdp accountant's inverse questions are vectorised over the rows (else one monotone
     #: search per configuration, :mod:`dpcalc.commands.sgd_searched`).
     vectorised_inverse: bool = False
-    #: Whether the pld accountant's models only dominate the pair: an upper end, no lower end.
+    #: Whether the pld accountant's models only dominate the run (a pair no instance of it attains): an upper
+    #: end, no lower end and no estimate (those would be of the models, not of the run); and what the models
+    #: are, for the rows' notes.
     pld_upper_only: bool = False
+    pld_upper_why: str = ""
     #: Whether the rdp accountant's ε = 0 is taken to certify the pld answer 0 before any PLD.
     pld_zero_by_rdp: bool = False
     #: The relations under which its bound is a privacy profile (``--fpr``); () where it is not.

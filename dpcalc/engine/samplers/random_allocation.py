@@ -27,7 +27,8 @@ class RandomAllocation(Allocation):
             "(arXiv:2502.08202, Lemma 3.2 blocks, Thm 4.4 remove; add: the Laplace-transform bound of docs/math.md §3.8)"
         ),
         ("pld", "add-remove"): (
-            "add/remove; certified upper bound (no lower end): PLD of the k = ceil(q·(steps−1)) blocks "
+            "add/remove; certified upper bound (no lower end or estimate: the bracket is of models that "
+            "dominate the pair): PLD of the k = ceil(q·(steps−1)) blocks "
             "(Feldman & Shenfeld 2025, arXiv:2502.08202, Lemma 3.2), each a 1-of-block allocation from the law "
             "of a sum of lognormals, bounded in convex order (docs/math.md §3.10)"
         ),

@@ -30,6 +30,9 @@ class TruncatedPoisson(Sampler):
     captioned_inputs = ("dataset_size", "max_batch_size")
     takes_max_batch_size = True
     tuning_runs = False
+    # the revealed mixture dominates the batches that hide whether they were cut (docs/math.md §3.7, §7.8)
+    pld_upper_only = True
+    pld_upper_why = "the revealed mixture dominates the truncated batches, docs/math.md §3.7"
     rdp_seconds = 0.02
     caption = (
         "; truncated-poisson: Poisson batches cut to a random subset of max_batch_size when larger; "
@@ -41,16 +44,18 @@ class TruncatedPoisson(Sampler):
             "of the exact RDP at q (no batch cut) and at q̄ with sensitivity 2 (a cut batch)"
         ),
         ("pld", "add-remove"): (
-            "add/remove, N counts the example; PLD of the revealed mixture (arXiv:2508.15089): "
-            "Poisson at q w.p. 1-p_T, sensitivity 2 at q̄ w.p. p_T; certified bracket"
+            "add/remove, N counts the example; certified upper bound (no lower end or estimate: the bracket is "
+            "of the revealed mixture, arXiv:2508.15089, which dominates the truncated batches): PLD of Poisson at "
+            "q w.p. 1-p_T, sensitivity 2 at q̄ w.p. p_T"
         ),
         ("rdp", "replace-one"): (
             "replace-one; upper bound: revealed mixture (arXiv:2508.15089) of the weak-triangle RDP bounds at q "
             "and at q̄ with σ/2; loose, prefer pld"
         ),
         ("pld", "replace-one"): (
-            "replace-one; PLD of the revealed mixture (arXiv:2508.15089) of the replace-one "
-            "pairs at q and at q̄ with σ/2; certified bracket"
+            "replace-one; certified upper bound (no lower end or estimate: the bracket is of the revealed "
+            "mixture, arXiv:2508.15089, which dominates the truncated batches): PLD of the replace-one pairs at q "
+            "and at q̄ with σ/2"
         ),
     }
 

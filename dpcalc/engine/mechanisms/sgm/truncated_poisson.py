@@ -34,6 +34,8 @@ bound of :mod:`dpcalc.engine.mechanisms.sgm.replace` under replace-one).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from dpcalc.engine._special import lazy_stats as stats
@@ -94,7 +96,24 @@ def rdp_truncated_poisson(
 
 def loss_directions(q: float, sigma: float, dataset_size: float, max_batch_size: float, neighbors: str):
     """The privacy-loss models of one step, one list per direction (both directions under add/remove, one
-    symmetric pair under replace-one); a revealed mixture where batches can be cut."""
+    symmetric pair under replace-one); a revealed mixture where batches can be cut.
+
+    Where a batch can be cut (p_T > 0) every model is marked ``dominates_only``: the revealed mixture dominates
+    the step that hides whether its batch was cut, the cut component's pair (rate q̄ rounded up, a shift of 2C)
+    dominates its own part, and neither is attained in general; so a PLD bracket of it has an upper end and no
+    lower end or estimate.  Where none can (p_T = 0) the step is Poisson sampling's, exactly."""
+    dirs = _directions(q, sigma, dataset_size, max_batch_size, neighbors)
+    if float(truncation(q, dataset_size, max_batch_size)[0]) > 0:
+        dirs = [[_upper_only(m) for m in d] for d in dirs]
+    return dirs
+
+
+def _upper_only(model):
+    """``model`` marked as one that only dominates the mechanism (a revealed mixture always is)."""
+    return replace(model, dominates_only=True) if isinstance(model, LossModel) else model
+
+
+def _directions(q: float, sigma: float, dataset_size: float, max_batch_size: float, neighbors: str):
     p_t, q_bar = (float(x) for x in truncation(q, dataset_size, max_batch_size))
     name = f"truncated-poisson(q={q:g},σ={sigma:g},N={dataset_size:g},B={max_batch_size:g})"
     if neighbors == "replace-one":
