@@ -291,7 +291,11 @@ def _check_refused(rows, what):
 
 # ---------------------------------------------------------------------------------------------------- references
 
-mp.mp.dps = 30
+
+@pytest.fixture(autouse=True)
+def _thirty_digits():
+    """The references in 30 digits (conftest restores the precision after each test)."""
+    mp.mp.dps = 30
 
 
 def _gauss_delta(eps, r):
