@@ -18,6 +18,7 @@ import click
 from dpcalc import __version__, interrupt
 from dpcalc.errors import InputError, UncertifiedError
 from dpcalc.exitcodes import ExitCode
+from dpcalc.wrap import for_terminal
 
 #: command name -> (module, one-line help shown by ``dpcalc --help`` without importing the module)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -137,8 +138,6 @@ def _print_error(message: str, verdict: bool = False) -> None:
     the notes do; into a pipe or a file it stays one line."""
     one_line = f"Error: {' '.join(str(message).split())}"
     if verdict:
-        from dpcalc.render.cells import for_terminal  # lazy: only a verdict needs it
-
         one_line = for_terminal(one_line, sys.stderr)
     click.echo(one_line, err=True)
 
