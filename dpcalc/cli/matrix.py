@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from dpcalc.cli.common import common_options, eps_error_option, monte_carlo_options, run, single
+from dpcalc.cli.tradeoff import refuse_with, risk_options, risk_question, tradeoff_options, with_max_tpr
 from dpcalc.cli.types import Grid
 from dpcalc.commands.choices import MATRIX_METHODS
 
@@ -39,6 +40,16 @@ MAN_EXAMPLES = [
         "The most steps of the banded square root at σ = 4 within ε = 3, each example at most 5 times, 200 apart:",
         "dpcalc matrix --strategy sqrt:bands=16 --participation min-sep:k=5,b=200 --noise-multiplier 4 "
         "--target-epsilon 3 --delta 1e-6",
+    ),
+    (
+        "What an attacker can do: the largest advantage TPR − FPR of any membership test, unamplified and amplified:",
+        "dpcalc matrix --strategy identity --strategy sqrt:bands=4 --steps 1000 --participation "
+        "cyclic-poisson:b=4,q=0.02 --noise-multiplier 4 --advantage",
+    ),
+    (
+        "The trade-off curve of the 16-banded square root at three step counts (a sweep of --steps):",
+        "dpcalc matrix --strategy sqrt:bands=16 --steps 500:1500:500 --participation cyclic-poisson:b=16,q=0.08 "
+        "--noise-multiplier 4 --fpr 1e-3,1e-2 --method bandmf-pld",
     ),
     (
         "The noise for ε = 3 of 5 epochs of 200 steps (min-separation 200):",
@@ -93,6 +104,22 @@ is the run's own in its worst case, so epsilon_estimate estimates the run's ε �
 direction; ε holds with probability --confidence over the sampling (never a certified bound: -q and budget
 checks skip it); ε only.
 
+--steps takes a list or a range (at most 100 step counts): one set of rows per step count, in that order, as
+separate runs would give them; a file:path= strategy fixes n and takes one --steps.
+
+--fpr, --advantage, --prior (in place of --delta) read each row's privacy profile in an attacker's terms, with
+sgd-epsilon's columns and rules (TRADE-OFF COLUMNS, RISK COLUMNS; docs/math.md §10, §10.4, §12.6): gaussian is
+μ-GDP at μ = Δ/σ, its trade-off curve Φ(Φ⁻¹(α) + μ) — the run itself, with lower ends, where the participation is
+deterministic and Δ exact, else an upper bound only; bandmf-rdp the Rényi curve's profile (an upper bound);
+bandmf-pld the run's per-partition PLD bracket (Thm 4's upper end alone, no lower end, beyond its limits); mmcc an
+upper bound (its tail events at a probability fixed in advance: 10⁻³ of the smallest δ asked, 10⁻⁴ of the smallest
+--fpr), with lower ends only where its laws are the run's; mc: advantage and success that hold with probability
+--confidence, each at its own ε (never judged by -q or a budget), and no trade-off row (a minimum over many ε,
+which that confidence does not cover: its note says so).  --target-advantage A (or --target-tpr T with --fpr F)
+with --delta and the noise left out: the least noise multiplier of each gaussian, bandmf-rdp and bandmf-pld row
+whose certified advantage (TPR at F) is at most the target, by sgd-epsilon's monotone search (σ/1.0001 computed
+and above it), with its ε at --delta; mmcc and mc rows say why they are not calibrated.
+
 --target-epsilon: the smallest noise multiplier of each row (exact for gaussian; within a factor 1.0001,
 conservative, for the bandmf and mmcc rows — bandmf-pld by a monotone search of its own ε below Thm 4's σ,
 mmcc by a monotone search of MMCC computations, at most 16, started from DP-SGD's σ times ‖C·1‖/√n); with --noise-multiplier and no --steps, the largest number of steps
@@ -113,9 +140,10 @@ up to 2048 steps). mc answers ε only."""
 )
 @click.option(
     "--steps",
-    type=click.IntRange(1, 1_000_000),
+    type=Grid(lo=1, hi=1_000_000, lo_open=False, integer=True),
     default=None,
-    help="Steps n of the run (columns of C); leave out with --target-epsilon and --noise-multiplier to solve for "
+    help="Steps n of the run (columns of C), in [1, 1000000]; a list or range sweeps it (rows for each; not with a "
+    "file:path= strategy, whose C fixes n); leave out with --target-epsilon and --noise-multiplier to solve for "
     "the largest.",
 )
 @click.option(
@@ -135,7 +163,12 @@ up to 2048 steps). mc answers ε only."""
     default=None,
     help="Noise standard deviation / clipping norm (> 0); leave out with --target-epsilon.",
 )
-@click.option("--delta", type=Grid(lo=0, hi=1, hi_open=True), required=True, help="Target δ in (0, 1).")
+@click.option(
+    "--delta",
+    type=Grid(lo=0, hi=1, hi_open=True),
+    default=None,
+    help="Target δ in (0, 1) (required, except with --fpr, --advantage or --prior, which replace it as the question).",
+)
 @click.option(
     "--target-epsilon", type=Grid(lo=0), default=None, help="Solve for the smallest noise multiplier."
 )
@@ -153,6 +186,14 @@ up to 2048 steps). mc answers ε only."""
     "mc (balls-in-bins)",
     "about 5 s per million samples for b = 100 bins, growing as b²; more than about 12 s of work is refused",
 )
+@tradeoff_options
+@risk_options(
+    target=True,
+    what="Leave out the noise: the least noise multiplier whose certified advantage is at most A, per row "
+    "(gaussian, bandmf-rdp, bandmf-pld), with its ε at --delta.",
+    tpr_what="With --fpr F, leave out the noise: the least noise multiplier whose certified TPR at F is at most T, "
+    "per row (gaussian, bandmf-rdp, bandmf-pld), with its ε at --delta.",
+)
 @common_options
 def command(
     strategies,
@@ -166,6 +207,13 @@ def command(
     mc_samples,
     confidence,
     seed,
+    fpr,
+    max_tpr,
+    advantage,
+    prior,
+    max_advantage,
+    target_advantage,
+    target_tpr,
     out,
 ):
     """Correlated noise: ε of matrix-factorization training (DP-FTRL, BandMF).
@@ -177,6 +225,20 @@ def command(
     noise multiplier instead.
     """
     eps_error = single(eps_error, "--eps-error")
+    out = with_max_tpr(out, fpr, max_tpr)
+    out, risk = risk_question(out, fpr, advantage, prior, max_advantage, target_advantage, target_tpr)
+    if target_tpr is None:
+        refuse_with(fpr, **{"--delta": delta, "--target-epsilon": target_epsilon})
+    target = target_advantage if target_tpr is None else target_tpr
+    if risk and target is None and delta is not None:
+        raise click.UsageError(
+            "--advantage/--prior replace --delta as the question (--delta goes with --target-advantage)"
+        )
+    if risk and target_epsilon is not None:
+        raise click.UsageError("--target-epsilon cannot be used with --advantage/--prior/--target-advantage")
+    if delta is None and fpr is None and not risk:
+        ctx = click.get_current_context()
+        raise click.MissingParameter(ctx=ctx, param=next(q for q in ctx.command.params if q.name == "delta"))
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
     from dpcalc.commands import matrix as cmd
 
@@ -193,4 +255,16 @@ def command(
         confidence=confidence,
         seed=seed,
     )
+    if risk or fpr is not None:  # an attacker's terms (docs/math.md §10, §10.4, §12.6)
+        from dpcalc.commands import matrix_risk  # lazy: with the command's work
+
+        if target is not None:
+            at = None if target_tpr is None else float(fpr[0])
+            goal = single(target, "--target-advantage" if target_tpr is None else "--target-tpr")
+            run(out, lambda: matrix_risk.matrix_target(params, prior, goal, at))
+        elif risk:
+            run(out, lambda: matrix_risk.matrix_risk(params, prior))
+        else:
+            run(out, lambda: matrix_risk.matrix_tradeoff(params, fpr))
+        return
     run(out, lambda: cmd.matrix(params))

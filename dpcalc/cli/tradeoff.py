@@ -60,10 +60,12 @@ PRIOR_HELP = (
 )
 
 
-def risk_options(target: bool = False, tpr: bool = True, what: str | None = None):
+def risk_options(
+    target: bool = False, tpr: bool = True, what: str | None = None, tpr_what: str | None = None
+):
     """Add ``--advantage``, ``--prior P`` and ``--max-advantage A`` (and with ``target``,
     ``--target-advantage A``, and with ``tpr`` too ``--target-tpr T``): membership-inference risk instead of ε or
-    δ (docs/math.md §10.4); ``what``: the target's help (default: sgd-epsilon's)."""
+    δ (docs/math.md §10.4); ``what`` and ``tpr_what``: the targets' help (default: sgd-epsilon's)."""
 
     def decorate(func):
         if target and tpr:
@@ -72,7 +74,8 @@ def risk_options(target: bool = False, tpr: bool = True, what: str | None = None
                 type=Grid(lo=0, hi=1, lo_open=True, hi_open=True),
                 default=None,
                 metavar="T",
-                help="With --fpr F, leave out the noise (or the steps, or the sample rate): the least noise "
+                help=tpr_what
+                or "With --fpr F, leave out the noise (or the steps, or the sample rate): the least noise "
                 "multiplier (the most steps, the largest rate) whose certified TPR at F is at most T, per accountant, "
                 "with its ε at --delta.",
             )(func)

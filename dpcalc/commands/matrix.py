@@ -42,14 +42,15 @@ COLUMNS = tuple(schema.names("matrix"))
 
 @dataclass(frozen=True)
 class MatrixParams:
-    """The inputs of ``dpcalc matrix``: the strategies (``--strategy`` values), the steps n, the participation
+    """The inputs of ``dpcalc matrix``: the strategies (``--strategy`` values), the steps n (one, or a sweep: rows
+    for each), the participation
     (``single``, ``min-sep:k=K,b=B`` or ``cyclic-poisson:b=B[,q=Q]``; one or a sequence: rows for each),
     ``delta`` and ``sigma`` (sequences: a sweep) or ``target_epsilon``; ``method`` one of :data:`MATRIX_METHODS`
     or ``"all"``."""
 
     strategies: Sequence[str]
-    steps: int
-    delta: Sequence[float]
+    steps: int | Sequence[int] | None
+    delta: Sequence[float] | None
     sigma: Sequence[float] | None = None
     target_epsilon: Sequence[float] | None = None
     participation: str | Sequence[str] = "single"
@@ -116,13 +117,69 @@ def participation(text: str) -> Participation:
     return Participation("cyclic", b=whole("b"), q=q)
 
 
-def matrix(params: MatrixParams) -> Result:
-    """One row per (strategy, accountant, σ or target ε, δ) (module docstring); with ``target_epsilon`` the
-    smallest noise multiplier, or (``steps`` None, ``sigma`` given) the largest number of steps."""
-    p = params
+#: The most step counts of one sweep of --steps (each a strategy built, its sensitivity computed, its rows).
+MAX_STEP_COUNTS = 100
+
+
+def step_counts(p: MatrixParams) -> list[int] | None:
+    """The step counts of ``--steps`` (one, or a sweep), checked; None where they are left out (solved for).
+    A file's C fixes n: it takes one step count (its size), never a sweep."""
+    if p.steps is None:
+        return None
+    counts = [int(p.steps)] if isinstance(p.steps, (int, np.integer)) else [int(n) for n in p.steps]
+    if not counts:
+        raise InputError("--steps: give a number of steps")
+    if len(counts) > MAX_STEP_COUNTS:
+        raise InputError(
+            f"--steps: {len(counts)} step counts, above the limit of {MAX_STEP_COUNTS} in one sweep"
+        )
+    for n in counts:
+        if not 1 <= n <= MAX_STEPS:
+            raise InputError(f"--steps: must be a whole number in [1, {MAX_STEPS}], got {n}")
+    if len(counts) > 1:
+        for text in p.strategies:
+            if text.partition(":")[0].strip() == "file":
+                raise InputError(
+                    f"--steps: a sweep of steps cannot go with --strategy {text!r} (a file's C fixes the steps: "
+                    "give one --steps, its size)"
+                )
+    return counts
+
+
+def setting(p: MatrixParams, counts, question: str | None = None):
+    """``(patterns, methods, strict)`` of a run: the ``--participation`` patterns parsed (each checked against
+    every step count), the methods asked for and whether a method that does not apply is an error (one method
+    and one pattern asked for) rather than rows left out; the Monte Carlo options checked."""
     if not p.strategies or len(p.strategies) > MAX_STRATEGIES:
         raise InputError(f"--strategy: give 1 to {MAX_STRATEGIES} strategies")
-    if p.steps is None:
+    texts = [p.participation] if isinstance(p.participation, str) else list(p.participation)
+    if not texts or len(texts) > MAX_STRATEGIES:
+        raise InputError(f"--participation: give 1 to {MAX_STRATEGIES} patterns")
+    parts = [participation(t) for t in texts]
+    for part in parts:
+        for n in counts or ():
+            if part.kind in ("cyclic", "balls-in-bins") and part.b > n:
+                raise InputError(f"--participation: b = {part.b} partitions is more than the {n} steps")
+    methods = list(MATRIX_METHODS) if p.method == "all" else [p.method]
+    mc_opts = {"--mc-samples": p.mc_samples, "--confidence": p.confidence, "--seed": p.seed}
+    if (given := [k for k, v in mc_opts.items() if v is not None]) and (
+        "mc" not in methods or all(part.kind != "balls-in-bins" for part in parts)
+    ):
+        raise InputError(
+            f"{given[0]}: applies to the mc row (--participation balls-in-bins:b=B, --method mc or all)"
+        )
+    # one pattern asked for: a method that does not apply to it is an error; several: its rows are left out
+    strict = p.method != "all" and len(parts) == 1
+    return parts, methods, strict
+
+
+def matrix(params: MatrixParams) -> Result:
+    """One row per (step count, strategy, pattern, accountant, σ or target ε, δ) (module docstring); with
+    ``target_epsilon`` the smallest noise multiplier, or (``steps`` None, ``sigma`` given) the largest number of
+    steps."""
+    p = params
+    counts = step_counts(p)
+    if counts is None:
         if p.target_epsilon is None or p.sigma is None:
             raise InputError(
                 "give --steps (or leave it out with --target-epsilon and --noise-multiplier to solve for it)"
@@ -132,21 +189,9 @@ def matrix(params: MatrixParams) -> Result:
         raise InputError("give --noise-multiplier, or --target-epsilon to solve for it")
     else:
         solve = "sigma" if p.target_epsilon is not None else None
-    texts = [p.participation] if isinstance(p.participation, str) else list(p.participation)
-    if not texts or len(texts) > MAX_STRATEGIES:
-        raise InputError(f"--participation: give 1 to {MAX_STRATEGIES} patterns")
-    parts = [participation(t) for t in texts]
-    for part in parts:
-        if part.kind in ("cyclic", "balls-in-bins") and p.steps is not None and part.b > p.steps:
-            raise InputError(f"--participation: b = {part.b} partitions is more than the {p.steps} steps")
-    methods = list(MATRIX_METHODS) if p.method == "all" else [p.method]
-    mc_opts = {"--mc-samples": p.mc_samples, "--confidence": p.confidence, "--seed": p.seed}
-    if (given := [k for k, v in mc_opts.items() if v is not None]) and (
-        "mc" not in methods or all(part.kind != "balls-in-bins" for part in parts)
-    ):
-        raise InputError(
-            f"{given[0]}: applies to the mc row (--participation balls-in-bins:b=B, --method mc or all)"
-        )
+    if p.delta is None:
+        raise InputError("give --delta (ε is reported at it)")
+    parts, methods, strict = setting(p, counts)
     axes = {}
     if p.target_epsilon is not None:
         axes["target"] = np.asarray(p.target_epsilon, float)
@@ -154,24 +199,23 @@ def matrix(params: MatrixParams) -> Result:
         axes["sigma"] = np.asarray(p.sigma, float)
     axes["delta"] = np.asarray(p.delta, float)
     g = product(**axes)
-    rows = g["delta"].size * len(p.strategies) * len(parts) * len(methods)
+    rows = g["delta"].size * len(p.strategies) * len(parts) * len(methods) * len(counts or [None])
     limit = MAX_SEARCH_ROWS if solve == "steps" else MAX_ROWS
     if rows > limit:
         raise InputError(f"the sweep would make {rows} rows, more than {limit}: narrow a range")
-    # one pattern asked for: a method that does not apply to it is an error; several: its rows are left out
-    strict = p.method != "all" and len(parts) == 1
     out: dict[str, list] = {c: [] for c in COLUMNS}
-    for text in p.strategies:
-        for part in parts:
-            s = strategy(text, p.steps) if solve != "steps" else None
-            sens = sensitivity(s, part) if s is not None else None
-            for m in methods:
-                # as sgd-epsilon evaluates one chunk: the same numbers as its rows (C = I is DP-SGD exactly)
-                with sgm.light_start():
-                    if solve == "steps":
-                        _steps_rows(out, text, part, m, g, p, strict=strict)
-                    else:
-                        _rows(out, s, part, sens, m, g, solve, p, strict=strict)
+    for n in counts or [None]:  # one set of rows per step count, in the order given
+        for text in p.strategies:
+            s = strategy(text, n) if solve != "steps" else None
+            for part in parts:
+                sens = sensitivity(s, part) if s is not None else None
+                for m in methods:
+                    # as sgd-epsilon evaluates one chunk: the same numbers as its rows (C = I is DP-SGD exactly)
+                    with sgm.light_start():
+                        if solve == "steps":
+                            _steps_rows(out, text, part, m, g, p, strict=strict)
+                        else:
+                            _rows(out, s, part, sens, m, g, solve, p, strict=strict)
     if not out["method"]:
         raise InputError(f"--method {p.method}: applies to none of the strategies and patterns given")
     headline = {"sigma": "noise_multiplier", "steps": "steps"}.get(solve, "epsilon")
@@ -356,18 +400,21 @@ def _rows(out, s, part, sens, method, g, solve, p, strict):
 def _plot(out, p, solve):
     if len(out["method"]) < 2:
         return None
+    swept_steps = solve != "steps" and len(set(out["steps"])) > 1
     if len(p.delta) > 1:
         x = "delta"
-    elif solve is not None:
+    elif solve is not None and (len(p.target_epsilon) > 1 or not swept_steps):
         x = "target_epsilon"
-    else:
+    elif solve is None and (len(p.sigma) > 1 or not swept_steps):
         x = "noise_multiplier"
+    else:
+        x = "steps"
     y = {"sigma": "noise_multiplier", "steps": "steps"}.get(solve, "epsilon")
     return PlotSpec(
         x=x,
         y=y,
         series="method",
-        group=("strategy",),
+        group=("strategy",) + (("steps",) if swept_steps and x != "steps" else ()),
         band=("epsilon_lower", "epsilon") if solve is None else None,
         logx=x == "delta",
         autolog=True,

@@ -83,19 +83,27 @@ def mc_refusal(s, part, solve) -> str | None:
     return None
 
 
+def check_mc_work(samples: int, bins: int, noises: int) -> None:
+    """Refuse, before any draw, Monte Carlo rows whose work (both directions, every noise value) passes
+    :data:`MC_WORK_MAX`."""
+    from dpcalc.engine.matrix import balls_in_bins_mc as bb  # lazy: the sampler loads only for its rows
+
+    total = 2 * bb.work(samples, bins) * noises
+    if total > MC_WORK_MAX:
+        raise InputError(
+            f"--mc-samples: {samples} samples over b = {bins} bins ({noises} noise values) is "
+            f"{total / MC_WORK_MAX:.3g} times the work limit (about 12 s): lower --mc-samples, the bins or the noise "
+            "values"
+        )
+
+
 def mc_rows(s, part, g, p):
     """The Monte Carlo row's (ε upper bounds, estimates, notes), its work bounded before any draw."""
     from dpcalc.engine.matrix import balls_in_bins_mc as bb  # lazy: the sampler loads only for its rows
 
     samples = MC_SAMPLES if p.mc_samples is None else p.mc_samples
     confidence = MC_CONFIDENCE if p.confidence is None else p.confidence
-    total = 2 * bb.work(samples, part.b) * np.unique(g["sigma"]).size
-    if total > MC_WORK_MAX:
-        raise InputError(
-            f"--mc-samples: {samples} samples over b = {part.b} bins ({np.unique(g['sigma']).size} noise "
-            f"values) is {total / MC_WORK_MAX:.3g} times the work limit (about 12 s): lower --mc-samples, "
-            "the bins or the noise values"
-        )
+    check_mc_work(samples, part.b, np.unique(g["sigma"]).size)
     up, est = bb.epsilon_mc(
         s, part.b, g["sigma"], g["delta"], samples=samples, confidence=confidence, seed=p.seed or 0
     )

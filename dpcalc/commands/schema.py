@@ -290,6 +290,64 @@ CURVE_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+#: The columns that say which run a matrix row is (its risk and trade-off rows).
+_MATRIX_ROW = (
+    ("strategy", "the strategy C (--strategy)"),
+    ("participation", "the participation pattern (--participation)"),
+    ("steps", "n: the steps of the run (columns of C)"),
+    ("sample_rate", "the sampling probability q of the pattern (cyclic Poisson, Poisson)"),
+    (
+        "method",
+        "gaussian (no amplification), bandmf-rdp or bandmf-pld (amplified BandMF), mmcc (Poisson sampling), mc "
+        "(balls-in-bins by Monte Carlo)",
+    ),
+    ("sensitivity_bound", "Δ of C under the participation (a certified upper bound): gaussian's μ = Δ/σ"),
+    ("sensitivity_exact", "true where a theorem makes Δ exact"),
+    ("dpsgd_steps", "bandmf rows: the steps ⌈n/b⌉ of the DP-SGD run that dominates it"),
+)
+#: A matrix mc row's columns: its numbers hold with probability confidence (never certified).
+_MATRIX_MC = (
+    (
+        "confidence",
+        "mc: the probability, over the Monte Carlo sampling, with which each upper bound of the row holds, at its "
+        "own ε (empty: a deterministic bound)",
+    ),
+    ("samples", "mc: the Monte Carlo samples drawn per direction (with --seed: reproducible)"),
+)
+
+#: Where a shared column's meaning names the methods of compose and sgd-epsilon, matrix's own rows instead.
+_MATRIX_LOWER = (
+    "gaussian (deterministic participation, Δ exact), bandmf-pld, and mmcc where its laws are the run's"
+)
+_MATRIX_WORDS = {
+    "tpr_lower": f"with --target-tpr ({_MATRIX_LOWER}): the lower end of the bracket [tpr_lower, tpr]",
+    "tpr_estimate": "bandmf-pld, and mmcc where its laws are the run's: an estimate inside the bracket (not a bound)",
+    "mu": "gaussian: μ = Δ/σ of its μ-GDP (rounded up)",
+    "advantage_lower": f"{_MATRIX_LOWER}: the lower end of the bracket [advantage_lower, advantage]",
+    "advantage_estimate": "bandmf-pld and mmcc (as advantage_lower): an estimate inside the bracket; mc: the Monte "
+    "Carlo estimate (not bounds)",
+    "advantage": "an upper bound on TPR − FPR of every membership test (δ(0), the total variation of the pair): "
+    "certified, but mc's (with probability confidence)",
+    "success_lower": f"{_MATRIX_LOWER}: the lower end of the bracket [success_lower, success]",
+    "success_estimate": "bandmf-pld and mmcc (as advantage_lower): an estimate inside the bracket; mc: the Monte "
+    "Carlo estimate (not bounds)",
+    "success": "an upper bound on the probability that an attacker with prior π guesses membership right: certified, "
+    "but mc's (with probability confidence)",
+    "tpr": "with --target-tpr: a certified upper bound on the TPR of every membership test at fpr",
+}
+_MATRIX_TRADEOFF_WORDS = dict(
+    _MATRIX_WORDS,
+    tpr="a certified upper bound on the true-positive rate of every test at fpr, like every epsilon column; the upper "
+    "end of the bracket [tpr_lower, tpr]",
+    tpr_lower=f"{_MATRIX_LOWER}: the lower end of the bracket [tpr_lower, tpr] (none for the other rows)",
+)
+
+
+def _worded(columns, words):
+    """``columns`` with the meanings in ``words`` (name -> meaning) in place of theirs."""
+    return tuple((name, words.get(name, meaning)) for name, meaning in columns)
+
+
 _TRADEOFF_TAIL = (
     ("fpr", "the false-positive rate α of a membership test (--fpr)"),
     ("tpr_lower", "exact and pld: the lower end; pld: no privacy profile within the bracket certifies less"),
@@ -334,6 +392,11 @@ TRADEOFF_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("noise_multiplier", "the noise multiplier σ"),
         ("steps", "the number of steps T"),
         *_TRADEOFF_TAIL,
+    ),
+    "matrix": (
+        *_MATRIX_ROW,
+        ("noise_multiplier", "σ: the noise standard deviation relative to the clipping norm"),
+        *_worded(_TRADEOFF_TAIL, _MATRIX_TRADEOFF_WORDS),
     ),
 }
 
@@ -392,6 +455,13 @@ RISK_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("noise_multiplier", "the noise multiplier σ (with --target-advantage: the least found)"),
         ("steps", "the number of steps T"),
         *_RISK_TAIL,
+    ),
+    "matrix": (
+        *_MATRIX_ROW,
+        ("noise_multiplier", "σ (with --target-advantage or --target-tpr: the least found)"),
+        *_worded(_RISK_TAIL[:-1], _MATRIX_WORDS),
+        *_MATRIX_MC,
+        _NOTE,
     ),
 }
 

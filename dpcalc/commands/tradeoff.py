@@ -48,6 +48,10 @@ def tradeoff_row(method, fpr, lo, est, hi, mu=None, note=""):
 
 
 def _f(v):
+    """A cell as a float (None for nan); a label, a flag or a count (matrix's strategy, sensitivity_exact,
+    dpsgd_steps) as it is."""
+    if isinstance(v, (str, bool, int)):
+        return v
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
@@ -75,7 +79,7 @@ def tradeoff_result(rows, command, title, caption, subtitle) -> Result:
     fixed = [
         f"{sym} = {cols[name][0]:g}"
         for name, sym in (("sample_rate", "q"), ("noise_multiplier", "σ"), ("steps", "T"))
-        if name in cols and cols[name] and len(set(cols[name])) == 1
+        if name in cols and cols[name] and len(set(cols[name])) == 1 and cols[name][0] is not None
     ]
     subtitle = "; ".join(p for p in (", ".join(fixed), subtitle) if p)
     result.plot = tradeoff_plot(

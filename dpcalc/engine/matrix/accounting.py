@@ -25,11 +25,12 @@ import numpy as np
 
 from dpcalc.engine.dpsgd import accounting as sgd
 from dpcalc.engine.dpsgd import noise_calibration, pld_calibration
-from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
+from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.engine.matrix import bandmf
 from dpcalc.engine.matrix.sensitivity import Participation
 from dpcalc.engine.matrix.strategies import Strategy
 from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian, sigma_gaussian
+from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.pld.bracket import Bracket
 from dpcalc.engine.pld.search import _answer, _held, _search
 from dpcalc.errors import InputError
@@ -125,6 +126,39 @@ def bandmf_epsilon(s: Strategy, p: Participation, sigma, delta, accountant: str,
         out[:, i] = cache[(sg, d)]
     up, lo, est = (o.reshape(sigma.shape) for o in out)
     return up, lo, est, [_pld_note(plan)] * sigma.size
+
+
+def bandmf_rdp_curve(s: Strategy, p: Participation, sigma: float) -> np.ndarray:
+    """The Rényi curve (at :data:`~dpcalc.engine.orders.DEFAULT_ORDERS`) of the bandmf-rdp row at σ: Thm 4's
+    DP-SGD, the multiplier σ / max norm rounded down (the curve its ε converts)."""
+    steps, norm = bandmf_run(s, p)
+    return np.asarray(
+        sgd.rdp_total(p.q, bandmf.multiplier_down(float(sigma), norm), steps, DEFAULT_ORDERS), float
+    )
+
+
+def bandmf_delta(s: Strategy, p: Participation, sigma: float, eps, eps_error=None, plan=None) -> tuple:
+    """The privacy profile of the bandmf-pld row at σ: ``(lower, estimate, upper)`` arrays of δ at each ε of
+    ``eps`` — the run per partition (:func:`dpcalc.engine.matrix.bandmf.partition_delta`), its upper end capped
+    by Thm 4's DP-SGD (both certified: their minimum at each ε is); Thm 4's upper end alone (lower end and
+    estimate nan: that bracket is of the dominating DP-SGD, not the run) where the per-partition composition is
+    not computed.  ``plan``: :func:`~dpcalc.engine.matrix.bandmf.partition_plan` if already known."""
+    steps, norm = bandmf_run(s, p)
+    eps = np.atleast_1d(np.asarray(eps, float))
+    plan = bandmf.partition_plan(s, p) if plan is None else plan
+
+    def thm4():
+        b = sgd_delta_pld(p.q, bandmf.multiplier_down(float(sigma), norm), steps, eps, eps_error)
+        return np.asarray(b.upper, float).reshape(eps.shape)
+
+    if plan.why is not None:
+        nan = np.full(eps.shape, np.nan)
+        return nan, nan.copy(), thm4()
+    lo, est, up = bandmf.partition_delta(plan, p.q, float(sigma), eps, eps_error)
+    if not plan.is_thm4(steps):  # else the one partition kept is Thm 4's DP-SGD: the same computation
+        up = np.minimum(up, thm4())
+        est = np.minimum(est, up)
+    return lo, est, up
 
 
 def bandmf_sigma(s: Strategy, p: Participation, target, delta, accountant: str, rtol: float, eps_error=None):

@@ -159,3 +159,31 @@ def epsilon_mc(
         for i in np.flatnonzero(sig == value):
             upper[i], estimate[i] = epsilon_of_directions(rem, add, float(dl[i]), confidence)
     return upper, estimate
+
+
+def delta_mc(
+    s: Strategy,
+    b: int,
+    sigma: float,
+    eps,
+    *,
+    samples: int,
+    confidence: float,
+    seed: int,
+    gram: np.ndarray | None = None,
+):
+    """(δ upper bounds, δ estimates) of the pair (module docstring) at noise σ and each ε of ``eps``, from the
+    sample set :func:`epsilon_mc` draws for that σ (the same ``seed``): the worse direction's Chernoff–Hoeffding
+    bound at ``confidence`` and its empirical mean.  Each upper bound holds with probability >= ``confidence``
+    over the sampling, at its own ε (the direction that attains the true δ there is the one that matters); not
+    jointly over several ε.  Needs C >= 0 entrywise."""
+    if not s.nonnegative:
+        raise InputError(
+            f"balls-in-bins by Monte Carlo needs C >= 0 entrywise; {s.label} has negative entries"
+        )
+    K = mode_gram(s, b) if gram is None else gram
+    eps = np.atleast_1d(np.asarray(eps, float))
+    rem, add = directions(K, float(sigma), samples, (seed, 0))
+    upper = np.maximum(rem.upper(eps, confidence), add.upper(eps, confidence))
+    estimate = np.maximum(rem.estimate(eps), add.estimate(eps))
+    return upper.reshape(eps.shape), estimate.reshape(eps.shape)

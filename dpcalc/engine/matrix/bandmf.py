@@ -30,7 +30,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpcalc.engine.composition.pld import compose_pld
-from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
+from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.engine.matrix.sensitivity import Participation
 from dpcalc.engine.matrix.strategies import Strategy
 
@@ -202,33 +202,55 @@ def multiplier_up(sigma: float, norm: float) -> float:
     return _float_up(Fraction(sigma) / Fraction(norm))
 
 
-def _bracket(q: float, comps, delta: float, eps_error) -> tuple[float, float, float]:
+def _bracket(q: float, comps, eps_error, *, delta=None, epsilon=None) -> tuple:
     """(lower, estimate, upper) of the composition of Poisson-subsampled Gaussians ``comps`` = ((multiplier,
-    count), …): DP-SGD's accountant for one multiplier (the same numbers as ``sgd-epsilon``), else the
-    composition of the ``subsampled-gaussian`` kind (both directions, the worse reported)."""
+    count), …): of ε at ``delta`` (floats), or of δ at each ε of ``epsilon`` (arrays, the privacy profile: one
+    composition per direction for all of them).  DP-SGD's accountant for one multiplier (the same numbers as
+    ``sgd-epsilon``), else the composition of the ``subsampled-gaussian`` kind (both directions, the worse
+    reported)."""
+    at = {"delta": delta} if epsilon is None else {"epsilon": np.asarray(epsilon, float)}
     if len(comps) == 1:
         ((eff, count),) = comps
-        r = sgd_epsilon_pld(q, eff, count, delta, eps_error)
+        if epsilon is None:
+            r = sgd_epsilon_pld(q, eff, count, delta, eps_error)
+        else:
+            r = sgd_delta_pld(q, eff, count, at["epsilon"], eps_error)
     else:
         specs = [("subsampled-gaussian", {"q": q, "sigma": eff}, count) for eff, count in comps]
-        r = compose_pld(specs, delta=delta, eps_error=eps_error)
-    return float(r.lower), float(r.estimate), float(r.upper)
+        r = compose_pld(specs, eps_error=eps_error, **at)
+    if epsilon is None:
+        return float(r.lower), float(r.estimate), float(r.upper)
+    return tuple(np.asarray(v, float).reshape(at["epsilon"].shape) for v in (r.lower, r.estimate, r.upper))
+
+
+def _worst(plan: Plan, q: float, sigma: float, eps_error, **at) -> tuple:
+    """``(lower, estimate, upper)``: the largest over the partitions kept of their certified brackets (module
+    docstring; ``at``: ``delta=`` for ε, ``epsilon=`` for δ), the estimate moved inside [lower, upper]."""
+    lows, ests, ups = [], [], []
+    for part in plan.parts:
+        down = tuple((multiplier_down(sigma, hi), c) for _, hi, c in part)
+        up = tuple((multiplier_up(sigma, lo), c) for lo, _, c in part)
+        lo_u, est_u, up_u = _bracket(q, down, eps_error, **at)
+        lo_l = lo_u if up == down else _bracket(q, up, eps_error, **at)[0]
+        lows.append(lo_l)
+        ests.append(est_u)
+        ups.append(up_u)
+    lower, upper = np.max(lows, axis=0), np.max(ups, axis=0)
+    return lower, np.minimum(np.maximum(np.max(ests, axis=0), lower), upper), upper
 
 
 def partition_epsilon(plan: Plan, q: float, sigma: float, delta: float, eps_error=None):
     """``(lower, estimate, upper)`` of the run's ε at (σ, δ): the largest over the partitions kept of their
     certified brackets (module docstring), the estimate moved inside [lower, upper]."""
-    lows, ests, ups = [], [], []
-    for part in plan.parts:
-        down = tuple((multiplier_down(sigma, hi), c) for _, hi, c in part)
-        up = tuple((multiplier_up(sigma, lo), c) for lo, _, c in part)
-        lo_u, est_u, up_u = _bracket(q, down, delta, eps_error)
-        lo_l = lo_u if up == down else _bracket(q, up, delta, eps_error)[0]
-        lows.append(lo_l)
-        ests.append(est_u)
-        ups.append(up_u)
-    lower, upper = max(lows), max(ups)
-    return lower, min(max(max(ests), lower), upper), upper
+    return tuple(float(v) for v in _worst(plan, q, sigma, eps_error, delta=delta))
+
+
+def partition_delta(plan: Plan, q: float, sigma: float, eps, eps_error=None):
+    """``(lower, estimate, upper)`` arrays of the run's privacy profile δ(ε) at σ and each ε of ``eps``: the
+    run's δ(ε) is the largest over the partitions of their δ(ε) (an example of any partition is the one that
+    differs), each bracketed as :func:`partition_epsilon`'s (σ/hi rounded down for the upper end, σ/lo rounded
+    up for the lower end)."""
+    return _worst(plan, q, sigma, eps_error, epsilon=np.atleast_1d(np.asarray(eps, float)))
 
 
 __all__ = [
@@ -237,6 +259,7 @@ __all__ = [
     "largest_norm",
     "multiplier_down",
     "multiplier_up",
+    "partition_delta",
     "partition_epsilon",
     "partition_plan",
 ]

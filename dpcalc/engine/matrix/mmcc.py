@@ -40,7 +40,7 @@ import numpy as np
 from dpcalc.engine._special import lazy_special as special
 from dpcalc.engine.composition.pld import compose_pld
 from dpcalc.engine.matrix.strategies import MAX_DENSE_STEPS, Strategy
-from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
+from dpcalc.engine.mechanisms.gaussian_exact import delta_gaussian, eps_gaussian
 from dpcalc.errors import InputError
 
 #: The share of δ spent on the tail events (where some pair needs one).
@@ -473,6 +473,42 @@ def laws_are_the_run(C: np.ndarray, p: float, laws, sigma: float) -> bool:
     return got == want and all(Fraction(sigma) / Fraction(v) == Fraction(sigma / v) for v in want)
 
 
+def _check_work(C: np.ndarray, pairs: Pairs, sigma, label: str) -> None:
+    """Refuse (before any work) where the tail bounds and row laws at every σ of ``sigma`` pass :data:`MAX_WORK`."""
+    sigma = np.atleast_1d(np.asarray(sigma, float))
+    work = sum(tail_work(pairs, float(s)) for s in sigma) + row_work(C) * sigma.size
+    if work > MAX_WORK:
+        raise InputError(
+            f"--method mmcc: {label} over {C.shape[1]} steps needs about {work:.2g} operations (tail bounds of "
+            f"{len(pairs.s2)} distinct pairs, {C.shape[0]} rows, {sigma.size} points), above the limit of "
+            f"{MAX_WORK:.2g}: more noise, fewer steps or a banded strategy"
+        )
+
+
+def _construction(C: np.ndarray, p: float, pairs: Pairs, sigma: float, tail: float):
+    """Steps 3–5 at noise σ with the tail events at total probability ``tail`` (0 where no pair needs one):
+    ``(row laws, p̃ matrix)``."""
+    n_pairs = int(pairs.rows.size)
+    per_key = posterior_bounds(pairs, p, sigma, tail / n_pairs) if n_pairs else np.empty(0)
+    pt = p_tilde_matrix(C, pairs, per_key, p)
+    return row_laws(C, pt), pt
+
+
+def _unamplified(C: np.ndarray, sensitivity) -> float:
+    """An upper bound on ‖C·1‖₂ (``sensitivity`` if given)."""
+    if sensitivity is None:
+        return float(np.linalg.norm(C.sum(axis=1))) * (1 + 1e-12)
+    return float(sensitivity)
+
+
+def _checked(C, p, label) -> np.ndarray:
+    C = np.asarray(C, float)
+    check_nonnegative(C, label)
+    if not 0 < p <= 1:
+        raise InputError(f"--participation: the sample rate must be in (0, 1], got {p!r}")
+    return C
+
+
 def mmcc_epsilon(
     C: np.ndarray,
     p: float,
@@ -488,30 +524,18 @@ def mmcc_epsilon(
     """ε(δ) of MMCC (module docstring) at each (σ, δ) of the broadcast arrays; ``unamplified_sensitivity``:
     an upper bound on ‖C·1‖₂ (computed, rounded up, when None); ``pairs``: :func:`find_pairs` of (C, p) if
     already known (a search reuses them); ``memory_cap``: the PLD's (its default when None)."""
-    C = np.asarray(C, float)
-    check_nonnegative(C, label)
-    if not 0 < p <= 1:
-        raise InputError(f"--participation: the sample rate must be in (0, 1], got {p!r}")
+    C = _checked(C, p, label)
     sigma, delta = (
         a.ravel() for a in np.broadcast_arrays(np.asarray(sigma, float), np.asarray(delta, float))
     )
     pairs = find_pairs(C, p) if pairs is None else pairs
-    work = sum(tail_work(pairs, float(s)) for s in sigma) + row_work(C) * sigma.size
-    if work > MAX_WORK:
-        raise InputError(
-            f"--method mmcc: {label} over {C.shape[1]} steps needs about {work:.2g} operations (tail bounds of "
-            f"{len(pairs.s2)} distinct pairs, {C.shape[0]} rows, {sigma.size} points), above the limit of "
-            f"{MAX_WORK:.2g}: more noise, fewer steps or a banded strategy"
-        )
-    if unamplified_sensitivity is None:
-        unamplified_sensitivity = float(np.linalg.norm(C.sum(axis=1))) * (1 + 1e-12)
+    _check_work(C, pairs, sigma, label)
+    unamplified_sensitivity = _unamplified(C, unamplified_sensitivity)
     out = []
     for s, d in zip(sigma.tolist(), delta.tolist()):
         n_pairs = int(pairs.rows.size)
         tail = TAIL_FRACTION * d if n_pairs else 0.0
-        per_key = posterior_bounds(pairs, p, s, tail / n_pairs) if n_pairs else np.empty(0)
-        pt = p_tilde_matrix(C, pairs, per_key, p)
-        laws = row_laws(C, pt)
+        laws, pt = _construction(C, p, pairs, s, tail)
         cap = {} if memory_cap is None else {"memory_cap": memory_cap}
         b = compose_pld(specs_of(laws, s), delta=d - tail, eps_error=eps_error, **cap)
         exact = float(eps_gaussian(d, unamplified_sensitivity / s))
@@ -526,4 +550,99 @@ def mmcc_epsilon(
     return out
 
 
-__all__ = ["MMCC", "causal_matrix", "laws_are_the_run", "mmcc_epsilon", "tree_matrix"]
+@dataclass
+class Profile:
+    """MMCC's bound on the run's privacy profile at one σ (docs/math.md §12.4): the tail events at total
+    probability ``tail`` fixed in advance, so that for **every** ε, H_{e^ε} of the run is at most that of the row
+    laws composed plus ``tail`` (Thm 3.1 holds at each ε with the same events), and at most the unamplified
+    Gaussian's δ(ε) at μ = ‖C·1‖₂/σ (step 7, the pre-declared alternative).  ``of_run``: the laws are the run's
+    own (:func:`laws_are_the_run`; then no pair needs an event and ``tail`` is 0), so the PLD's lower end and
+    estimate are the run's."""
+
+    specs: list
+    tail: float
+    mu: float
+    pairs: int
+    max_p_tilde: float
+    laws: int
+    of_run: bool
+    eps_error: float | None = None
+    memory_cap: int | None = None
+
+    def _cap(self) -> dict:
+        return {} if self.memory_cap is None else {"memory_cap": self.memory_cap}
+
+    def delta(self, eps) -> tuple:
+        """``(lower, estimate, upper)`` arrays of δ at each ε of ``eps``: the upper end the smaller of the two
+        bounds (the PLD's upper end plus the tail, rounded up; the unamplified Gaussian's), the lower end and
+        estimate nan unless ``of_run``."""
+        eps = np.atleast_1d(np.asarray(eps, float))
+        b = compose_pld(self.specs, epsilon=eps, eps_error=self.eps_error, **self._cap())
+        up = np.asarray(b.upper, float).reshape(eps.shape)
+        if self.tail > 0:
+            up = np.nextafter(up + self.tail, np.inf)
+        up = np.minimum(np.minimum(up, np.asarray(delta_gaussian(eps, self.mu), float)), 1.0)
+        if not self.of_run:
+            nan = np.full(eps.shape, np.nan)
+            return nan, nan.copy(), up
+        lo = np.minimum(np.asarray(b.lower, float).reshape(eps.shape), up)
+        est = np.clip(np.asarray(b.estimate, float).reshape(eps.shape), lo, up)
+        return lo, est, up
+
+    def epsilon(self, delta: float) -> float:
+        """An upper bound on ε at ``delta`` from the same bound (inf where ``delta`` is not above the tail and
+        the unamplified Gaussian's is infinite)."""
+        exact = float(eps_gaussian(delta, self.mu))
+        if delta <= self.tail:
+            return exact
+        b = compose_pld(self.specs, delta=delta - self.tail, eps_error=self.eps_error, **self._cap())
+        return min(float(b.upper), exact)
+
+
+def mmcc_profile(
+    C: np.ndarray,
+    p: float,
+    sigma: float,
+    tail: float,
+    *,
+    eps_error=None,
+    unamplified_sensitivity=None,
+    label="C",
+    pairs: Pairs | None = None,
+    memory_cap: int | None = None,
+) -> Profile:
+    """MMCC's privacy profile (:class:`Profile`) at noise σ with the tail events at total probability ``tail``
+    (used only where some pair needs an event; any value in (0, 1) gives a valid bound, a smaller one larger
+    row laws).  The arguments as :func:`mmcc_epsilon`'s."""
+    C = _checked(C, p, label)
+    if not 0 < tail < 1:
+        raise InputError(f"mmcc: the tail probability must be in (0, 1), got {tail!r}")
+    pairs = find_pairs(C, p) if pairs is None else pairs
+    _check_work(C, pairs, sigma, label)
+    n_pairs = int(pairs.rows.size)
+    tail = tail if n_pairs else 0.0
+    laws, pt = _construction(C, p, pairs, float(sigma), tail)
+    mu = float(np.nextafter(_unamplified(C, unamplified_sensitivity) / float(sigma), np.inf))
+    of_run = n_pairs == 0 and laws_are_the_run(C, p, laws, float(sigma))
+    return Profile(
+        specs_of(laws, float(sigma)),
+        tail,
+        mu,
+        n_pairs,
+        float(pt.max()) if pt.size else p,
+        len(laws),
+        of_run,
+        eps_error,
+        memory_cap,
+    )
+
+
+__all__ = [
+    "MMCC",
+    "Profile",
+    "causal_matrix",
+    "laws_are_the_run",
+    "mmcc_epsilon",
+    "mmcc_profile",
+    "tree_matrix",
+]
