@@ -326,3 +326,12 @@ def test_notes_wrap_to_the_terminal_between_words_and_stay_one_line_in_a_pipe(in
     assert notes[0] > max(i for i, ln in enumerate(lines) if ln.startswith("└"))  # after the table
     joined = " ".join(ln.strip() for ln in lines[notes[1] :])
     assert joined in piped  # the same words, in one line when stderr is not a terminal
+
+
+def test_a_table_of_no_rows_is_its_header():
+    """A result with columns but no rows (an empty ledger's report) draws the header, not an IndexError."""
+    from dpcalc.render.formats import to_string
+    from dpcalc.result import Result
+
+    text = to_string(Result({"method": [], "epsilon": []}, headline="epsilon", title="t"), "table")
+    assert "method" in text and "epsilon" in text

@@ -144,7 +144,9 @@ class _Table:
         else:
             for name in names:
                 values = [r[name] for r in self.rows]
-                same = all(v == values[0] or (_missing(v) and _missing(values[0])) for v in values)
+                same = bool(values) and all(
+                    v == values[0] or (_missing(v) and _missing(values[0])) for v in values
+                )
                 if same and name not in ("method", result.headline):
                     if not _missing(values[0]) and values[0] != "":
                         self.fixed.append(name)
