@@ -50,7 +50,6 @@ LOWER_BOUND_COLUMNS = frozenset(
         "rdp_certifying",
         "tpr_lower",
         "mu_lower",
-        "epsilon_gdp",
         "advantage_lower",
         "success_lower",
     }
@@ -59,7 +58,12 @@ LOWER_BOUND_COLUMNS = frozenset(
 #: values within a target (the sample rate found by ``--target-epsilon``, the whole ``epochs`` within
 #: the steps found, a calibrated per-release ε).  The last three are inputs in other rows, so a
 #: configuration's key (:mod:`dpcalc.render.configs`) must not read this set as "not an input".
-LOWER_COLUMNS = LOWER_BOUND_COLUMNS | frozenset({"ratio", "sample_rate", "epochs", "release_epsilon"})
+LOWER_COLUMNS = LOWER_BOUND_COLUMNS | frozenset(
+    {"ratio", "sample_rate", "epochs", "release_epsilon", "epsilon_gdp"}
+)
+#: Rounded down like a lower bound, but a lower bound only under an assumption the row cannot check (an audit's
+#: ``epsilon_gdp``: only if the attacked mechanism's trade-off curve is Gaussian): never read as certified.
+CONDITIONAL_LOWER_COLUMNS = frozenset({"epsilon_gdp"})
 #: Estimates (not bounds), rounded to nearest.
 ESTIMATE_COLUMNS = frozenset(
     {

@@ -939,3 +939,15 @@ def test_matrix(invoke):
             else:  # pragma: no cover
                 raise AssertionError(m)
     assert seen == set(MATRIX), seen
+
+
+def test_a_conditional_lower_bound_is_never_read_as_certified():
+    """``epsilon_gdp`` bounds ε from below only if the attacked mechanism's curve is Gaussian: it rounds down like a
+    lower bound but a budget or ``-q`` never reads it as a certified one, and it is never a configuration key."""
+    from dpcalc.render import configs
+    from dpcalc.result import LOWER_BOUND_COLUMNS, LOWER_COLUMNS
+
+    assert "epsilon_gdp" in LOWER_COLUMNS and "epsilon_gdp" not in LOWER_BOUND_COLUMNS
+    assert not configs.certified({"method": "counts", "epsilon_gdp": 1.5}, "epsilon_gdp")
+    assert configs.certified({"method": "counts", "epsilon_lower": 1.5}, "epsilon_lower")
+    assert "epsilon_gdp" in configs.NOT_INPUTS

@@ -34,12 +34,12 @@ from ast import literal_eval
 from collections.abc import Iterator
 
 from dpcalc.render.cells import csv_cell
-from dpcalc.result import LOWER_BOUND_COLUMNS
+from dpcalc.result import CONDITIONAL_LOWER_COLUMNS, LOWER_BOUND_COLUMNS
 
 #: the columns that name how a row was computed, never what was asked
 IDENTITY = frozenset({"method", "accountant", "conversion", "bound"})
 #: columns that are never inputs of a row: bounds beside the headline, estimates, flags and notes
-NOT_INPUTS = LOWER_BOUND_COLUMNS | {
+NOT_INPUTS = LOWER_BOUND_COLUMNS | CONDITIONAL_LOWER_COLUMNS | {
     "epsilon_estimate",
     "delta_estimate",
     "tpr_estimate",
@@ -108,6 +108,8 @@ def certified(row: dict, column: str) -> bool:
         return False
     if column in LOWER_BOUND_COLUMNS:
         return True
+    if column in CONDITIONAL_LOWER_COLUMNS:  # a lower bound only under an assumption no row checks
+        return False
     method = row.get("method")
     monte_carlo = row.get("confidence") is not None or (isinstance(method, str) and method.endswith("-mc"))
     return sound_row(row) and not monte_carlo
