@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 
 import mpmath as mp
 import numpy as np
@@ -61,7 +60,17 @@ def test_gaussian_tradeoff_is_the_closed_form(spec, sigma):
     """Single participation, Δ exact: TPR = Φ(Φ⁻¹(FPR) + Δ/σ), bracketed, never below, within 10⁻⁶."""
     fprs = [1e-9, 1e-6, 1e-3, 0.1, 0.5]
     rows = _rows(
-        ["matrix", "--strategy", spec, "--steps", "50", "--sigma", str(sigma), "--fpr", ",".join(map(str, fprs))]
+        [
+            "matrix",
+            "--strategy",
+            spec,
+            "--steps",
+            "50",
+            "--sigma",
+            str(sigma),
+            "--fpr",
+            ",".join(map(str, fprs)),
+        ]
     )
     s = strategy(spec, 50)
     mu = _exact_norm(s.coef) / mp.mpf(sigma)
@@ -106,7 +115,9 @@ def test_gaussian_advantage_and_success_are_the_closed_forms(sigma):
         p = _f(r["prior"])
         guess = max(p, 1 - p)
         assert guess <= _f(r["success_lower"]) * (1 + 1e-15)
-        assert _f(r["success_lower"]) <= _f(r["success"]) <= guess + min(p, 1 - p) * _f(r["advantage"]) + 1e-15
+        assert (
+            _f(r["success_lower"]) <= _f(r["success"]) <= guess + min(p, 1 - p) * _f(r["advantage"]) + 1e-15
+        )
 
 
 def test_gaussian_under_sampling_is_an_upper_bound_only():
@@ -167,7 +178,9 @@ def test_identity_under_poisson_mmcc_is_sgd_epsilons_pld():
     """C = I under poisson:q: no pair needs a tail event, the laws are the run's: sgd-epsilon's pld bracket."""
     cols = "advantage_lower,advantage_estimate,advantage"
     base = ["--steps", "200", "--sigma", "2", "--advantage", "--columns", cols]
-    ours = _rows(["matrix", "--strategy", "identity", "--participation", "poisson:q=0.02", "--method", "mmcc", *base])
+    ours = _rows(
+        ["matrix", "--strategy", "identity", "--participation", "poisson:q=0.02", "--method", "mmcc", *base]
+    )
     ref = _rows(["sgd-epsilon", "--sample-rate", "0.02", "--accountant", "pld", *base])
     assert ours == ref
 
@@ -293,16 +306,30 @@ def test_quiet_and_budget():
     ],
 )
 def test_a_sweep_of_steps_is_separate_runs(extra):
-    sweep = _rows(["matrix", "--strategy", "identity", "--strategy", "sqrt:bands=4", "--steps", "40:80:20", *extra])
+    sweep = _rows(
+        ["matrix", "--strategy", "identity", "--strategy", "sqrt:bands=4", "--steps", "40:80:20", *extra]
+    )
     separate = []
     for n in (40, 60, 80):
-        separate += _rows(["matrix", "--strategy", "identity", "--strategy", "sqrt:bands=4", "--steps", str(n), *extra])
+        separate += _rows(
+            ["matrix", "--strategy", "identity", "--strategy", "sqrt:bands=4", "--steps", str(n), *extra]
+        )
     assert sweep == separate
     assert [r["steps"] for r in sweep][:: len(sweep) // 3] == ["40", "60", "80"]
 
 
 def test_steps_sweep_with_target_epsilon():
-    common = ["matrix", "--strategy", "sqrt:bands=4", "--target-epsilon", "2", "--delta", "1e-6", "--method", "gaussian"]
+    common = [
+        "matrix",
+        "--strategy",
+        "sqrt:bands=4",
+        "--target-epsilon",
+        "2",
+        "--delta",
+        "1e-6",
+        "--method",
+        "gaussian",
+    ]
     sweep = _rows([*common, "--steps", "30,90"])
     assert sweep == _rows([*common, "--steps", "30"]) + _rows([*common, "--steps", "90"])
 
@@ -313,37 +340,38 @@ def test_steps_sweep_with_target_epsilon():
 @pytest.mark.parametrize(
     "args,words",
     [
-        (["--strategy", "file:path=C.csv", "--steps", "2,3", "--sigma", "1", "--delta", "1e-5"], "--steps"),
-        (["--strategy", "identity", "--steps", "1:300:1", "--sigma", "1", "--delta", "1e-5"], "--steps"),
-        (["--strategy", "identity", "--steps", "2.5", "--sigma", "1", "--delta", "1e-5"], "--steps"),
-        (["--strategy", "identity", "--steps", "0,4", "--sigma", "1", "--delta", "1e-5"], "--steps"),
-        (["--strategy", "identity", "--steps", "5", "--sigma", "1", "--advantage", "--delta", "1e-5"], "--delta"),
-        (["--strategy", "identity", "--steps", "5", "--sigma", "1", "--fpr", "0.1", "--delta", "1e-5"], "--delta"),
-        (["--strategy", "identity", "--steps", "5", "--sigma", "1", "--fpr", "0.1", "--advantage"], "--fpr"),
-        (["--strategy", "identity", "--steps", "5", "--sigma", "1", "--max-advantage", "0.1", "--delta", "1e-5"], "--max-advantage"),
-        (["--strategy", "identity", "--steps", "5", "--sigma", "1", "--target-advantage", "0.1", "--delta", "1e-5"], "--noise-multiplier"),
-        (["--strategy", "identity", "--steps", "5", "--target-advantage", "0.1"], "--delta"),
-        (["--strategy", "identity", "--steps", "5", "--target-tpr", "0.1", "--delta", "1e-5"], "--fpr"),
-        (["--strategy", "identity", "--steps", "5", "--target-tpr", "0.01", "--fpr", "0.1", "--delta", "1e-5"], "--target-tpr"),
-        (["--strategy", "identity", "--steps", "5", "--target-epsilon", "1", "--advantage"], "--target-epsilon"),
-        (["--strategy", "identity", "--steps", "5", "--sigma", "1", "--prior", "1.5"], "--prior"),
-        (["--strategy", "identity", "--steps", "5", "--sigma", "1", "--fpr", "0"], "--fpr"),
-        (["--strategy", "identity", "--sigma", "1", "--advantage"], "--steps"),
-        (["--strategy", "identity", "--steps", "5", "--advantage"], "--noise-multiplier"),
-        (["--strategy", "identity", "--steps", "5", "--sigma", "1"], "--delta"),
+        ("--strategy file:path=C.csv --steps 2,3 --sigma 1 --delta 1e-5", "--steps"),
+        ("--strategy identity --steps 1:300:1 --sigma 1 --delta 1e-5", "--steps"),
+        ("--strategy identity --steps 2.5 --sigma 1 --delta 1e-5", "--steps"),
+        ("--strategy tree --steps 100,5000 --sigma 1 --delta 1e-5", "--steps"),
+        ("--strategy identity --steps 0,4 --sigma 1 --delta 1e-5", "--steps"),
+        ("--strategy identity --steps 5 --sigma 1 --max-tpr 0.1 --delta 1e-5", "--max-tpr"),
+        ("--strategy identity --steps 5 --sigma 1 --advantage --delta 1e-5", "--delta"),
+        ("--strategy identity --steps 5 --sigma 1 --fpr 0.1 --delta 1e-5", "--delta"),
+        ("--strategy identity --steps 5 --sigma 1 --fpr 0.1 --advantage", "--fpr"),
+        ("--strategy identity --steps 5 --sigma 1 --max-advantage 0.1 --delta 1e-5", "--max-advantage"),
+        ("--strategy identity --steps 5 --sigma 1 --target-advantage 0.1 --delta 1e-5", "--noise-multiplier"),
+        ("--strategy identity --steps 5 --target-advantage 0.1", "--delta"),
+        ("--strategy identity --steps 5 --target-tpr 0.1 --delta 1e-5", "--fpr"),
+        ("--strategy identity --steps 5 --target-tpr 0.01 --fpr 0.1 --delta 1e-5", "--target-tpr"),
+        ("--strategy identity --steps 5 --target-epsilon 1 --advantage", "--target-epsilon"),
+        ("--strategy identity --steps 5 --sigma 1 --prior 1.5", "--prior"),
+        ("--strategy identity --steps 5 --sigma 1 --fpr 0", "--fpr"),
+        ("--strategy identity --sigma 1 --advantage", "--steps"),
+        ("--strategy identity --steps 5 --advantage", "--noise-multiplier"),
+        ("--strategy identity --steps 5 --sigma 1", "--delta"),
         (
-            ["--strategy", "identity", "--steps", "40", "--participation", "balls-in-bins:b=4", "--sigma", "1"]
-            + ["--fpr", "0.1", "--method", "mc"],
+            "--strategy identity --steps 40 --participation balls-in-bins:b=4 --sigma 1 --fpr 0.1 --method mc",
             "--fpr",
         ),
         (
-            ["--strategy", "identity", "--steps", "40", "--participation", "poisson:q=0.1", "--method", "mmcc"]
-            + ["--target-advantage", "0.1", "--delta", "1e-5"],
+            "--strategy identity --steps 40 --participation poisson:q=0.1 --method mmcc --target-advantage 0.1 "
+            "--delta 1e-5",
             "mmcc",
         ),
         (
-            ["--strategy", "identity", "--steps", "40", "--participation", "cyclic-poisson:b=2,q=0.1", "--sigma", "1"]
-            + ["--method", "bandmf-pld", "--fpr", "1e-6:0.5:x2"],
+            "--strategy identity --steps 40 --participation cyclic-poisson:b=2,q=0.1 --sigma 1 --method bandmf-pld "
+            "--fpr 1e-6:0.5:x2",
             "--fpr",
         ),
     ],
@@ -351,7 +379,7 @@ def test_steps_sweep_with_target_epsilon():
 def test_bad_input_is_one_line_exit_2(args, words, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "C.csv").write_text("1,0\n0.5,1\n")
-    result = _run(["matrix", *args])
+    result = _run(["matrix", *args.split()])
     assert result.exit_code == 2, result.output
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()

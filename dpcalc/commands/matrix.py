@@ -143,6 +143,9 @@ def step_counts(p: MatrixParams) -> list[int] | None:
                     f"--steps: a sweep of steps cannot go with --strategy {text!r} (a file's C fixes the steps: "
                     "give one --steps, its size)"
                 )
+        # the strategies' size limits grow with n: a sweep past them is refused before any row is computed
+        for text in p.strategies:
+            strategy(text, max(counts))
     return counts
 
 
