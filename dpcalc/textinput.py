@@ -310,18 +310,23 @@ def read_error(exc: OSError, name: str) -> InputError:
     return InputError(f"{name}: cannot read: {why}")
 
 
+def _read_chunk(read, name: str):
+    """``read(CHUNK)``, its faults one-line :class:`InputError` naming ``name``."""
+    try:
+        return read(CHUNK)
+    except OSError as exc:
+        raise read_error(exc, name) from None
+    except ValueError:  # a closed stream (io raises ValueError on a closed file)
+        raise InputError(f"{name}: cannot read: the input is closed") from None
+
+
 def iter_lines(stream: IO[bytes], name: str, *, max_line: int = MAX_LINE_BYTES) -> Iterator[str]:
     """The lines of a byte stream as they arrive (see :class:`LineSplitter`); read errors are
     one-line :class:`InputError`."""
     splitter = LineSplitter(name, max_line)
     read = getattr(stream, "read1", None) or stream.read
     while True:
-        try:
-            data = read(CHUNK)
-        except OSError as exc:
-            raise read_error(exc, name) from None
-        except ValueError:  # a closed stream (io raises ValueError on a closed file)
-            raise InputError(f"{name}: cannot read: the input is closed") from None
+        data = _read_chunk(read, name)
         if not data:
             break
         yield from splitter.feed(data)
@@ -370,12 +375,7 @@ def _read_at_most(stream, name: str, limit: int) -> bytes:
     read = getattr(stream, "read1", None) or stream.read
     chunks, total = [], 0
     while total <= limit:
-        try:
-            data = read(CHUNK)
-        except OSError as exc:
-            raise read_error(exc, name) from None
-        except ValueError:  # a closed stream (io raises ValueError on a closed file)
-            raise InputError(f"{name}: cannot read: the input is closed") from None
+        data = _read_chunk(read, name)
         if not data:
             break
         if isinstance(data, str):  # a text stream without a byte buffer (tests)
