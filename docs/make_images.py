@@ -54,7 +54,7 @@ IMAGES = (
     ),
     Image(
         "sgd-epsilon.png",
-        "dpcalc sgd-epsilon --sigma 4 --sample-rate 0.04 --steps 100:100000:x1.5 --delta 1e-5 --accountant all",
+        "dpcalc sgd-epsilon --sigma 4 --sample-rate 0.04 --steps 100:100000:x1.5 --delta 1e-5 --method all",
         "DP-SGD with q = 0.04 and σ = 4: ε by steps: the exact RDP accountant, the tight PLD accountant"
         " just below it, and the Abadi et al. closed form, which is outside its own conditions here"
         " (q ≥ 1/(16σ)) and well above.",
@@ -74,7 +74,7 @@ IMAGES = (
     ),
     Image(
         "tradeoff.png",
-        "dpcalc sgd-epsilon --sigma 1.1 --sample-rate 0.004267 --steps 1000 --fpr 1e-6:0.5:x4 --accountant all",
+        "dpcalc sgd-epsilon --sigma 1.1 --sample-rate 0.004267 --steps 1000 --fpr 1e-6:0.5:x4 --method all",
         "What ε means for an attacker: the largest true-positive rate of any membership test against its"
         " false-positive rate, for 1000 steps of DP-SGD (q = 0.004267, σ = 1.1): the certified PLD bracket"
         " (shaded), the RDP bound above it, the central-limit μ-GDP approximation (not a bound) and random"

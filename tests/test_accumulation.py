@@ -36,7 +36,7 @@ def _rows(result):
     ],
 )
 def test_same_csv_as_the_logical_batch(length, accountant):
-    extra = [*length, "--accountant", accountant, "-f", "csv"]
+    extra = [*length, "--method", accountant, "-f", "csv"]
     with_accum = _run([*COMMON, *ACCUM, *extra])
     logical = _run([*COMMON, "--batch-size", "80", *extra])
     assert with_accum.exit_code == 0 and logical.exit_code == 0

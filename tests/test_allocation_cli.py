@@ -1,4 +1,4 @@
-"""``sgd-epsilon --sampling balls-in-bins | random-allocation`` and ``--accountant mc``, end to end
+"""``sgd-epsilon --sampling balls-in-bins | random-allocation`` and ``--method mc``, end to end
 (docs/math.md §3.8, §3.9): the rows equal the engine's bounds for the run's rounds, the inverse questions
 round-trip, the Monte Carlo rows carry their confidence, and what does not apply is refused."""
 
@@ -42,7 +42,7 @@ def test_run_maps_onto_rounds():
 
 
 def test_rows_equal_the_engine():
-    both = _rows([*RUN, "--epochs", "2,60", "--sampling", "balls-in-bins", "--accountant", "all"])
+    both = _rows([*RUN, "--epochs", "2,60", "--sampling", "balls-in-bins", "--method", "all"])
     assert [(r["method"], r["steps"]) for r in both] == [
         ("rdp", "468"),
         ("rdp", "14040"),
@@ -93,7 +93,7 @@ def test_inverse_questions_round_trip():
 
 def test_pld_caption_says_upper_bound_only():
     r = CliRunner().invoke(
-        main, [*RUN, "--epochs", "2", "--sampling", "balls-in-bins", "--accountant", "pld", "-f", "table"]
+        main, [*RUN, "--epochs", "2", "--sampling", "balls-in-bins", "--method", "pld", "-f", "table"]
     )
     assert r.exit_code == 0, r.stderr
     text = " ".join(r.stdout.split())
@@ -105,7 +105,7 @@ def test_pld_inverse_questions_round_trip():
     """σ for a target by the allocation PLD: ε at σ is within the target, at σ/(1 + rtol) above it."""
     r = _rows(
         ["sgd-epsilon", "--batch-size", "256", "--dataset-size", "60000", "--delta", "1e-5", "--epochs", "10"]
-        + ["--target-epsilon", "2", "--sampling", "random-allocation", "--accountant", "pld"]
+        + ["--target-epsilon", "2", "--sampling", "random-allocation", "--method", "pld"]
     )[0]
     s, steps = float(r["noise_multiplier"]), int(r["steps"])
     eps = [
@@ -119,7 +119,7 @@ def test_pld_inverse_questions_round_trip():
 def test_monte_carlo_rows():
     rows = _rows(
         ["sgd-epsilon", "--sigma", "0.8", "--sample-rate", "0.25", "--steps", "4", "--delta", "1e-3"]
-        + ["--sampling", "balls-in-bins", "--accountant", "mc", "--mc-samples", "20000", "--seed", "3"]
+        + ["--sampling", "balls-in-bins", "--method", "mc", "--mc-samples", "20000", "--seed", "3"]
     )
     (r,) = rows
     up, est = epsilon_balls_in_bins_mc(0.8, 4, 1, 1e-3, samples=20000, confidence=0.95, seed=3)
@@ -128,7 +128,7 @@ def test_monte_carlo_rows():
     assert "not a deterministic bound" in r["note"]
     again = _rows(
         ["sgd-epsilon", "--sigma", "0.8", "--sample-rate", "0.25", "--steps", "4", "--delta", "1e-3"]
-        + ["--sampling", "balls-in-bins", "--accountant", "mc", "--mc-samples", "20000", "--seed", "3"]
+        + ["--sampling", "balls-in-bins", "--method", "mc", "--mc-samples", "20000", "--seed", "3"]
     )
     assert again == rows  # a fixed seed: reproducible
     rdp = _rows(
@@ -141,7 +141,7 @@ def test_monte_carlo_rows():
 
 def test_monte_carlo_too_few_samples_says_so():
     (r,) = _rows(
-        [*RUN, "--epochs", "1", "--sampling", "balls-in-bins", "--accountant", "mc", "--mc-samples", "2000"]
+        [*RUN, "--epochs", "1", "--sampling", "balls-in-bins", "--method", "mc", "--mc-samples", "2000"]
     )
     assert r["epsilon"] == "inf" and "raise --mc-samples" in r["note"]
 
@@ -150,12 +150,12 @@ def test_monte_carlo_too_few_samples_says_so():
     "extra,message",
     [
         (["--sampling", "balls-in-bins", "--neighbors", "replace-one"], "--neighbors"),
-        (["--sampling", "shuffle", "--accountant", "pld"], "--accountant pld"),
-        (["--sampling", "poisson", "--accountant", "mc"], "--accountant mc"),
+        (["--sampling", "shuffle", "--method", "pld"], "--method pld"),
+        (["--sampling", "poisson", "--method", "mc"], "--method mc"),
         (["--sampling", "balls-in-bins", "--mc-samples", "5000"], "--mc-samples"),
         (["--sampling", "balls-in-bins", "--seed", "1"], "--seed"),
         (["--sampling", "balls-in-bins", "--fpr", "0.01"], "--fpr"),
-        (["--sampling", "balls-in-bins", "--accountant", "mc", "--confidence", "1"], "--confidence"),
+        (["--sampling", "balls-in-bins", "--method", "mc", "--confidence", "1"], "--confidence"),
     ],
 )
 def test_refusals(extra, message):
@@ -169,7 +169,7 @@ def test_monte_carlo_refuses_the_inverse_question():
     r = CliRunner().invoke(
         main,
         ["sgd-epsilon", "--batch-size", "256", "--dataset-size", "60000", "--delta", "1e-5", "--epochs", "1"]
-        + ["--target-epsilon", "1", "--sampling", "balls-in-bins", "--accountant", "mc"],
+        + ["--target-epsilon", "1", "--sampling", "balls-in-bins", "--method", "mc"],
     )
     assert r.exit_code == 2 and "--target-epsilon" in r.stderr
 
@@ -206,7 +206,7 @@ def test_fpr_rows_for_the_new_samplers():
         (["--neighbors", "replace-one"], dict(neighbors="replace-one"), math.ceil(5 / q)),
     ]
     for extra, kw, steps in cases:
-        rows = _rows([*RUN[:-2], "--epochs", "5", "--fpr", "0.001,0.05", "--accountant", "all", *extra])
+        rows = _rows([*RUN[:-2], "--epochs", "5", "--fpr", "0.001,0.05", "--method", "all", *extra])
         rdp = [r for r in rows if r["method"] == "rdp"]
         curve = rdp_total(q, 1.1, steps, DEFAULT_ORDERS, **kw)
         ref = tradeoff.rdp_tpr(DEFAULT_ORDERS, curve, fpr)
@@ -231,7 +231,7 @@ def test_fpr_rows_for_the_new_samplers():
     [
         (["--sampling", "shuffle"], "--sampling shuffle"),
         (["--sampling", "truncated-poisson", "--max-batch-size", "280,300"], "one --max-batch-size"),
-        (["--sampling", "fixed-size", "--accountant", "pld"], "--sampling fixed-size"),
+        (["--sampling", "fixed-size", "--method", "pld"], "--sampling fixed-size"),
     ],
 )
 def test_fpr_refusals(extra, word):
@@ -244,6 +244,6 @@ def test_monte_carlo_work_is_bounded_up_front(invoke, extra):
     # issue 27: --mc-samples 1e12 asked numpy for 7 TiB (internal error: MemoryError)
     from dpcalc.commands.sgd_rows import MC_WORK_MAX
 
-    res = invoke([*RUN, *extra, "--sampling", "balls-in-bins", "--accountant", "mc"])
+    res = invoke([*RUN, *extra, "--sampling", "balls-in-bins", "--method", "mc"])
     assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
     assert "--mc-samples" in res.stderr and f"{MC_WORK_MAX:.3g}" in res.stderr

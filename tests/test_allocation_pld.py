@@ -196,7 +196,7 @@ def test_small_delta_switches_to_extended_precision():
 def test_refusals():
     with pytest.raises(InputError, match="round-off and tail mass reach this δ"):
         sgd_epsilon_pld(256 / 60000, 1.1, 234 * 60, 1e-11, sampling="balls-in-bins", dataset_size=60000)
-    with pytest.raises(InputError, match="too heavy.*--accountant rdp"):
+    with pytest.raises(InputError, match="too heavy.*--method rdp"):
         A.round_loss_models(0.3, 100)
 
 
@@ -205,15 +205,15 @@ def test_long_rounds_are_refused_up_front(invoke):
     from dpcalc.engine.mechanisms.random_allocation import round_loss as allocation_pld
     from dpcalc.errors import InputError
 
-    with pytest.raises(InputError, match="--accountant pld.*rounds of 1000000 steps"):
+    with pytest.raises(InputError, match="--method pld.*rounds of 1000000 steps"):
         allocation_pld.round_loss_models(1.1, 10**6)
     args = ["--sigma", "1.1", "--sample-rate", "1e-6", "--steps", "1e7", "--delta", "1e-5"]
-    res = invoke(["sgd-epsilon", *args, "--sampling", "random-allocation", "--accountant", "pld"])
+    res = invoke(["sgd-epsilon", *args, "--sampling", "random-allocation", "--method", "pld"])
     assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
-    assert "--accountant" in res.stderr and f"{allocation_pld.MAX_SUM_POINTS:.2g}" in res.stderr
+    assert "--method" in res.stderr and f"{allocation_pld.MAX_SUM_POINTS:.2g}" in res.stderr
     # the rdp accountant still answers it
     res = invoke(
-        ["sgd-epsilon", *args, "--sampling", "random-allocation", "--accountant", "rdp", "-f", "csv"]
+        ["sgd-epsilon", *args, "--sampling", "random-allocation", "--method", "rdp", "-f", "csv"]
     )
     assert res.exit_code == 0
 

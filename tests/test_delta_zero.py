@@ -250,7 +250,7 @@ def test_sgd_epsilon_at_zero_delta_is_inf_for_every_accountant(invoke):
             "100",
             "--delta",
             "0,1e-5",
-            "--accountant",
+            "--method",
             "all",
             "-f",
             "csv",

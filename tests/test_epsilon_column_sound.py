@@ -96,7 +96,7 @@ def test_sgd_epsilon_column_is_at_or_above_exact_full_batch(invoke, sigma, steps
     """Full-batch DP-SGD (q = 1) is a composition of Gaussians: every accountant's epsilon column is at
     or above the exact value (Balle & Wang, mpmath), and the pld estimate has a column of its own."""
     args = ["sgd-epsilon", "--sigma", f"{sigma:.6g}", "--sample-rate", "1", "--steps", str(steps)]
-    res = invoke([*args, "--delta", f"{target:.6g}", "--accountant", "all", "-f", "json"])
+    res = invoke([*args, "--delta", f"{target:.6g}", "--method", "all", "-f", "json"])
     assert res.exit_code == 0, res.stderr
     rows = json.loads(res.stdout)
     r_total = mp.sqrt(steps) / mp.mpf(f"{sigma:.6g}")

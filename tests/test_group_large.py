@@ -1,6 +1,6 @@
 """The person-level PLD at large group sizes (issue 43): the mixture ``Σ Bin(K,q)_i N(i,σ²)`` against ``N(0,σ²)``
 (Ganesh 2024, arXiv:2401.10294, Thm 3.1) for K in the hundreds, where the loss spans thousands of nats but the mass
-beyond a modest loss is negligible.  The certified bracket of ``sgd-epsilon --accountant pld`` and of ``compose
+beyond a modest loss is negligible.  The certified bracket of ``sgd-epsilon --method pld`` and of ``compose
 --method pld`` must contain the exact ε of one step, computed here independently in 40-digit mpmath in both
 directions; the bracket's width must be within the default accuracy (0.5 % of ε)."""
 
@@ -105,7 +105,7 @@ def test_the_pld_bracket_contains_the_exact_epsilon(k, q, sigma, delta):
             "--group-size",
             str(k),
         ]
-        + ["--delta", str(delta), "--accountant", "pld"]
+        + ["--delta", str(delta), "--method", "pld"]
     )
     spec = f"mog:sigma={sigma},group={k},q={q}"
     comp = _row(["compose", spec, "--delta", str(delta), "--method", "pld"])

@@ -41,8 +41,8 @@ def _eps(rows, method, k=None):
 @pytest.mark.parametrize("accountant", ["rdp", "pld", "all"])
 def test_group_size_one_is_the_example_level_output(accountant):
     """K = 1 gives exactly today's rows (only the group_size column says 1)."""
-    plain = _rows([*RUN, "--steps", "300", "--accountant", accountant])
-    one = _rows([*RUN, "--steps", "300", "--accountant", accountant, "--group-size", "1"])
+    plain = _rows([*RUN, "--steps", "300", "--method", accountant])
+    one = _rows([*RUN, "--steps", "300", "--method", accountant, "--group-size", "1"])
     assert len(plain) == len(one)
     for a, b in zip(plain, one):
         assert a.pop("group_size") == "" and b.pop("group_size") == "1"
@@ -50,17 +50,17 @@ def test_group_size_one_is_the_example_level_output(accountant):
 
 
 def test_the_group_routes_at_one_example_are_the_rdp_bound():
-    rows = _rows([*RUN, "--steps", "300", "--group-size", "1", "--accountant", "all"])
+    rows = _rows([*RUN, "--steps", "300", "--group-size", "1", "--method", "all"])
     rdp = _eps(rows, "rdp")[0]
     for route in ("rdp-group", "dp-group"):
-        got = _rows([*RUN, "--steps", "300", "--accountant", route])
+        got = _rows([*RUN, "--steps", "300", "--method", route])
         assert _eps(got, route)[0] == rdp
 
 
 def test_the_tight_rows_are_the_mixture_kind_composed():
     """The pld row is the PLD of the mixture-gaussian spec with group=K composed T times (compose), and the
     rdp row its Rényi curve converted: one implementation."""
-    rows = _rows([*RUN, "--steps", "200", "--group-size", "3", "--accountant", "all"])
+    rows = _rows([*RUN, "--steps", "200", "--group-size", "3", "--method", "all"])
     spec = "mixture-gaussian:sigma=1,group=3,q=0.0064,count=200"
     comp = api.compose([spec], delta=1e-6, method="pld")
     up, lo = _eps(rows, "pld")
@@ -93,7 +93,7 @@ def test_the_bracket_agrees_with_dp_accountings_mixture_of_gaussians():
 
 @pytest.mark.parametrize("k", [2, 3, 10])
 def test_the_tight_bound_is_below_both_group_routes(k):
-    rows = _rows([*RUN, "--epochs", "5", "--group-size", str(k), "--accountant", "all"])
+    rows = _rows([*RUN, "--epochs", "5", "--group-size", str(k), "--method", "all"])
     pld, _ = _eps(rows, "pld")
     rdp, _ = _eps(rows, "rdp")
     assert pld <= rdp <= _eps(rows, "rdp-group")[0]
@@ -111,7 +111,7 @@ def test_dp_group_is_at_least_k_times_the_example_level_bound():
 
 
 def test_monotone_in_the_group_size_and_steps():
-    rows = _rows([*RUN, "--steps", "100,400", "--group-size", "1:4:1", "--accountant", "pld"])
+    rows = _rows([*RUN, "--steps", "100,400", "--group-size", "1:4:1", "--method", "pld"])
     assert len(rows) == 8
     for steps in ("100", "400"):
         eps = [float(r["epsilon"]) for r in rows if r["steps"] == steps]
@@ -131,10 +131,10 @@ def test_decreasing_in_the_noise():
 
 def test_a_sweep_of_k_is_one_configuration_per_k():
     """-q prints the tightest certified row of each K (group_size is an input column)."""
-    result = _run([*RUN, "--steps", "200", "--group-size", "1,2,3", "--accountant", "all", "-q"])
+    result = _run([*RUN, "--steps", "200", "--group-size", "1,2,3", "--method", "all", "-q"])
     assert result.exit_code == 0, result.output
     lines = [line.split("\t") for line in result.stdout.strip().split("\n")]
-    rows = _rows([*RUN, "--steps", "200", "--group-size", "1,2,3", "--accountant", "all"])
+    rows = _rows([*RUN, "--steps", "200", "--group-size", "1,2,3", "--method", "all"])
     assert [key for key, _ in lines] == ["group_size=1", "group_size=2", "group_size=3"]
     assert [float(v) for _, v in lines] == [_eps(rows, "pld", k)[0] for k in (1, 2, 3)]
 
@@ -148,7 +148,7 @@ def test_noise_for_a_target_person_level_epsilon():
             "300",
             "--group-size",
             "3",
-            "--accountant",
+            "--method",
             "pld",
             "--target-epsilon",
             "4",
@@ -163,7 +163,7 @@ def test_noise_for_a_target_person_level_epsilon():
 
 @pytest.mark.parametrize("accountant", ["rdp", "rdp-group", "dp-group"])
 def test_steps_for_a_target_person_level_epsilon(accountant):
-    rows = _rows([*RUN, "--group-size", "2", "--accountant", accountant, "--target-epsilon", "3"])
+    rows = _rows([*RUN, "--group-size", "2", "--method", accountant, "--target-epsilon", "3"])
     (row,) = rows
     t = int(row["steps"])
     assert t >= 1
@@ -176,7 +176,7 @@ def test_steps_for_a_target_person_level_epsilon(accountant):
 
 def test_the_generic_routes_cover_other_samplers():
     rows = _rows(
-        [*RUN, "--epochs", "2", "--sampling", "balls-in-bins", "--group-size", "2", "--accountant", "all"]
+        [*RUN, "--epochs", "2", "--sampling", "balls-in-bins", "--group-size", "2", "--method", "all"]
     )
     assert [r["method"] for r in rows] == ["rdp-group", "dp-group"]
     one = _rows([*RUN, "--epochs", "2", "--sampling", "balls-in-bins"])
@@ -184,7 +184,7 @@ def test_the_generic_routes_cover_other_samplers():
 
 
 def test_a_k_beyond_the_mixture_says_why_in_its_rows():
-    rows = _rows([*RUN, "--steps", "50", "--group-size", "2,1000", "--accountant", "all"])
+    rows = _rows([*RUN, "--steps", "50", "--group-size", "2,1000", "--method", "all"])
     tight = [r for r in rows if r["group_size"] == "1000" and r["method"] in ("rdp", "pld")]
     assert tight and all(r["epsilon"] == "" and r["note"].startswith("does not apply") for r in tight)
 
@@ -196,11 +196,11 @@ def test_a_k_beyond_the_mixture_says_why_in_its_rows():
             ["--sampling", "fixed-size", "--group-size", "3"],
             "no tight person-level accountant for --sampling fixed-size",
         ),
-        (["--sampling", "shuffle", "--group-size", "3", "--accountant", "all"], "no Rényi curve"),
-        (["--neighbors", "replace-one", "--group-size", "3", "--accountant", "pld"], "adding or removing"),
-        (["--group-size", "3", "--accountant", "abadi"], "an example-level formula"),
+        (["--sampling", "shuffle", "--group-size", "3", "--method", "all"], "no Rényi curve"),
+        (["--neighbors", "replace-one", "--group-size", "3", "--method", "pld"], "adding or removing"),
+        (["--group-size", "3", "--method", "abadi"], "an example-level formula"),
         (["--group-size", "3", "--tuning-runs", "poisson:mean=3"], "--tuning-runs"),
-        (["--group-size", "1000", "--accountant", "pld"], "at most 1000"),
+        (["--group-size", "1000", "--method", "pld"], "at most 1000"),
         (["--group-size", "3", "--rdp-curve"], "compose subsampled-gaussian"),
         (["--group-size", "0"], "--group-size"),
         (["--group-size", "10001"], "--group-size"),
@@ -228,7 +228,7 @@ def test_fpr_refuses_a_person_level_question():
 def test_finite_for_a_hundred_examples():
     """K = 100: the mixture's Rényi bound is finite, and so is its PLD bracket (the loss spans hundreds of nats;
     the components beyond the sixth carry less than the grid's tail budget and are cut to +∞), below it."""
-    rows = _rows([*RUN, "--epochs", "5", "--group-size", "100", "--accountant", "all"])
+    rows = _rows([*RUN, "--epochs", "5", "--group-size", "100", "--method", "all"])
     rdp = _eps(rows, "rdp")[0]
     upper, lower = _eps(rows, "pld")
     assert math.isfinite(rdp) and math.isfinite(upper)

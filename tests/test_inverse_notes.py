@@ -21,7 +21,7 @@ def _rows(args):
     [
         # steps: even one step at σ = 0.1, q = 1 costs more than ε = 0.001
         (
-            ["--target-epsilon", "0.001", "--sigma", "0.1", "--sample-rate", "1", "--accountant", "all"],
+            ["--target-epsilon", "0.001", "--sigma", "0.1", "--sample-rate", "1", "--method", "all"],
             "no solution: even one step exceeds the target ε",
         ),
         # batch size: even a batch of one of 1000 examples, 1000 steps at σ = 0.3

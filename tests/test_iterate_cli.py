@@ -86,8 +86,8 @@ def test_T1_warns_and_is_not_zero():
 @pytest.mark.parametrize(
     "args,needle",
     [
-        ([*BASE], "exactly one of"),
-        ([*BASE, "--delta", "1e-5", "--alpha", "2"], "exactly one of"),
+        ([*BASE], "or --alpha with one of the others"),  # --alpha beside --delta is a row with both now
+        ([*BASE, "--delta", "1e-5", "--epsilon", "2"], "exactly one of"),
         ([*BASE, "--delta", "1.5"], "--delta"),
         (
             [

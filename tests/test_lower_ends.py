@@ -93,7 +93,13 @@ SGD = {
     **{(a, "shuffle"): REFUSED for a in ("pld", "abadi", "bassily", "mc", "rdp-group", "dp-group")},
 }
 
-#: sgd-epsilon --group-size 2 --accountant pld, by --sampling: the person-level pld row.
+#: sgd-epsilon --epsilon E (δ at ε), (--method, --sampling) -> verdict: as ε at δ (the same pairs and models: the pld
+#: bracket of Poisson sampling is the run's, truncated Poisson's and the allocation rounds' only dominate it, mc is the
+#: Monte Carlo of the balls-in-bins pair), except shuffle's own row, whose δ is its upper bound's alone (the exact
+#: profile of the Gaussians, no amplification: Chua et al.'s lower bound is for ε at δ only).
+SGD_DELTA = {**SGD, ("rdp", "shuffle"): NONE}
+
+#: sgd-epsilon --group-size 2 --method pld, by --sampling: the person-level pld row.
 SGD_PERSON = {
     # the mixture Σ Bin(K,q)_i N(i, σ²) against N(0, σ²), attained with aligned gradients (Ganesh 2024, Thm 3.1)
     "poisson": EXACT,
@@ -218,13 +224,15 @@ def test_every_method_is_classified():
     kinds = set(CATALOGUE)
     own_q = {k for k, m in CATALOGUE.items() if "q" in {key.name for key in m.keys}}
     need = {
-        "SGD (sgd-epsilon --accountant × --sampling)": (
-            set(
-                itertools.product(_choices("sgd-epsilon", "accountant"), _choices("sgd-epsilon", "sampling"))
-            ),
+        "SGD (sgd-epsilon --method × --sampling)": (
+            set(itertools.product(_choices("sgd-epsilon", "method"), _choices("sgd-epsilon", "sampling"))),
             SGD,
         ),
-        "SGD_PERSON (sgd-epsilon --group-size --accountant pld, by --sampling)": (
+        "SGD_DELTA (sgd-epsilon --epsilon: --method × --sampling)": (
+            set(itertools.product(_choices("sgd-epsilon", "method"), _choices("sgd-epsilon", "sampling"))),
+            SGD_DELTA,
+        ),
+        "SGD_PERSON (sgd-epsilon --group-size --method pld, by --sampling)": (
             set(_choices("sgd-epsilon", "sampling")),
             SGD_PERSON,
         ),
@@ -556,7 +564,7 @@ DELTA = 1e-5
 def _sgd_args(sampling, accountant, rel, **more):
     opts = {"--sigma": "1", "--delta": str(DELTA), "--neighbors": rel, "--sampling": sampling}
     opts |= {
-        "--accountant": accountant,
+        "--method": accountant,
         **SGD_RUN[sampling],
         **SGD_ACCOUNTANT_RUN.get(accountant, {}),
         **more,
@@ -599,6 +607,46 @@ def test_sgd_epsilon(invoke, accountant, sampling):
             est = _f(row["epsilon_estimate"])
             exact = mp.findroot(lambda e: _gauss_delta(e, mp.sqrt(2)) - mp.mpf("1e-2"), 3)
             assert abs(est - float(exact)) <= 0.02 * float(exact), (est, exact, row)
+        else:  # pragma: no cover - a verdict without a check
+            raise AssertionError(verdict)
+
+
+#: δ at ε: the ε asked (one Poisson step at q = 0.25, σ = 1: δ near 0.01; mc's Gaussian pair: δ near 0.1)
+EPS = 1.0
+
+
+@pytest.mark.parametrize("accountant,sampling", sorted(SGD_DELTA))
+def test_sgd_epsilon_delta(invoke, accountant, sampling):
+    """--epsilon E: each accountant's δ at ε on each sampler, under each relation the sampler takes: its
+    delta_lower and delta_estimate cells filled only where the bracket is the run's own (checked against the exact
+    δ(ε) of the pair), empty where the models only dominate it."""
+    verdict = SGD_DELTA[(accountant, sampling)]
+    for rel in samplers.sampler(sampling).relations:
+        args = _sgd_args(sampling, accountant, rel, **{"--delta": None, "--epsilon": str(EPS)})
+        rows = _run(invoke, args, ok=verdict not in (REFUSED, NONE))
+        what = " ".join(args)
+        if verdict == REFUSED:
+            _check_refused(rows, what)
+        elif verdict == NONE:
+            _check_none(rows or [], what)
+        elif verdict == DOMINATED:
+            _check_dominated(rows, what)
+        elif verdict == EXACT:  # (pld, poisson): one step of the subsampled Gaussian
+            (row,) = rows
+            pair, mirror = [(0.75, 0), (0.25, 1)], [(0.75, 0), (0.25, -1)]
+            ref = _add_remove(pair, 1)
+            if rel == "replace-one":
+                ref = functools.partial(_mixtures_delta, p_mix=pair, q_mix=mirror, sigma=1, increasing=True)
+            low, est, up = _f(row["delta_lower"]), _f(row["delta_estimate"]), _f(row["delta"])
+            exact = ref(mp.mpf(EPS))
+            assert low is not None and est is not None, (what, row)
+            assert low <= exact <= up, (what, float(exact), row)
+            assert low <= est <= up, (what, row)
+        elif verdict == ESTIMATE:  # one step per epoch, 2 epochs: the Gaussian with r = √2/σ
+            (row,) = rows
+            assert _f(row["delta_lower"]) is None, row
+            exact = float(_gauss_delta(mp.mpf(EPS), mp.sqrt(2)))
+            assert abs(_f(row["delta_estimate"]) - exact) <= 0.1 * exact, (exact, row)
         else:  # pragma: no cover - a verdict without a check
             raise AssertionError(verdict)
 

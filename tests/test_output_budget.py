@@ -34,20 +34,20 @@ def _bounds(rows, column="epsilon"):
 
 
 def test_the_gate_passes_when_one_certified_row_is_within_the_budget(invoke):
-    rows = _csv(invoke, [*ISSUE, "--accountant", "all"])
+    rows = _csv(invoke, [*ISSUE, "--method", "all"])
     bounds = dict(_bounds(rows))
     assert bounds["pld"] < bounds["rdp"]
     limit = (bounds["pld"] + bounds["rdp"]) / 2  # rdp exceeds it, pld certifies less
-    res = invoke([*ISSUE, "--accountant", "all", "-q", "--max-epsilon", repr(limit)])
+    res = invoke([*ISSUE, "--method", "all", "-q", "--max-epsilon", repr(limit)])
     assert res.exit_code == 0, res.stderr
     assert res.stdout == f"{bounds['pld']!r}\n"  # the tightest certified value, alone: one configuration
 
 
 def test_the_gate_fails_when_the_tightest_certified_row_exceeds_the_budget(invoke):
-    bounds = dict(_bounds(_csv(invoke, [*ISSUE, "--accountant", "all"])))
+    bounds = dict(_bounds(_csv(invoke, [*ISSUE, "--method", "all"])))
     limit = bounds["pld"] * 0.99
     for fmt in ("csv", "json", "table"):
-        res = invoke([*ISSUE, "--accountant", "all", "--max-epsilon", repr(limit), "-f", fmt])
+        res = invoke([*ISSUE, "--method", "all", "--max-epsilon", repr(limit), "-f", fmt])
         assert res.exit_code == 3
         assert res.stderr.strip().splitlines() == [
             f"Error: budget exceeded: epsilon = {bounds['pld']!r} > {limit!r} (tightest certified row 2, method pld)"
@@ -55,22 +55,22 @@ def test_the_gate_fails_when_the_tightest_certified_row_exceeds_the_budget(invok
 
 
 def test_an_asymptotic_row_is_never_judged_nor_printed_by_q(invoke):
-    rows = _csv(invoke, [*ALL, "--accountant", "all"])
+    rows = _csv(invoke, [*ALL, "--method", "all"])
     abadi = float(next(r["epsilon"] for r in rows if r["method"] == "abadi-asymptotic"))
     tightest = min(v for _, v in _bounds(rows))
     assert abadi > tightest
-    res = invoke([*ALL, "--accountant", "all", "--max-epsilon", repr(tightest), "-q"])
+    res = invoke([*ALL, "--method", "all", "--max-epsilon", repr(tightest), "-q"])
     assert res.exit_code == 0 and res.stdout == f"{tightest!r}\n"
 
 
 def test_q_of_rows_that_are_not_bounds_is_refused_and_prints_nothing(invoke):
-    res = invoke([*ALL, "--accountant", "abadi", "-q"])
+    res = invoke([*ALL, "--method", "abadi", "-q"])
     assert res.exit_code == 2 and res.stdout == ""
     assert "-q prints certified bounds only" in res.stderr and "abadi-asymptotic" in res.stderr
 
 
 def test_a_budget_with_no_sound_row_is_never_a_pass(invoke):
-    res = invoke([*ALL, "--accountant", "abadi", "--max-epsilon", "100"])
+    res = invoke([*ALL, "--method", "abadi", "--max-epsilon", "100"])
     assert res.exit_code == 2
     assert "reports no epsilon that is a sound upper bound (rows: abadi-asymptotic)" in res.stderr
 
@@ -89,20 +89,20 @@ SWEEP = [
 
 
 def test_a_sweep_is_judged_and_printed_per_configuration(invoke):
-    rows = _csv(invoke, [*SWEEP, "--accountant", "all"])
+    rows = _csv(invoke, [*SWEEP, "--method", "all"])
     tightest = {}
     for r in rows:
         if r["valid"] != "false" and not r["method"].endswith("-asymptotic") and r["epsilon"]:
             s = r["noise_multiplier"]
             tightest[s] = min(tightest.get(s, float("inf")), float(r["epsilon"]))
     assert len(tightest) == 3
-    res = invoke([*SWEEP, "--accountant", "all", "-q"])
+    res = invoke([*SWEEP, "--method", "all", "-q"])
     assert res.exit_code == 0
     assert res.stdout.splitlines() == [f"noise_multiplier={s}\t{v!r}" for s, v in tightest.items()]
     values = sorted(tightest.values())
     # within the largest tightest value: every configuration passes
-    assert invoke([*SWEEP, "--accountant", "all", "--max-epsilon", repr(values[-1])]).exit_code == 0
-    res = invoke([*SWEEP, "--accountant", "all", "--max-epsilon", repr(values[1]), "-f", "jsonl"])
+    assert invoke([*SWEEP, "--method", "all", "--max-epsilon", repr(values[-1])]).exit_code == 0
+    res = invoke([*SWEEP, "--method", "all", "--max-epsilon", repr(values[1]), "-f", "jsonl"])
     assert res.exit_code == 3 and len(res.stdout.splitlines()) == len(rows)  # the rows are still printed
     worst = max(tightest, key=tightest.get)
     assert f"epsilon = {tightest[worst]!r} > {values[1]!r} at noise_multiplier={worst} " in res.stderr
@@ -110,10 +110,10 @@ def test_a_sweep_is_judged_and_printed_per_configuration(invoke):
 
 
 def test_a_stream_is_judged_like_the_whole_result(invoke):
-    rows = _csv(invoke, [*ALL, "--accountant", "all"])
+    rows = _csv(invoke, [*ALL, "--method", "all"])
     limit = min(v for _, v in _bounds(rows)) * 0.999
     for fmt in ("jsonl", "csv"):
-        res = invoke([*ALL, "--accountant", "all", "--max-epsilon", repr(limit), "-f", fmt])
+        res = invoke([*ALL, "--method", "all", "--max-epsilon", repr(limit), "-f", fmt])
         assert res.exit_code == 3 and "(tightest certified row 2, method pld)" in res.stderr
 
 
@@ -238,7 +238,7 @@ def test_a_curves_best_order_is_not_an_input(invoke):
 
 def test_a_solved_parameter_is_not_an_input(invoke):
     args = ["sgd-epsilon", "--target-epsilon", "3", "--sigma", "1.1", "--dataset-size", "60000"]
-    args += ["--epochs", "30,60", "--delta", "1e-5", "--accountant", "all"]
+    args += ["--epochs", "30,60", "--delta", "1e-5", "--method", "all"]
     rows = _csv(invoke, args)
     res = invoke([*args, "-q"])
     assert res.exit_code == 0
@@ -358,7 +358,7 @@ def test_q_and_the_judge_follow_the_rule_on_any_rows(rows, limit):
 def test_every_swept_input_is_a_configuration_of_its_own(invoke, swept):
     # the columns a table rounds down (sample_rate, epochs) are inputs here: two configurations, each
     # judged on its own (the larger ε, not the smaller one, fails the budget)
-    args = ["sgd-epsilon", "--sigma", "1", *swept, "--delta", "1e-5", "--accountant", "all"]
+    args = ["sgd-epsilon", "--sigma", "1", *swept, "--delta", "1e-5", "--method", "all"]
     rows = _csv(invoke, args)
     res = invoke([*args, "-q"])
     lines = res.stdout.splitlines()

@@ -26,7 +26,7 @@ BORDERS = "│┃|"
 
 SGD = (
     "sgd-epsilon --noise-multiplier 1.1 --batch-size 256 --dataset-size 60000 --epochs 10:60:10 "
-    "--delta 1e-5 --accountant all"
+    "--delta 1e-5 --method all"
 ).split()
 COMPOSE = "compose gaussian:sigma=2,count=10 laplace:scale=3 --delta 1e-5,1e-6 --method all".split()
 CONVERT = "convert --alpha 2,4,8 --rdp 0.5,1 --delta 1e-5,1e-8 --method all".split()
@@ -160,7 +160,7 @@ def test_columns_set_by_the_method_move_to_the_caption_to_keep_one_line_per_row(
 #: 16 targets by 3 accountants (the issue's 697-line table at 80 columns)
 TARGETS = (
     "sgd-epsilon --target-epsilon 1:8.5:0.5 --sigma 1.1 --dataset-size 60000 --epochs 60 --delta 1e-5 "
-    "--accountant all"
+    "--method all"
 ).split()
 
 

@@ -1,4 +1,4 @@
-"""Noise calibration with the tight accountant (sgd-epsilon --accountant pld --target-epsilon)."""
+"""Noise calibration with the tight accountant (sgd-epsilon --method pld --target-epsilon)."""
 
 import json
 import math
@@ -40,7 +40,7 @@ def test_less_noise_than_rdp_and_than_opacus_prv(invoke):
         "1e-5",
     ]
     rows = {
-        r["accountant"]: r for r in json.loads(invoke([*args, "--accountant", "all", "-f", "json"]).stdout)
+        r["accountant"]: r for r in json.loads(invoke([*args, "--method", "all", "-f", "json"]).stdout)
     }
     pld, rdp = rows["pld"], rows["rdp"]
     assert pld["noise_multiplier"] < rdp["noise_multiplier"] * 0.96  # 5 % less noise than RDP's answer

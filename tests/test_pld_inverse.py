@@ -1,5 +1,5 @@
 """The inverse questions with the tight accountant: the largest number of steps and the largest sample
-rate / batch size within a target (sgd-epsilon --accountant pld --target-epsilon), the search they share,
+rate / batch size within a target (sgd-epsilon --method pld --target-epsilon), the search they share,
 and the RDP rate budget beside them."""
 
 import json
@@ -170,7 +170,7 @@ def test_pld_answers_are_never_worse_than_rdp(q, sigma, target):
 
 def test_cli_steps_and_whole_epochs_with_pld(invoke):
     args = ["sgd-epsilon", "--target-epsilon", "3", "--sigma", "1.1", "--batch-size", "256"]
-    args += ["--dataset-size", "60000", "--delta", "1e-5", "--accountant", "all", "-f", "json"]
+    args += ["--dataset-size", "60000", "--delta", "1e-5", "--method", "all", "-f", "json"]
     res = invoke(args)
     assert res.exit_code == 0, res.stderr
     rows = {r["accountant"]: r for r in json.loads(res.stdout)}
@@ -184,7 +184,7 @@ def test_cli_steps_and_whole_epochs_with_pld(invoke):
 
 def test_cli_batch_size_is_solved_when_left_out(invoke):
     args = ["sgd-epsilon", "--target-epsilon", "3", "--sigma", "1.1", "--dataset-size", "60000"]
-    args += ["--epochs", "60", "--delta", "1e-5", "--accountant", "all", "-f", "json"]
+    args += ["--epochs", "60", "--delta", "1e-5", "--method", "all", "-f", "json"]
     res = invoke(args)
     assert res.exit_code == 0, res.stderr
     rows = {r["accountant"]: r for r in json.loads(res.stdout)}
@@ -194,7 +194,7 @@ def test_cli_batch_size_is_solved_when_left_out(invoke):
         assert r["steps"] == math.ceil(60 * 60000 / r["batch_size"])
         assert r["epsilon"] <= 3.0
     assert rows["pld"]["batch_size"] > rows["rdp"]["batch_size"]
-    q = invoke([*args[:-4], "--accountant", "pld", "-q"])
+    q = invoke([*args[:-4], "--method", "pld", "-q"])
     assert q.stdout.strip() == str(rows["pld"]["batch_size"])
 
 

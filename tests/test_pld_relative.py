@@ -171,7 +171,7 @@ def test_one_step_upper_end_is_certified_and_within_one_percent(q, sigma, delta)
     ],
 )
 def test_cli_examples(invoke, argv, delta_s):
-    r = invoke(["sgd-epsilon", *argv, "--accountant", "all", "-f", "csv"])
+    r = invoke(["sgd-epsilon", *argv, "--method", "all", "-f", "csv"])
     assert r.exit_code == 0, r.stderr
     pld = {row["method"]: row for row in csv.DictReader(io.StringIO(r.stdout))}["pld"]
     exact = float(epsilon_exact(float(argv[3]), float(argv[1]), float(delta_s)))

@@ -39,7 +39,7 @@ KINDS = {
     "compose-best": "compose gaussian:sigma=10,count=100 laplace:scale=10 --delta 1e-10:1e-2:x100",
     "compose-calibrate": "compose gaussian:count=10 --epsilon 0.1:8:x2 --delta 1e-5,1e-8 --method all",
     "sgd-epsilon-steps": "sgd-epsilon --sigma 4 --sample-rate 0.04 --steps 1000:5000:1000 --delta 1e-5 "
-    "--accountant all",
+    "--method all",
     "iterate-steps": "iterate --sigma 3 --lipschitz 1 --lr 0.1 --steps 10:100000:x10 --delta 1e-5",
     "iterate-alpha": "iterate --sigma 5 --lipschitz 1 --lr 0.05 --steps 100 --alpha 1.5:6:0.5",
     "iterate-dots": "iterate --sigma 5 --lipschitz 1 --lr 0.05 --steps 100 --delta 1e-5",

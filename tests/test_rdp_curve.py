@@ -510,7 +510,7 @@ BAD = [
     ([*SGD, "--rdp-curve", "--alphas", "2,abc"], "not a number"),
     ([*SGD, "--rdp-curve", "--alphas", "inf"], "--alphas"),
     (["sgd-epsilon", *SGD[3:], "--rdp-curve", "--target-epsilon", "1"], "--target-epsilon"),
-    ([*SGD, "--rdp-curve", "--accountant", "pld"], "no Rényi curve"),
+    ([*SGD, "--rdp-curve", "--method", "pld"], "no Rényi curve"),
     ([*SGD, "--rdp-curve", "--max-epsilon", "1"], "--max-epsilon"),
     (["sgd-epsilon", "--sample-rate", "0.01", "--steps", "10", "--rdp-curve"], "--noise-multiplier"),
     (["sgd-epsilon", "--sigma", "1", "--steps", "10", "--rdp-curve"], "--sample-rate"),

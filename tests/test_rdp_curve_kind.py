@@ -52,7 +52,7 @@ def test_odometer_round_trip_gives_the_native_events_epsilon(invoke, tmp_path):
     for col in ("epsilon", "alpha", "level", "epsilon_rdp"):
         assert c[col] == n[col], col
     # ... which is sgd-epsilon's own rdp ε at this δ (the same orders, the same optimal conversion)
-    sgd = invoke([*SGD, "--delta", "1e-5", "--accountant", "rdp", "-q"])
+    sgd = invoke([*SGD, "--delta", "1e-5", "--method", "rdp", "-q"])
     assert sgd.exit_code == 0 and float(c["epsilon_rdp"]) == float(sgd.stdout)
     # The spec event sgm:q=...,count=14063 is a hair (~16 ulps) above: catalogue.rdp_curve rounds
     # count x (one step's curve) up, where the file (count=1) holds the T-step curve as computed.

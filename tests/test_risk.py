@@ -97,7 +97,7 @@ def test_dp_sgd_risk_brackets_dp_accountings_profile(q, sigma, steps):
     priors = [0.05, 0.5, 0.8]
     rows = _rows(
         ["sgd-epsilon", "--sigma", str(sigma), "--sample-rate", str(q), "--steps", str(steps)]
-        + ["--prior", ",".join(map(str, priors)), "--accountant", "all"]
+        + ["--prior", ",".join(map(str, priors)), "--method", "all"]
     )
     by = {(r["method"], r["prior"]): r for r in rows}
 
@@ -128,7 +128,7 @@ def test_risk_is_monotone_in_noise_and_steps():
     def adv(sigma, steps):
         rows = _rows(
             ["sgd-epsilon", "--sigma", str(sigma), "--sample-rate", "0.02", "--steps", str(steps)]
-            + ["--advantage", "--accountant", "pld"]
+            + ["--advantage", "--method", "pld"]
         )
         return _f(rows[0]["advantage"])
 
@@ -144,20 +144,20 @@ def test_target_advantage_meets_the_target_and_a_little_less_noise_misses(accoun
     target = 0.1
     (row,) = _rows(
         ["sgd-epsilon", "--sample-rate", "0.01", "--steps", "1000", "--target-advantage", str(target)]
-        + ["--delta", "1e-5", "--accountant", accountant]
+        + ["--delta", "1e-5", "--method", accountant]
     )
     sigma = _f(row["noise_multiplier"])
     assert _f(row["advantage"]) <= target
     for s, ok in ((sigma, True), (sigma / (1 + 1e-4), False)):
         (again,) = _rows(
             ["sgd-epsilon", "--sigma", repr(s), "--sample-rate", "0.01", "--steps", "1000", "--advantage"]
-            + ["--accountant", accountant]
+            + ["--method", accountant]
         )
         assert (_f(again["advantage"]) <= target) is ok
     # the ε of that noise at δ, beside it, is sgd-epsilon's own
     (eps,) = _rows(
         ["sgd-epsilon", "--sigma", repr(sigma), "--sample-rate", "0.01", "--steps", "1000", "--delta", "1e-5"]
-        + ["--accountant", accountant]
+        + ["--method", accountant]
     )
     assert _f(row["epsilon"]) == pytest.approx(_f(eps["epsilon"]), rel=1e-9)
 
@@ -169,14 +169,14 @@ def test_target_advantage_finds_the_most_steps_or_the_largest_rate(left_out):
     given = {"steps": ["--steps", "1000"], "sample_rate": ["--sample-rate", "0.01"]}
     run = ["--sigma", "1.1", *given["sample_rate" if left_out == "steps" else "steps"]]
     (row,) = _rows(
-        ["sgd-epsilon", *run, "--target-advantage", "0.1", "--delta", "1e-5", "--accountant", "pld"]
+        ["sgd-epsilon", *run, "--target-advantage", "0.1", "--delta", "1e-5", "--method", "pld"]
     )
     assert _f(row["advantage"]) <= 0.1
     x = _f(row[left_out])
     for value, ok in ((x, True), (x + 1 if left_out == "steps" else x * (1 + 1e-4), False)):
         option = "--steps" if left_out == "steps" else "--sample-rate"
         text = str(int(value)) if left_out == "steps" else repr(value)
-        (again,) = _rows(["sgd-epsilon", *run, option, text, "--advantage", "--accountant", "pld"])
+        (again,) = _rows(["sgd-epsilon", *run, option, text, "--advantage", "--method", "pld"])
         assert (_f(again["advantage"]) <= 0.1) is ok
 
 
@@ -191,7 +191,7 @@ def test_target_advantage_finds_the_most_steps_or_the_largest_rate(left_out):
 def test_quiet_prints_what_the_calibration_found(run, column, tightest):
     """-q of a risk calibration prints the input it found (the least noise; the most steps or the largest rate)
     of the tightest accountant — not the advantage it reached."""
-    args = ["sgd-epsilon", *run, "--target-advantage", "0.1", "--delta", "1e-5", "--accountant", "all"]
+    args = ["sgd-epsilon", *run, "--target-advantage", "0.1", "--delta", "1e-5", "--method", "all"]
     rows = [r for r in _rows(args) if r[column]]
     quiet = CliRunner().invoke(main, [*args, "-q"])
     assert quiet.exit_code == 0, quiet.output
@@ -203,14 +203,14 @@ def test_target_tpr_meets_the_target_and_a_little_less_noise_misses():
     each as ``--fpr`` prints it."""
     (row,) = _rows(
         ["sgd-epsilon", "--sample-rate", "0.01", "--steps", "1000", "--fpr", "1e-3", "--target-tpr", "0.003"]
-        + ["--delta", "1e-5", "--accountant", "pld"]
+        + ["--delta", "1e-5", "--method", "pld"]
     )
     sigma = _f(row["noise_multiplier"])
     assert _f(row["tpr"]) <= 0.003 and row["fpr"] == "0.001" and _f(row["tpr_lower"]) <= _f(row["tpr"])
     for s, ok in ((sigma, True), (sigma / (1 + 1e-4), False)):
         (again,) = _rows(
             ["sgd-epsilon", "--sigma", repr(s), "--sample-rate", "0.01", "--steps", "1000", "--fpr", "1e-3"]
-            + ["--accountant", "pld"]
+            + ["--method", "pld"]
         )
         assert (_f(again["tpr"]) <= 0.003) is ok
 
@@ -222,11 +222,11 @@ def test_risk_calibrated_noise_is_below_epsilon_calibrated_noise_at_the_same_ris
     eps = math.log((1 + target - 2 * d) / (1 - target))
     (by_eps,) = _rows(
         ["sgd-epsilon", "--sample-rate", "0.01", "--steps", "1000", "--target-epsilon", repr(eps)]
-        + ["--delta", repr(d), "--accountant", "pld"]
+        + ["--delta", repr(d), "--method", "pld"]
     )
     (by_risk,) = _rows(
         ["sgd-epsilon", "--sample-rate", "0.01", "--steps", "1000", "--target-advantage", repr(target)]
-        + ["--delta", repr(d), "--accountant", "pld"]
+        + ["--delta", repr(d), "--method", "pld"]
     )
     (implied,) = _rows(["convert", "--from", "dp", "--epsilon", repr(eps), "--delta", repr(d), "--advantage"])
     assert _f(implied["advantage"]) <= target * (1 + 1e-12)
@@ -356,7 +356,7 @@ def test_priors_are_checked_in_the_engine_too():
 def test_quiet_takes_one_configuration_whatever_the_methods_report(args, column):
     """-q of a risk question: one configuration (the methods' lower ends and estimates are outputs, not keys),
     its smallest certified upper bound."""
-    full = args + (["--accountant", "all"] if args[0] == "sgd-epsilon" else [])
+    full = args + (["--method", "all"] if args[0] == "sgd-epsilon" else [])
     rows = [r for r in _rows(full) if r[column]]
     quiet = CliRunner().invoke(main, [*full, "-q"])
     assert quiet.exit_code == 0 and "\t" not in quiet.stdout, quiet.output

@@ -88,7 +88,7 @@ def test_a_new_sampler_is_one_declaration(toy):
     assert exact <= eps <= 1.1 * exact
     assert "sampling: toy; neighbours: add-remove (sensitivity C)" in res.caption
     # what the table says the toy does not answer is refused, as for any sampler
-    with pytest.raises(InputError, match="use --accountant rdp for --sampling toy"):
+    with pytest.raises(InputError, match="use --method rdp for --sampling toy"):
         sgd_epsilon(
             SgdEpsilonParams(
                 delta=[delta],

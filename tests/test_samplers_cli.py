@@ -36,7 +36,7 @@ def test_poisson_replace_one_rows_contain_dp_accounting():
     import dp_accounting as dpa
     from dp_accounting.pld import pld_privacy_accountant
 
-    rows = _rows([*RUN, "--neighbors", "replace-one", "--accountant", "all"])
+    rows = _rows([*RUN, "--neighbors", "replace-one", "--method", "all"])
     by = {r["accountant"]: r for r in rows}
     assert set(by) == {"rdp", "pld"}  # abadi is for add/remove only
     acc = pld_privacy_accountant.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE, 1e-4)
@@ -80,7 +80,7 @@ def test_shuffle_rows():
         assert 0 < lo < up
         assert r["neighbors"] == "replace-one" and "LOWER bound of Chua et al. 2024" in r["note"]
     # the shuffled run's lower bound exceeds the Poisson number people report for the same run
-    pois = _rows([*SHUFFLE, "--epochs", "60", "--accountant", "pld"])
+    pois = _rows([*SHUFFLE, "--epochs", "60", "--method", "pld"])
     assert float(rows[1]["epsilon_lower"]) > float(pois[0]["epsilon"])
 
 
@@ -89,7 +89,7 @@ def test_shuffle_rows():
     [
         (["--sampling", "shuffle", "--neighbors", "add-remove", "--epochs", "1"], "--neighbors"),
         (["--sampling", "shuffle", "--target-epsilon", "3"], "--target-epsilon"),
-        (["--sampling", "shuffle", "--epochs", "1", "--accountant", "pld"], "--accountant"),
+        (["--sampling", "shuffle", "--epochs", "1", "--method", "pld"], "--method"),
     ],
 )
 def test_refusals_exit_2(extra, word):

@@ -40,7 +40,7 @@ def _csv(phases) -> str:
 def test_one_phase_is_todays_sgd_epsilon_exactly(accountant, tmp_path):
     path = tmp_path / "one.csv"
     path.write_text("sigma,batch_size,dataset_size,epochs\n1.1,256,60000,3\n")
-    (row,) = _rows(["sgd-epsilon", "--schedule", str(path), "--delta", "1e-5", "--accountant", accountant])
+    (row,) = _rows(["sgd-epsilon", "--schedule", str(path), "--delta", "1e-5", "--method", accountant])
     (want,) = _rows(
         [
             "sgd-epsilon",
@@ -54,7 +54,7 @@ def test_one_phase_is_todays_sgd_epsilon_exactly(accountant, tmp_path):
             "3",
             "--delta",
             "1e-5",
-            "--accountant",
+            "--method",
             accountant,
         ]
     )
@@ -65,7 +65,7 @@ def test_one_phase_is_todays_sgd_epsilon_exactly(accountant, tmp_path):
 @pytest.mark.parametrize("accountant", ["rdp", "pld"])
 def test_the_last_row_is_the_composition_of_the_phases(accountant):
     rows = _rows(
-        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--accountant", accountant], stdin=_csv(PHASES)
+        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--method", accountant], stdin=_csv(PHASES)
     )
     specs = [f"subsampled-gaussian:sigma={s!r},q={q!r},count={t}" for s, q, t in PHASES]
     comp = api.compose(specs, delta=1e-5, method=accountant)
@@ -85,22 +85,22 @@ def test_phases_in_any_order_give_the_same_total(order):
 def test_an_opacus_history_and_an_accountant_state():
     history = [[s, q, t] for s, q, t in PHASES]
     a = _rows(
-        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--accountant", "all"],
+        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--method", "all"],
         stdin=json.dumps(history),
     )
     b = _rows(
-        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--accountant", "all"],
+        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--method", "all"],
         stdin=json.dumps({"history": history, "mechanism": "rdp"}),
     )
     c = _rows(
-        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--accountant", "all"], stdin=_csv(PHASES)
+        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--method", "all"], stdin=_csv(PHASES)
     )
     assert a == b == c
     acc = api.Accountant("pld")
     for s, q, t in PHASES:
         acc.step(noise_multiplier=s, sample_rate=q, steps=t)
     d = _rows(
-        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--accountant", "pld"], stdin=acc.to_json()
+        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--method", "pld"], stdin=acc.to_json()
     )
     assert d[-1]["epsilon"] == repr(acc.get_epsilon(1e-5))
 
@@ -126,7 +126,7 @@ def test_opacus_own_accountant_on_the_same_history(delta):
     want = OPACUS_EPSILON[delta]
     assert want <= same <= want * (1 + 1e-10)
     rows = _rows(
-        ["sgd-epsilon", "--schedule", "-", "--delta", repr(delta), "--accountant", "all"],
+        ["sgd-epsilon", "--schedule", "-", "--delta", repr(delta), "--method", "all"],
         stdin=json.dumps({"history": [list(p) for p in OPACUS_HISTORY]}),
     )
     last = {r["accountant"]: float(r["epsilon"]) for r in rows if r["phase"] == "2"}
@@ -187,7 +187,7 @@ def test_one_free_phase_is_sgd_epsilons_calibration():
     row's noise and ε exactly, the rdp row's noise the library's (rounded up, so at most 1e-12 above)."""
     (s, q, t) = PHASES[1]
     got = _rows(
-        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--target-epsilon", "3", "--accountant", "all"],
+        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--target-epsilon", "3", "--method", "all"],
         stdin=_free_csv([PHASES[1]], 0),
     )
     want = _rows(
@@ -202,7 +202,7 @@ def test_one_free_phase_is_sgd_epsilons_calibration():
             "--target-epsilon",
             "3",
         ]
-        + ["--accountant", "all"]
+        + ["--method", "all"]
     )
     g = {r["accountant"]: r for r in got}
     w = {r["method"]: r for r in want}
@@ -229,7 +229,7 @@ def test_the_noise_found_meets_the_target_and_a_little_less_misses_it(free, name
             "1e-5",
             "--target-epsilon",
             repr(target),
-            "--accountant",
+            "--method",
             "all",
         ],
         stdin=_free_csv(PHASES, free),
@@ -242,12 +242,12 @@ def test_the_noise_found_meets_the_target_and_a_little_less_misses_it(free, name
         sigma = float(mine[free]["noise_multiplier"])
         below = [(sigma / (1 + 1e-4) if i == free else s, q, t) for i, (s, q, t) in enumerate(PHASES)]
         again = _rows(
-            ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--accountant", name], stdin=_csv(below)
+            ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--method", name], stdin=_csv(below)
         )
         assert float(again[-1]["epsilon"]) > target
         same = [(sigma if i == free else s, q, t) for i, (s, q, t) in enumerate(PHASES)]
         again = _rows(
-            ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--accountant", name], stdin=_csv(same)
+            ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--method", name], stdin=_csv(same)
         )
         assert again[-1]["epsilon"] == mine[-1]["epsilon"]
 
@@ -256,7 +256,7 @@ def test_an_unreachable_target_says_so():
     """The other phases alone are above the target: no noise meets it; the free phase and those after it get
     no finite bound, the phases before it their own ε."""
     rows = _rows(
-        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--target-epsilon", "1", "--accountant", "all"],
+        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--target-epsilon", "1", "--method", "all"],
         stdin=json.dumps([[0.5, 0.1, 1000], [None, 0.01, 10]]),
     )
     for name in ("rdp", "pld"):
@@ -333,7 +333,7 @@ def test_phases_of_several_samplers_compose_by_their_curves():
     back = _rows(["sgd-epsilon", "--schedule", "-", "--delta", "1e-5"], stdin=head + "".join(lines[::-1]))
     assert float(back[-1]["epsilon"]) == pytest.approx(eps[-1], rel=1e-12)
     pld = _run(
-        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--accountant", "pld"],
+        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--method", "pld"],
         stdin=head + "".join(lines),
     )
     assert pld.exit_code == 2 and "line 2: sampling fixed-size: the pld accountant" in pld.output

@@ -121,7 +121,7 @@ def test_accountant_all_fixed_size():
                 "1e-5",
                 "--sampling",
                 "fixed-size",
-                "--accountant",
+                "--method",
                 "all",
                 "-f",
                 "csv",
@@ -147,7 +147,7 @@ def test_accountant_all_poisson_has_abadi_flagged():
                 "1000",
                 "--delta",
                 "1e-5",
-                "--accountant",
+                "--method",
                 "all",
                 "-f",
                 "csv",
@@ -339,10 +339,10 @@ def test_sigma_tiny_gives_finite_or_inf_never_nan():
     "left_out", [["--sample-rate", "0.01", "--steps", "1000"], ["--sigma", "1", "--steps", "1000"]]
 )
 def test_tiny_target_is_refused_up_front_when_solving_for_sigma_or_rate(invoke, accountant, left_out):
-    # issue 27: --target-epsilon 1e-300 --accountant pld ran for more than 300 s
+    # issue 27: --target-epsilon 1e-300 --method pld ran for more than 300 s
     from dpcalc.commands.sgd_epsilon import TARGET_MIN
 
-    args = ["sgd-epsilon", *left_out, "--delta", "1e-5", "--accountant", accountant]
+    args = ["sgd-epsilon", *left_out, "--delta", "1e-5", "--method", accountant]
     res = invoke([*args, "--target-epsilon", "1e-300"])
     assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
     assert "--target-epsilon" in res.stderr and f"{TARGET_MIN:g}" in res.stderr
@@ -372,9 +372,9 @@ def test_pld_sweep_above_the_limit_is_refused_up_front(invoke, accountant):
     from dpcalc.commands.sgd_epsilon import PLD_MAX_CONFIGS
 
     grid = ["--sigma", "0.5:5:0.05", "--sample-rate", "0.001:0.1:x1.05", "--steps", "100:1000:100"]
-    res = invoke(["sgd-epsilon", *grid, "--delta", "1e-5", "--accountant", accountant])
+    res = invoke(["sgd-epsilon", *grid, "--delta", "1e-5", "--method", accountant])
     assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
-    assert "--accountant" in res.stderr and f"{PLD_MAX_CONFIGS:,}" in res.stderr
+    assert "--method" in res.stderr and f"{PLD_MAX_CONFIGS:,}" in res.stderr
     # the rdp accountant streams a sweep of 910 configurations (within its own limit of 2,000)
     rdp = ["sgd-epsilon", *grid[:2], "--sample-rate", "0.01", *grid[4:], "--delta", "1e-5", "-f", "csv"]
     res = invoke(rdp)

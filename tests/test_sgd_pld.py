@@ -1,4 +1,4 @@
-"""sgd-epsilon --accountant pld: the PLD bracket wired into DP-SGD accounting (issue 5)."""
+"""sgd-epsilon --method pld: the PLD bracket wired into DP-SGD accounting (issue 5)."""
 
 import csv
 import io
@@ -14,7 +14,7 @@ CONFIG_A = ["--sigma", "1.1", "--sample-rate", "0.004267", "--steps", "14063", "
 
 
 def test_all_has_pld_bracket_below_rdp(invoke):
-    r = invoke(["sgd-epsilon", *CONFIG_A, "--accountant", "all", "-f", "csv"])
+    r = invoke(["sgd-epsilon", *CONFIG_A, "--method", "all", "-f", "csv"])
     assert r.exit_code == 0, r.stderr
     by = {row["method"]: row for row in rows(r.stdout)}
     pld, rdp = by["pld"], by["rdp"]
@@ -26,20 +26,20 @@ def test_all_has_pld_bracket_below_rdp(invoke):
 
 
 def test_quiet_prints_the_upper_end(invoke):
-    full = rows(invoke(["sgd-epsilon", *CONFIG_A, "--accountant", "pld", "-f", "csv"]).stdout)
-    q = invoke(["sgd-epsilon", *CONFIG_A, "--accountant", "pld", "-q"])
+    full = rows(invoke(["sgd-epsilon", *CONFIG_A, "--method", "pld", "-f", "csv"]).stdout)
+    q = invoke(["sgd-epsilon", *CONFIG_A, "--method", "pld", "-q"])
     assert float(q.stdout) == float(full[0]["epsilon"])  # the certified upper end
     assert float(full[0]["epsilon_estimate"]) <= float(full[0]["epsilon"])
 
 
 def test_budget_judges_the_upper_end(invoke):
-    full = rows(invoke(["sgd-epsilon", *CONFIG_A, "--accountant", "pld", "-f", "csv"]).stdout)[0]
+    full = rows(invoke(["sgd-epsilon", *CONFIG_A, "--method", "pld", "-f", "csv"]).stdout)[0]
     lo, up = float(full["epsilon_lower"]), float(full["epsilon"])
     between = (lo + up) / 2  # above the lower end: a check on the estimate or the lower end could pass
-    r = invoke(["sgd-epsilon", *CONFIG_A, "--accountant", "pld", "-q", "--max-epsilon", repr(between)])
+    r = invoke(["sgd-epsilon", *CONFIG_A, "--method", "pld", "-q", "--max-epsilon", repr(between)])
     assert r.exit_code == (3 if up > between else 0)
     assert (
-        invoke(["sgd-epsilon", *CONFIG_A, "--accountant", "pld", "-q", "--max-epsilon", repr(up)]).exit_code
+        invoke(["sgd-epsilon", *CONFIG_A, "--method", "pld", "-q", "--max-epsilon", repr(up)]).exit_code
         == 0
     )
 
@@ -49,7 +49,7 @@ def test_budget_judges_the_upper_end(invoke):
     [
         (  # a loss beyond the range of double precision: the refusal points to the RDP accountant
             ["--sigma", "0.01", "--sample-rate", "0.5", "--steps", "10", "--delta", "1e-5"],
-            "--accountant rdp",
+            "--method rdp",
         ),
         (
             [
@@ -66,12 +66,12 @@ def test_budget_judges_the_upper_end(invoke):
                 "--sampling",
                 "fixed-size",
             ],
-            "--accountant pld",
+            "--method pld",
         ),
     ],
 )
 def test_pld_refusals(invoke, extra, fragment):
-    r = invoke(["sgd-epsilon", *extra, "--accountant", "pld"])
+    r = invoke(["sgd-epsilon", *extra, "--method", "pld"])
     assert r.exit_code == 2 and fragment in r.stderr and r.stdout == ""
 
 
@@ -91,7 +91,7 @@ def test_all_leaves_pld_out_where_it_does_not_apply(invoke):
             "1e-5",
             "--sampling",
             "fixed-size",
-            "--accountant",
+            "--method",
             "all",
             "-f",
             "csv",
@@ -119,7 +119,7 @@ def test_plot_with_bracket(invoke, tmp_path):
             "1000,5000,14063",
             "--delta",
             "1e-5",
-            "--accountant",
+            "--method",
             "all",
             "--plot",
             str(png),
@@ -141,7 +141,7 @@ def test_certified_zero_equals_the_pld(invoke, neighbors, q, sigma, steps, delta
     from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 
     args = ["--sigma", str(sigma), "--sample-rate", str(q), "--steps", str(steps), "--delta", str(delta)]
-    res = invoke(["sgd-epsilon", *args, "--neighbors", neighbors, "--accountant", "pld", "-f", "csv"])
+    res = invoke(["sgd-epsilon", *args, "--neighbors", neighbors, "--method", "pld", "-f", "csv"])
     assert res.exit_code == 0, res.stderr
     (row,) = rows(res.stdout)
     rdp = accounting.epsilon_rdp(q, sigma, steps, delta, neighbors=neighbors, warn=False).epsilon
@@ -155,6 +155,6 @@ def test_certified_zero_equals_the_pld(invoke, neighbors, q, sigma, steps, delta
 
 def test_certified_zero_only_where_the_renyi_bound_is_zero(invoke):
     args = ["--sigma", "1.1", "--sample-rate", "0.004267", "--steps", "100", "--delta", "1e-3"]
-    res = invoke(["sgd-epsilon", *args, "--accountant", "pld", "-f", "csv"])
+    res = invoke(["sgd-epsilon", *args, "--method", "pld", "-f", "csv"])
     (row,) = rows(res.stdout)
     assert res.exit_code == 0 and float(row["epsilon"]) > 0 and row["note"] == ""

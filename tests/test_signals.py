@@ -54,7 +54,7 @@ DELAYS = [i * 0.025 for i in range(25)]
 @pytest.mark.parametrize("delay", DELAYS)
 def test_ctrl_c_at_any_moment_is_quiet(delay):
     cmd = [sys.executable, "-m", "dpcalc", "sgd-epsilon", "--sigma", "1", "--sample-rate", "0.01"]
-    cmd += ["--steps", "1000", "--delta", "1e-5", "--accountant", "pld", "-f", "csv"]
+    cmd += ["--steps", "1000", "--delta", "1e-5", "--method", "pld", "-f", "csv"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)

@@ -77,7 +77,7 @@ def test_sgd_epsilon_steps_sweep_is_refused(invoke):
         "1e-5",
     ]
     line = _refused(
-        invoke([*args, "-f", "csv"]), "--steps (1,000,000)", "1,000,000 configurations", "--accountant rdp"
+        invoke([*args, "-f", "csv"]), "--steps (1,000,000)", "1,000,000 configurations", "--method rdp"
     )
     assert (
         "more than 33,332" in line
@@ -98,7 +98,7 @@ def test_sgd_epsilon_grid_of_the_benchmark_is_admitted_and_its_curves_are_counte
             p, ["rdp"], None, {"--sample-rate": 200, "--noise-multiplier": 50, "--steps": 1, "--delta": 1}
         )
     wide = ["--sample-rate", "0.001:0.2:x1.0032", "--noise-multiplier", "0.5:2.95:0.05", "--delta", "1e-5"]
-    _refused(invoke(["sgd-epsilon", *wide, "--steps", "1000"]), "configurations", "--accountant rdp")
+    _refused(invoke(["sgd-epsilon", *wide, "--steps", "1000"]), "configurations", "--method rdp")
 
 
 def test_sgd_epsilon_limit_follows_the_sampling_and_the_search(invoke):
@@ -124,7 +124,7 @@ def test_sgd_epsilon_library_is_bounded_too():
 
 def test_seed_out_of_range_is_refused_at_the_option(invoke):
     args = ["sgd-epsilon", "--sigma", "0.8", "--sample-rate", "0.25", "--steps", "4", "--delta", "1e-3"]
-    args += ["--sampling", "balls-in-bins", "--accountant", "mc", "--mc-samples", "20000"]
+    args += ["--sampling", "balls-in-bins", "--method", "mc", "--mc-samples", "20000"]
     _refused(invoke([*args, "--seed", "-1"]), "'--seed'")
     _refused(invoke([*args, "--seed", str(2**63)]), "'--seed'")
     p = SgdEpsilonParams(

@@ -80,6 +80,8 @@ def test_the_quick_start_table_leaves_out_the_rows_that_do_not_apply():
         "target_epsilon",
         "epsilon_lower",
         "epsilon_estimate",
+        "delta_lower",
+        "delta_estimate",
         "confidence",
         "samples",
         "group_size",
@@ -88,7 +90,7 @@ def test_the_quick_start_table_leaves_out_the_rows_that_do_not_apply():
     for name in ("sample_rate", "noise_multiplier", "steps", "epsilon", "alpha", "valid"):
         assert re.search(rf"│ {name} +│", text), (name, text)
     assert len(re.findall(r"\d+ columns? not shown: none apply", text)) == 1, text
-    assert "8 columns not shown: none apply" in text
+    assert "10 columns not shown: none apply" in text
 
 
 def test_csv_and_json_keep_every_column(invoke):
@@ -168,11 +170,11 @@ EVERY_COMMAND = [
     QUICK_START,
     FAILED_AUDIT,
     "sgd-epsilon --sigma 1.1 --batch-size 256 --dataset-size 60000 --epochs 60 --delta 1e-5 --sampling "
-    "truncated-poisson --max-batch-size 300 --accountant pld",
-    "sgd-epsilon --sigma 1.1 --sample-rate 0.004267 --steps 1000:14000:1000 --delta 1e-5 --accountant all",
-    "sgd-epsilon --target-epsilon 3 --sigma 1.1 --dataset-size 60000 --epochs 60 --delta 1e-5 --accountant all",
-    "sgd-epsilon --sigma 1.1 --sample-rate 0.01 --steps 1000 --prior 0.01,0.5 --accountant all",
-    "sgd-epsilon --schedule docs/examples/schedule.csv --delta 1e-5 --accountant all",
+    "truncated-poisson --max-batch-size 300 --method pld",
+    "sgd-epsilon --sigma 1.1 --sample-rate 0.004267 --steps 1000:14000:1000 --delta 1e-5 --method all",
+    "sgd-epsilon --target-epsilon 3 --sigma 1.1 --dataset-size 60000 --epochs 60 --delta 1e-5 --method all",
+    "sgd-epsilon --sigma 1.1 --sample-rate 0.01 --steps 1000 --prior 0.01,0.5 --method all",
+    "sgd-epsilon --schedule docs/examples/schedule.csv --delta 1e-5 --method all",
     "convert --alpha 2,4,8 --rdp 0.5,1 --delta 1e-5,1e-8 --method all",
     "convert --from dp --alpha 10 --epsilon 1 --delta 1e-5 --method all",
     "convert --curve docs/examples/curve.csv --delta 1e-8:1e-5:x10",

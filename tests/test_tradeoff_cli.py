@@ -67,7 +67,7 @@ def test_clt_rows_are_never_judged(invoke):
             "50",
             "--fpr",
             "0.01",
-            "--accountant",
+            "--method",
             "all",
             "-f",
             "csv",
@@ -108,7 +108,7 @@ def test_sgd_full_batch_is_exact_gdp(invoke):
             "10",
             "--fpr",
             "1e-4",
-            "--accountant",
+            "--method",
             "all",
             "-f",
             "csv",
@@ -242,7 +242,7 @@ def test_a_budget_on_a_quantity_not_reported_is_refused_before_any_row(invoke, a
 @pytest.mark.parametrize(
     "args",
     [
-        ["sgd-epsilon", "--sigma", "1.1", "--sample-rate", "0.01", "--steps", "1000", "--accountant", "pld"],
+        ["sgd-epsilon", "--sigma", "1.1", "--sample-rate", "0.01", "--steps", "1000", "--method", "pld"],
         ["compose", "gaussian:sigma=3"],
         ["convert", "--alpha", "2", "--rdp", "0.5"],
     ],

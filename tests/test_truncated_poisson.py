@@ -271,7 +271,7 @@ def test_cli_rows_equal_the_engine():
     import csv
     import io
 
-    r = _cli([*TRUNC, "--max-batch-size", "270,300", "--accountant", "all"])
+    r = _cli([*TRUNC, "--max-batch-size", "270,300", "--method", "all"])
     assert r.exit_code == 0, r.stderr
     rows = list(csv.DictReader(io.StringIO(r.stdout)))
     assert {(x["accountant"], x["max_batch_size"]) for x in rows} == {
@@ -302,7 +302,7 @@ def test_cli_rows_equal_the_engine():
         (["--max-batch-size", "300", "--sampling", "poisson"], "--max-batch-size applies to"),
         ([], "needs --max-batch-size"),
         (["--max-batch-size", "300", "--tuning-runs", "poisson:mean=2"], "--tuning-runs"),
-        (["--max-batch-size", "300", "--accountant", "abadi"], "--accountant abadi"),
+        (["--max-batch-size", "300", "--method", "abadi"], "--method abadi"),
         (["--max-batch-size", "0"], "--max-batch-size"),
         (["--max-batch-size", "300", "--fpr", "0.01"], "--fpr"),
     ],
@@ -320,7 +320,7 @@ def test_cli_refusals(extra, message):
 
 # ------------------------------------------------------------------------------------ inverse questions
 
-INVERSE = ["sgd-epsilon", "--dataset-size", "60000", "--delta", "1e-5", "--accountant", "all"]
+INVERSE = ["sgd-epsilon", "--dataset-size", "60000", "--delta", "1e-5", "--method", "all"]
 
 
 def _rows(args):

@@ -357,7 +357,7 @@ SGD = ["sgd-epsilon", "--sigma", "1.1", "--sample-rate", "0.004267", "--steps", 
 def test_sgd_rdp_row_is_tuned(invoke):
     from dpcalc.engine.dpsgd import accounting as sgd
 
-    rows = _rows(invoke(SGD + ["--tuning-runs", "logarithmic:mean=20", "--accountant", "all", "-f", "csv"]))
+    rows = _rows(invoke(SGD + ["--tuning-runs", "logarithmic:mean=20", "--method", "all", "-f", "csv"]))
     by = {r["accountant"]: r for r in rows}
     assert (
         by["rdp"]["note"]
@@ -387,7 +387,7 @@ def test_sgd_conversion_and_poisson(invoke):
             ["--target-epsilon", "3", "--sample-rate", "0.01", "--sigma", "1", "--delta", "1e-5"],
             "--tuning-runs with --target-epsilon solves for the noise multiplier only",
         ),
-        (SGD[1:] + ["--accountant", "pld"], "--tuning-runs applies to --accountant rdp"),
+        (SGD[1:] + ["--method", "pld"], "--tuning-runs applies to --method rdp"),
         (
             ["--sigma", "1", "--sample-rate", "0.01", "--steps", "10", "--rdp-curve"],
             "--tuning-runs cannot be used with --rdp-curve",
@@ -483,7 +483,7 @@ def test_sgd_target_epsilon_calibrates_sigma_of_the_tuned_run(runs, conversion, 
         return float(r["epsilon"])
 
     assert tuned(sigma) <= 2.0 < tuned(sigma * (1 - 1e-3))
-    (plain,) = _rows(invoke([*base, "--target-epsilon", "2", "--accountant", "rdp"]))
+    (plain,) = _rows(invoke([*base, "--target-epsilon", "2", "--method", "rdp"]))
     assert float(plain["noise_multiplier"]) < sigma
 
 

@@ -89,6 +89,7 @@ class DpcalcGroup(click.Group):
         except (click.exceptions.Abort, KeyboardInterrupt):  # Ctrl-C: the shell's convention, quietly
             sys.exit(130)
         except click.ClickException as exc:
+            _hint_spelling(exc)
             _print_error(exc.format_message(), verdict=exc.exit_code == ExitCode.BUDGET_EXCEEDED)
             sys.exit(exc.exit_code)
         except InputError as exc:
@@ -106,6 +107,25 @@ class DpcalcGroup(click.Group):
             _print_error(f"internal error: {type(exc).__name__}: {exc} (set DPCALC_DEBUG=1 for a traceback)")
             sys.exit(ExitCode.ERROR)
         sys.exit(rv if isinstance(rv, int) else ExitCode.OK)
+
+
+#: Spellings of one idea across the commands: an option one command names the other way gets click's "Did you
+#: mean" hint at the name that command takes (sgd-epsilon's accountant was --accountant; every command says
+#: --method, and sgd-epsilon still takes --accountant, hidden).
+_SPELLINGS = {"--accountant": "--method", "--method": "--accountant"}
+
+
+def _hint_spelling(exc: click.ClickException) -> None:
+    """Where ``exc`` is click's "No such option" for a spelling of :data:`_SPELLINGS` without a close match, point
+    at the other spelling if the command takes it (difflib finds no likeness between these names)."""
+    if not isinstance(exc, click.exceptions.NoSuchOption) or exc.possibilities:
+        return
+    other = _SPELLINGS.get(exc.option_name)
+    command = exc.ctx.command if exc.ctx is not None else None
+    if other is None or command is None:
+        return
+    if any(other in p.opts for p in command.params if isinstance(p, click.Option)):
+        exc.possibilities = [other]  # click words it: "No such option '--x'. Did you mean '--y'?"
 
 
 def _refuse_repeats(cmd: click.Command, args: list[str]) -> None:

@@ -24,6 +24,10 @@ MAN_EXAMPLES = [
         "dpcalc iterate --sigma 5 --lipschitz 1 --lr 0.05 --steps 100 --alpha 2,4,5 --method feldman",
     ),
     (
+        "The Rényi bound at α = 2 and ε at δ = 1e-5 in the same rows:",
+        "dpcalc iterate --sigma 5 --lipschitz 1 --lr 0.05 --steps 100 --alpha 2 --delta 1e-5",
+    ),
+    (
         "A curve over the number of steps, drawn to a file:",
         "dpcalc iterate --sigma 3 --lipschitz 1 --lr 0.1 --steps 10:100000:x10 --delta 1e-5 --plot iterate.png",
     ),
@@ -44,7 +48,9 @@ feldman: Feldman, Mironov, Talwar and Thakurta 2018 (convex, β-smooth loss, η 
 (default) this log T form, as usually quoted, is used where our derivation certifies it (T >= 37);
 below that, 2(e−1)αL²H_T/(Tσ²) (T = 1 would otherwise give 0).  --feldman-log harmonic uses
 1 + ln T.  For (ε, δ) the RDP bound is converted order by order (--conversion, default asoodeh, the
-closed form) and optimised over α in (1, α*]; the alpha column is the best order.
+closed form) and optimised over α in (1, α*]; the alpha column is the best order.  --alpha beside
+--delta or --epsilon (the rule langevin follows too) gives both in one row: alpha and rdp the order
+asked and its Rényi bound, best_alpha the order of the (ε, δ) answer.
 
 asoodeh: Asoodeh, Diaz and Calmon (arXiv 2012.11035), E_γ contraction of the Gaussian kernel:
 δ(ε) = θ_ε(2L/σ) / (T (1 − θ_ε((D + 2ηL)/(ησ)))) with θ_ε(r) the Gaussian mechanism's exact δ and
@@ -97,7 +103,12 @@ are converted over continuous α, so dpcalc convert --curve of a curve on a grid
     help="Target δ in (0, 1): report ε (not 0: the noise is Gaussian, so no finite ε holds at δ = 0).",
 )
 @click.option("--epsilon", type=Grid(lo=0, lo_open=False), help="Target ε >= 0: report δ.")
-@click.option("--alpha", type=Grid(lo=1), help="Rényi order α > 1: report the Rényi bound.")
+@click.option(
+    "--alpha",
+    type=Grid(lo=1),
+    help="Rényi order α > 1: report the Rényi bound (beside --delta or --epsilon: both, best_alpha the order of "
+    "the (ε, δ) answer).",
+)
 @click.option(
     "--method",
     type=click.Choice([*ITERATE_METHODS, "cni", "all"]),
@@ -156,8 +167,9 @@ def command(
 ):
     """Privacy of noisy SGD when only a randomly-stopped iterate is released.
 
-    Projected noisy SGD, one pass over the data: give --sigma, --lipschitz, --lr, --steps and exactly
-    one of --delta (to get ε), --epsilon (to get δ) or --alpha (to get the Rényi bound).  Rows compare
+    Projected noisy SGD, one pass over the data: give --sigma, --lipschitz, --lr, --steps and one of
+    --delta (to get ε) or --epsilon (to get δ), --alpha (to get the Rényi bound), or --alpha with one of
+    them (each row then reports both, as langevin does).  Rows compare
     Feldman et al.'s amplification by iteration, Asoodeh et al.'s contraction bound and the
     composition baseline that releases every iterate.  Every numeric option takes sweeps.
     With --rdp-curve, the Rényi curve of each bound that has one instead (feldman, composition, cni).

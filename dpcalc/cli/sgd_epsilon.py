@@ -76,15 +76,30 @@ RUN_HELP = {
     "ε = inf: the subsampled Gaussian's privacy loss is unbounded (not with --target-epsilon).",
 )
 @click.option(
-    "--accountant",
+    "--epsilon",
+    type=Grid(lo=0, lo_open=False),
+    default=None,
+    help="Target ε >= 0: report δ at ε instead of ε at --delta (rdp: the Rényi curve's conversion; pld: the "
+    "certified bracket [delta_lower, delta]; abadi, bassily: their formulas solved for δ; mc: a bound with a "
+    "confidence).",
+)
+@click.option(
+    "--method",
     type=click.Choice([*SGD_ACCOUNTANTS, "all"]),
-    default="rdp",
-    show_default=True,
-    help="rdp (exact RDP), pld (privacy loss distributions: a certified [lower, upper] bracket; random "
+    default=None,
+    help="The accountant [default: rdp]: rdp (exact RDP), pld (privacy loss distributions: a certified [lower, upper] bracket; random "
     "allocation: the certified upper end), "
     "abadi (closed form, asymptotic), bassily (reference), mc (balls-in-bins by Monte Carlo: a bound with a "
     "confidence; only when asked for), rdp-group and dp-group (with --group-size: the RDP group property and "
     "the (ε, δ) group conversion of the example-level bound, for comparison), or all that apply.",
+)
+@click.option(
+    "--accountant",
+    "accountant_alias",
+    type=click.Choice([*SGD_ACCOUNTANTS, "all"]),
+    default=None,
+    hidden=True,
+    help="The former name of --method, still accepted.",
 )
 @click.option(
     "--group-size",
@@ -96,8 +111,8 @@ RUN_HELP = {
     "Poisson sampling each step is the mixture of Ganesh 2024, Thm 3.1: the pld row is its certified "
     "bracket, tight; the rdp row converts its Rényi curve, an upper bound that is loose for a large K at a "
     "small rate, where unlikely steps that take many of the person's examples drive the Rényi divergence "
-    "(K = 999, q = 1e-4, σ = 3, one step, δ = 1e-6: rdp 15.0, pld 0.257), so use --accountant pld there; "
-    "--accountant all adds the rdp-group and dp-group comparison rows.  Users sampled as units (a user's "
+    "(K = 999, q = 1e-4, σ = 3, one step, δ = 1e-6: rdp 15.0, pld 0.257), so use --method pld there; "
+    "--method all adds the rdp-group and dp-group comparison rows.  Users sampled as units (a user's "
     "whole contribution clipped together) are plain DP-SGD with users as --dataset-size: no --group-size.",
 )
 @eps_error_option
@@ -126,7 +141,7 @@ RUN_HELP = {
     help="Neighbouring relation [default: replace-one for fixed-size and shuffle, else add-remove].",
 )
 @monte_carlo_options(
-    "--accountant mc",
+    "--method mc",
     "about 10 s per million samples per epoch of 234 steps; samples × steps above 2.5e8 are refused",
 )
 @click.option(
@@ -161,7 +176,9 @@ def command(
     schedule,
     write_dp_event,
     delta,
-    accountant,
+    epsilon,
+    method,
+    accountant_alias,
     group_size,
     conversion,
     sampling,
@@ -193,6 +210,7 @@ def command(
     Every numeric option takes sweeps; the output has one row per combination and accountant.
     With --rdp-curve, the Rényi curve of each configuration instead (no --delta needed).
     """
+    accountant = _method(method, accountant_alias)
     out = with_max_tpr(out, fpr, max_tpr)
     out, risk = risk_question(out, fpr, advantage, prior, max_advantage, target_advantage, target_tpr)
     accumulation = _accumulation(
@@ -222,19 +240,27 @@ def command(
                 "--physical-batch-size": physical_batch_size,
                 "--tuning-runs": tuning,
                 "--fpr": fpr,
+                "--epsilon": epsilon,
                 "--write-dp-event": write_dp_event or None,
                 "--rdp-curve": rdp_curve or None,
             },
         )
         return
+    if delta is not None and epsilon is not None:
+        raise click.UsageError("give exactly one of --delta (to get ε) or --epsilon (to get δ)")
+    if epsilon is not None and rdp_curve:
+        raise click.UsageError("--epsilon cannot be used with --rdp-curve (a curve has no ε or δ)")
     if target_tpr is None:
-        refuse_with(fpr, **{"--delta": delta, "--rdp-curve": rdp_curve, "--tuning-runs": tuning})
+        refuse_with(
+            fpr, **{"--delta": delta, "--epsilon": epsilon, "--rdp-curve": rdp_curve, "--tuning-runs": tuning}
+        )
     target = target_advantage if target_tpr is None else target_tpr
     if risk:
-        _refuse_with_risk(target, delta, rdp_curve, tuning, write_dp_event)
+        _refuse_with_risk(target, delta, rdp_curve, tuning, write_dp_event, epsilon)
     if (
         not wanted(rdp_curve, alphas, out)
         and delta is None
+        and epsilon is None
         and fpr is None
         and not write_dp_event
         and not risk
@@ -265,13 +291,14 @@ def command(
         seed=seed,
         accumulation=accumulation,
         group_size=tuple(group_size) if group_size is not None else 1,
+        epsilon=epsilon,
     )
     if write_dp_event:  # the run as a DpEvent, to check it in dp-accounting
         if out.plot:
             raise click.UsageError("--plot: --write-dp-event prints a DpEvent (JSON), nothing to draw")
         from dpcalc.commands.dp_events import sgd_event  # lazy: with the command's work
 
-        click.echo(sgd_event(params if delta is not None else _with_delta(params)))
+        click.echo(sgd_event(params if delta is not None else _with_delta(params)))  # (δ does not enter it)
         return
     if risk:  # membership-inference risk: advantage, an attacker's success (docs/math.md §10.4)
         goal = single(target_advantage, "--target-advantage")
@@ -289,8 +316,21 @@ def command(
     run(out, lambda: cmd.sgd_epsilon_stream(params, jobs=jobs))
 
 
-def _refuse_with_risk(target, delta, rdp_curve, tuning, write_dp_event) -> None:
+def _method(method, alias) -> str:
+    """The accountant asked for: --method, or its hidden former name --accountant (the same choices); both
+    with different values is a usage error naming both; neither: rdp."""
+    if method is not None and alias is not None and method != alias:
+        raise click.UsageError(
+            f"--method {method} and --accountant {alias} disagree: --accountant is the former name of --method; "
+            "give one"
+        )
+    return method or alias or "rdp"
+
+
+def _refuse_with_risk(target, delta, rdp_curve, tuning, write_dp_event, epsilon=None) -> None:
     """What cannot go with --advantage/--prior/--target-advantage/--target-tpr (a usage error naming it)."""
+    if epsilon is not None:
+        raise click.UsageError("--advantage/--prior replace --epsilon as the question: give one of them")
     if target is None and delta is not None:
         raise click.UsageError(
             "--advantage/--prior replace --delta as the question (--delta goes with --target-advantage)"
@@ -329,7 +369,7 @@ def _accumulation(physical, steps, batch_size, sample_rate, dataset_size):
 
 def _with_delta(params):
     """``params`` with a placeholder δ (a DpEvent does not depend on δ; the checks ask for one)."""
-    return dataclasses.replace(params, delta=[1e-5])
+    return dataclasses.replace(params, delta=[1e-5], epsilon=None)
 
 
 def _schedule(

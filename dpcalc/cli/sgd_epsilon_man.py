@@ -12,7 +12,11 @@ MAN_EXAMPLES = [
     ),
     (
         "Every accountant side by side (exact RDP, the Abadi et al. closed form):",
-        "dpcalc sgd-epsilon --sigma 4 --sample-rate 0.04 --steps 1000 --delta 1e-5 --accountant all",
+        "dpcalc sgd-epsilon --sigma 4 --sample-rate 0.04 --steps 1000 --delta 1e-5 --method all",
+    ),
+    (
+        "δ at ε = 1, 2 and 4 instead (pld: the certified bracket [delta_lower, delta]):",
+        "dpcalc sgd-epsilon --sigma 1.1 --sample-rate 0.004267 --steps 14063 --epsilon 1,2,4 --method pld",
     ),
     (
         "The smallest noise multiplier for ε <= 3:",
@@ -20,7 +24,7 @@ MAN_EXAMPLES = [
     ),
     (
         "The same with the tight accountant (certified, less noise):",
-        "dpcalc sgd-epsilon --target-epsilon 3 --sample-rate 0.004267 --steps 14063 --delta 1e-5 --accountant pld",
+        "dpcalc sgd-epsilon --target-epsilon 3 --sample-rate 0.004267 --steps 14063 --delta 1e-5 --method pld",
     ),
     (
         "The largest number of steps within ε <= 2:",
@@ -29,12 +33,12 @@ MAN_EXAMPLES = [
     (
         "The largest number of steps (and whole epochs) within ε <= 3, RDP beside the tight accountant:",
         "dpcalc sgd-epsilon --target-epsilon 3 --sigma 1.1 --batch-size 256 --dataset-size 60000 --delta 1e-5 "
-        "--accountant all",
+        "--method all",
     ),
     (
         "The largest batch size for 60 epochs within ε <= 3 (leave the batch size out):",
         "dpcalc sgd-epsilon --target-epsilon 3 --sigma 1.1 --dataset-size 60000 --epochs 60 --delta 1e-5 "
-        "--accountant pld",
+        "--method pld",
     ),
     (
         "Fixed-size batches (sampling without replacement), replace-one neighbours:",
@@ -49,30 +53,30 @@ MAN_EXAMPLES = [
     (
         "Poisson batches capped at 300 (a larger batch is cut to a random 300):",
         "dpcalc sgd-epsilon --sigma 1.1 --batch-size 256 --dataset-size 60000 --epochs 60 --delta 1e-5 "
-        "--sampling truncated-poisson --max-batch-size 300 --accountant pld",
+        "--sampling truncated-poisson --max-batch-size 300 --method pld",
     ),
     (
         "Balls-in-bins batches: the deterministic RDP bound, and one epoch by Monte Carlo (95 % confidence):",
         "dpcalc sgd-epsilon --sigma 1.1 --batch-size 256 --dataset-size 60000 --epochs 1 --delta 1e-5 "
-        "--sampling balls-in-bins --accountant mc",
+        "--sampling balls-in-bins --method mc",
     ),
     (
         "Poisson batches under replace-one neighbours, tight:",
         "dpcalc sgd-epsilon --sigma 1.1 --batch-size 256 --dataset-size 60000 --epochs 60 --delta 1e-5 "
-        "--neighbors replace-one --accountant pld",
+        "--neighbors replace-one --method pld",
     ),
     (
         "Tight accounting with a certified bracket, beside RDP:",
-        "dpcalc sgd-epsilon --sigma 1.1 --sample-rate 0.004267 --steps 14063 --delta 1e-5 --accountant all",
+        "dpcalc sgd-epsilon --sigma 1.1 --sample-rate 0.004267 --steps 14063 --delta 1e-5 --method all",
     ),
     (
         "ε by steps for every accountant, drawn to a file:",
         "dpcalc sgd-epsilon --sigma 1.1 --sample-rate 0.004267 --steps 1000:14000:1000 --delta 1e-5 "
-        "--accountant all --plot sgd.png",
+        "--method all --plot sgd.png",
     ),
     (
         "The best membership attack's true-positive rate at false-positive rates 1e-5 and 1e-3, every accountant:",
-        "dpcalc sgd-epsilon --sigma 1.1 --sample-rate 0.004267 --steps 1000 --fpr 1e-5,1e-3 --accountant all",
+        "dpcalc sgd-epsilon --sigma 1.1 --sample-rate 0.004267 --steps 1000 --fpr 1e-5,1e-3 --method all",
     ),
     (
         "The Rényi curve of a run (no δ needed), and ε from that curve:",
@@ -90,6 +94,16 @@ minimised over 225 orders from 1.01 to 10^4 (the best order is the alpha column)
 exact per-order conversion of Asoodeh et al. (on the orders around the best order of its closed
 form); balle: Balle et al. 2020 / Canonne et al. 2020; mironov: Mironov 2017.
 
+--epsilon E (instead of --delta): δ at ε, the headline (-q prints it, --max-delta judges it).  rdp:
+the run's Rényi curve converted at ε (--conversion, minimised over the orders); pld: the certified
+bracket [delta_lower, delta] of the composed PLD, the worse direction, delta_estimate inside it
+(lower end and estimate only where the bracket is the run's own, as for ε); abadi and bassily: their
+closed forms solved for δ (the same (ε, δ) pairs as their ε rows, valid where those are); dp-group:
+Vadhan's Lemma 2.2 at ε/K; mc: an upper bound on δ with probability confidence and its estimate;
+shuffle: the exact profile of its upper bound's Gaussians.  Not with --target-epsilon, --schedule,
+--tuning-runs, --rdp-curve or the risk questions.  (--accountant, the former name of --method, is
+still accepted.)
+
 pld: privacy loss distributions of the Poisson-subsampled Gaussian (both directions of the
 add/remove pair, the worse reported), composed by FFT: [epsilon_lower, epsilon] is a certified
 bracket (pessimistic and optimistic discretisation, truncation and aliasing counted in), so epsilon
@@ -105,7 +119,7 @@ log-log, then confirming the neighbouring value), about a second per target.
 Bounded work: a sweep is refused up front (exit 2, one line naming the swept options, the count and
 the limit) past about 10 s of CPU: 2000 configurations with the rdp accountant under Poisson or
 shuffle sampling, 200 under fixed-size, 250 under truncated-Poisson, 10 under balls-in-bins or random
-allocation, 50 with pld, 50000 with abadi or bassily (costs add up with --accountant all); a
+allocation, 50 with pld, 50000 with abadi or bassily (costs add up with --method all); a
 --target-epsilon search costs 10 to 100 times more per configuration, the mc accountant its samples.
 
 Sampling and neighbours: --sampling fixed-size uses the Wang, Balle and Kasiviswanathan 2019 bound
@@ -137,7 +151,7 @@ order, every neglected mass and the FFT round-off counted at +∞), an upper bou
 tighter than rdp and at or below Poisson's pld at rate 1/t (noise multipliers from about 0.7 up; δ above
 about 10^-11 per epoch of 234 steps, growing with the epoch's length).  Both answer --target-epsilon and
 --fpr.
---accountant mc (balls-in-bins only, never part of all): the Monte Carlo accountant of Chua et al. 2025
+--method mc (balls-in-bins only, never part of all): the Monte Carlo accountant of Chua et al. 2025
 (arXiv:2412.16802) — its epsilon holds with probability --confidence over the sampling (columns
 confidence and samples; --seed fixes it), an estimate beside it; not a deterministic bound.
 
@@ -176,7 +190,7 @@ lower (the accountant evaluates the exact conversion on a window of orders aroun
 
 --fpr X[,...]: for each false-positive rate α, tpr_upper, a certified upper bound on the
 true-positive rate of every membership test at α (docs: compose --fpr): rdp from the profile of the
-Rényi curve, pld a certified bracket [tpr_lower, tpr_upper]; with --accountant all also
+Rényi curve, pld a certified bracket [tpr_lower, tpr_upper]; with --method all also
 clt-asymptotic, the central-limit μ = q·sqrt(T(e^(1/σ²) − 1)) of Dong, Roth and Su 2022 and Bu et
 al. 2020 (an approximation, not a bound, never judged), and exact at q = 1 (μ = √T/σ, TPR =
 Φ(Φ⁻¹(α) + μ)).  Poisson sampling (either relation), truncated Poisson (one --max-batch-size and

@@ -15,7 +15,7 @@ HELP = (
     "Private hyperparameter tuning: the whole computation is run K times, K random with the given mean, "
     "and the best output released; KIND:mean=M with KIND geometric, poisson, logarithmic (mean > 1; "
     "poisson mean >= 1), or negative-binomial:mean=M,shape=η (η > −1, η ≠ 0).  Papernot & Steinke 2022 "
-    "(Thm 2, Thm 6): an RDP bound, for the rdp method/accountant only."
+    "(Thm 2, Thm 6): an RDP bound, for --method rdp only."
 )
 
 

@@ -11,7 +11,7 @@ CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
 
 #: sgd-epsilon's --conversion (its rdp accountant converts over a curve's orders: no asoodeh closed form).
 SGD_CONVERSIONS = ("optimal", "balle", "mironov")
-#: sgd-epsilon's --accountant (besides "all"): each an entry of
+#: sgd-epsilon's --method (besides "all"): each an entry of
 #: :data:`dpcalc.engine.dpsgd.accounting.ACCOUNTANTS`, or pld (:mod:`dpcalc.engine.pld`), or mc (balls-in-bins).
 #: rdp-group and dp-group are the generic group routes of --group-size (dpcalc.commands.sgd_group).
 SGD_ACCOUNTANTS = ("rdp", "pld", "abadi", "bassily", "mc", "rdp-group", "dp-group")

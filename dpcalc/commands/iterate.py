@@ -64,28 +64,41 @@ class IterateParams:
 
 
 def iterate(params: IterateParams) -> Result:
-    """One row per method and combination of the values given: ε, δ or the Rényi bound of the
+    """One row per method and combination of the values given: ε, δ and/or the Rényi bound of the
     randomly-stopped iterate.  Raises :class:`~dpcalc.errors.InputError` for an impossible
     combination."""
     p = params
-    given = [
-        name for name, v in (("delta", p.delta), ("epsilon", p.epsilon), ("alpha", p.alpha)) if v is not None
-    ]
-    if len(given) != 1:
-        raise InputError("give exactly one of --delta (to get ε), --epsilon (to get δ) or --alpha (RDP)")
+    query = profile_question(p.alpha, p.delta, p.epsilon)
     if p.method == "cni" and p.initial_distance is None:
         raise InputError("--method cni needs --initial-distance R")
     if p.method == "all":
         methods = (*METHODS, "cni") if p.initial_distance is not None else METHODS
     else:
         methods = (p.method,)
-    query = given[0]
-    target = {"delta": p.delta, "epsilon": p.epsilon, "alpha": p.alpha}[query]
+    target = None if query is None else (p.delta if query == "delta" else p.epsilon)
     grid = dict(sigma=p.sigma, lipschitz=p.lipschitz, lr=p.lr, steps=p.steps, diameter=p.diameter)
     if p.initial_distance is not None:
         grid["initial_distance"] = p.initial_distance
-    _check_rows({**grid, query: target}, len(methods))
-    return _compute(grid, query, target, methods, p.conversion, p.feldman_log, p.smoothness)
+    _check_rows({**grid, "alpha": p.alpha, "target": target}, len(methods))
+    return _compute(grid, query, target, p.alpha, methods, p.conversion, p.feldman_log, p.smoothness)
+
+
+def profile_question(alpha, delta, epsilon=None, epsilon_option: bool = True) -> str | None:
+    """The (ε, δ) question of iterate and langevin: ``"delta"`` (--delta: ε at δ), ``"epsilon"`` (--epsilon: δ
+    at ε) or None (--alpha alone).  One rule for both commands: --alpha (the Rényi bound at α) may come alone
+    or beside the (ε, δ) question, one row then carrying both; --delta and --epsilon exclude each other; at
+    least one question is asked.  ``epsilon_option``: whether the command has --epsilon (langevin has not)."""
+    if delta is not None and epsilon is not None:
+        raise InputError("give exactly one of --delta (to get ε) or --epsilon (to get δ)")
+    if alpha is None and delta is None and epsilon is None:
+        asked = "--delta (to get ε)" + (", --epsilon (to get δ)" if epsilon_option else "")
+        raise InputError(
+            f"give {asked} or --alpha (to get the Rényi bound), or --alpha with {_EITHER[epsilon_option]}"
+        )
+    return "delta" if delta is not None else "epsilon" if epsilon is not None else None
+
+
+_EITHER = {True: "one of the others (one row reports both)", False: "--delta (one row reports both)"}
 
 
 #: The most rows (combinations × methods) one run computes: the rows are held in memory together
@@ -99,9 +112,84 @@ def _check_rows(grid: dict, methods: int) -> None:
     sweep.check_rows(sizes, methods, limit=MAX_ROWS, per="methods")
 
 
-def _compute(params, query, target, methods, conversion, feldman_log, smoothness) -> Result:
-    g = product(**{k: np.asarray(v, float) for k, v in params.items()}, target=np.asarray(target, float))
-    s, lip, lr, t, diam, x = (g[k] for k in ("sigma", "lipschitz", "lr", "steps", "diameter", "target"))
+def _rdp_at(m, a, s, lip, t, feldman_log):
+    """Method ``m``'s Rényi bound at the orders ``a`` (nan where it has none) and its note."""
+    note = np.full(a.shape, "", dtype=object)
+    value = np.full(a.shape, np.nan)
+    if m == "feldman":
+        a_star = it.alpha_star(s, lip)
+        value = it.rdp_feldman(a, s, lip, t, log_form=feldman_log)
+        over = ~np.isfinite(value)
+        value = np.where(over, np.nan, value)
+        note = np.where(
+            over,
+            [
+                f"no bound: α > α* = {rounded(x, 'down', 7)} (needs σ² >= 2α(α−1)L²)"
+                for x in np.broadcast_to(np.atleast_1d(a_star), a.shape)
+            ],
+            note,
+        )
+    elif m == "asoodeh":
+        note[:] = "no Rényi bound: this bound is (ε, δ) only"
+    return value, note
+
+
+def _profile_at(m, query, x, s, lip, lr, t, diam, dist, conversion, feldman_log, notes):
+    """Method ``m``'s ε at δ = ``x`` (``query`` "delta") or δ at ε = ``x`` ("epsilon"): (value, best order, note);
+    a caption-level remark is appended to ``notes``."""
+    value, order, note = (
+        np.full(x.shape, np.nan),
+        np.full(x.shape, np.nan),
+        np.full(x.shape, "", dtype=object),
+    )
+    if m == "feldman":
+        fn = it.eps_feldman if query == "delta" else it.delta_feldman
+        value, order = fn(x, s, lip, t, conversion=conversion, log_form=feldman_log)
+        bad = "no finite ε certified" if query == "delta" else "vacuous: the bound is >= 1"
+        note = np.where((value >= 1) if query == "epsilon" else np.isinf(value), bad, note)
+        note = np.where(
+            np.asarray(it.alpha_star_minus_one(s, lip)) <= 1e-9,
+            "no usable order: α* ≈ 1 (σ ≪ L)",
+            note,
+        )
+    elif m == "asoodeh":
+        if query == "epsilon":
+            value = it.delta_asoodeh(x, s, lip, lr, t, diam)
+            vacuous = np.asarray(it.log_delta_asoodeh(x, s, lip, lr, t, diam)) >= 0
+            note = np.where(vacuous, "vacuous: the bound is >= 1", note)
+            if np.any(vacuous):
+                notes.append("asoodeh: δ >= 1 (vacuous) on some rows, reported as 1")
+        else:
+            value = it.eps_asoodeh(x, s, lip, lr, t, diam)
+            note = np.where(np.isinf(value), "no finite ε certified", note)
+    elif m == "cni":
+        coef = np.where(dist[1], np.inf, it.rdp_contractive_iteration(2.0, dist[0], dist[2], t) / 2.0)
+        fn = lg.eps_linear_curve if query == "delta" else lg.delta_linear_curve
+        value, order = fn(x, coef, conversion=conversion)
+    elif query == "epsilon":
+        value = it.delta_composition(x, s, lip)
+    else:
+        value = it.eps_composition(x, s, lip)
+    return value, order, note
+
+
+def _cni_noise(lr, s):
+    """cni's noise std ησ per step (docs/math.md §4.1) and where it underflowed: an underflowed ησ certifies
+    nothing (inf); an overflowed one is replaced by a smaller std (safe)."""
+    with np.errstate(over="ignore", under="ignore"):
+        noise = lr * s
+    gone = noise == 0
+    return np.where(gone, 1.0, np.minimum(noise, 1e308)), gone
+
+
+def _compute(params, query, target, alpha, methods, conversion, feldman_log, smoothness) -> Result:
+    axes = {k: np.asarray(v, float) for k, v in params.items()}
+    if alpha is not None:
+        axes["alpha"] = np.asarray(alpha, float)
+    if query is not None:
+        axes["target"] = np.asarray(target, float)
+    g = product(**axes)
+    s, lip, lr, t, diam = (g[k] for k in ("sigma", "lipschitz", "lr", "steps", "diameter"))
     dist = g.get("initial_distance")
     if smoothness is not None and "feldman" in methods:
         worst = float(np.max(lr)) * float(np.max(smoothness))
@@ -110,90 +198,76 @@ def _compute(params, query, target, methods, conversion, feldman_log, smoothness
                 f"--lr: feldman needs the step size η <= 2/β (a contractive gradient step), "
                 f"got η = {float(np.max(lr))!r} with β = {float(np.max(smoothness))!r}"
             )
-    nan = np.full(x.shape, np.nan)
-    answer = {"delta": "epsilon", "epsilon": "delta", "alpha": "rdp"}[query]
-    # parameters given one value go to the caption; swept ones (and steps, the main axis) are columns
-    shown = list(params)  # every input is a column (one schema); a table moves constant ones to its caption
-    names = ["method", *shown]
-    names += {"delta": ["delta", "epsilon", "alpha"], "epsilon": ["epsilon", "delta", "alpha"]}.get(
-        query, ["alpha", "rdp"]
-    )
-    cols: dict[str, list] = {n: [] for n in [*names, "note"]}
+    answer = {"delta": "epsilon", "epsilon": "delta", None: "rdp"}[query]
+    both = alpha is not None and query is not None  # one row: the Rényi bound at α and the (ε, δ) answer
+    # every input is a column (one schema); a table moves constant ones to its caption
+    shown = list(params)
+    cols: dict[str, list] = {
+        n: [] for n in ["method", *shown, "delta", "epsilon", "alpha", "rdp", "best_alpha"]
+    }
+    cols["note"] = []
     notes: list[str] = []
+    n = s.size
     for m in methods:
-        value, order, note = nan, nan, np.full(x.shape, "", dtype=object)
-        if m == "feldman":
-            a_star = it.alpha_star(s, lip)
-            if query == "alpha":
-                value = it.rdp_feldman(x, s, lip, t, log_form=feldman_log)
-                over = ~np.isfinite(value)
-                value = np.where(over, np.nan, value)
-                note = np.where(
-                    over,
-                    [
-                        f"no bound: α > α* = {rounded(a, 'down', 7)} (needs σ² >= 2α(α−1)L²)"
-                        for a in np.atleast_1d(a_star)
-                    ],
-                    note,
-                )
+        row_notes = [[] for _ in range(n)]
+        noise = None
+        if m == "cni":
+            noise, gone = _cni_noise(lr, s)
+        if alpha is not None:
+            a = g["alpha"]
+            if m == "cni":
+                rdp = np.where(gone, np.inf, it.rdp_contractive_iteration(a, dist, noise, t))
+                rnote = np.full(a.shape, "", dtype=object)
+            elif m == "composition":
+                rdp, rnote = it.rdp_composition(a, s, lip), np.full(a.shape, "", dtype=object)
             else:
-                fn = it.eps_feldman if query == "delta" else it.delta_feldman
-                value, order = fn(x, s, lip, t, conversion=conversion, log_form=feldman_log)
-                bad = "no finite ε certified" if query == "delta" else "vacuous: the bound is >= 1"
-                note = np.where((value >= 1) if query == "epsilon" else np.isinf(value), bad, note)
-                note = np.where(
-                    np.asarray(it.alpha_star_minus_one(s, lip)) <= 1e-9,
-                    "no usable order: α* ≈ 1 (σ ≪ L)",
-                    note,
-                )
-        elif m == "asoodeh":
-            if query == "alpha":
-                note[:] = "no Rényi bound: this bound is (ε, δ) only"
-            elif query == "epsilon":
-                value = it.delta_asoodeh(x, s, lip, lr, t, diam)
-                vacuous = np.asarray(it.log_delta_asoodeh(x, s, lip, lr, t, diam)) >= 0
-                note = np.where(vacuous, "vacuous: the bound is >= 1", note)
-                if np.any(vacuous):
-                    notes.append("asoodeh: δ >= 1 (vacuous) on some rows, reported as 1")
-            else:
-                value = it.eps_asoodeh(x, s, lip, lr, t, diam)
-                note = np.where(np.isinf(value), "no finite ε certified", note)
-        elif m == "cni":
-            # noise std ησ per step, the shift R spread over the T steps (docs/math.md §4.1)
-            with np.errstate(over="ignore", under="ignore"):
-                noise = lr * s
-            # an underflowed ησ certifies nothing (inf); an overflowed one is replaced by a smaller std (safe)
-            gone = noise == 0
-            noise = np.where(gone, 1.0, np.minimum(noise, 1e308))
-            if query == "alpha":
-                value = np.where(gone, np.inf, it.rdp_contractive_iteration(x, dist, noise, t))
-            else:
-                coef = np.where(gone, np.inf, it.rdp_contractive_iteration(2.0, dist, noise, t) / 2.0)
-                fn = lg.eps_linear_curve if query == "delta" else lg.delta_linear_curve
-                value, order = fn(x, coef, conversion=conversion)
+                rdp, rnote = _rdp_at(m, a, s, lip, t, feldman_log)
+            cols["alpha"] += list(a)
+            cols["rdp"] += list(np.broadcast_to(np.asarray(rdp, float), a.shape))
+            for i, x in enumerate(np.broadcast_to(rnote, a.shape)):
+                if x:
+                    row_notes[i].append(str(x))
         else:
-            if query == "alpha":
-                value = it.rdp_composition(x, s, lip)
-            elif query == "epsilon":
-                value = it.delta_composition(x, s, lip)
+            cols["rdp"] += [None] * n
+        if query is not None:
+            x = g["target"]
+            cni = None if m != "cni" else (dist, gone, noise)
+            value, order, pnote = _profile_at(
+                m, query, x, s, lip, lr, t, diam, cni, conversion, feldman_log, notes
+            )
+            value = np.broadcast_to(np.asarray(value, float), x.shape)
+            order = list(np.broadcast_to(np.asarray(order, float), x.shape))
+            cols[query] += list(x)
+            cols[answer] += list(value)
+            if both:
+                cols["best_alpha"] += order
             else:
-                value = it.eps_composition(x, s, lip)
-        value = np.broadcast_to(np.asarray(value, float), x.shape)
-        order = np.broadcast_to(np.asarray(order, float), x.shape)
-        cols["method"] += [m] * x.size
+                cols["alpha"] += order
+            for i, y in enumerate(np.broadcast_to(pnote, x.shape)):
+                if y and str(y) not in row_notes[i]:
+                    row_notes[i].append(str(y))
+        else:
+            cols["delta"] += [None] * n
+            cols["epsilon"] += [None] * n
+        if not both:
+            cols["best_alpha"] += [None] * n
+        cols["method"] += [m] * n
         for k in shown:
             cols[k] += [int(v) for v in g[k]] if k == "steps" else list(g[k])
-        cols[query] += list(x)
-        cols[answer] += list(value)
-        if query != "alpha":
-            cols["alpha"] += list(order)
-        cols["note"] += [str(n) for n in np.broadcast_to(note, x.shape)]
+        cols["note"] += ["; ".join(r) for r in row_notes]
     if not any(cols["note"]):
         del cols["note"]
+    for k in ("delta", "epsilon", "alpha", "rdp", "best_alpha"):
+        if all(v is None for v in cols[k]):
+            del cols[k]
     caption = (
         "randomly-stopped projected noisy SGD, one pass (T = n), replace-one; "
         "feldman: convex β-smooth loss, η <= 2/β"
-        + (f", converted with {conversion}, alpha = best order" if query != "alpha" else "")
+        + (
+            f", converted with {conversion}, {'best_alpha' if both else 'alpha'} = best order"
+            if query is not None
+            else ""
+        )
         + "; asoodeh: K of diameter D; composition: every iterate released"
         + ("; cni: same data, starts R apart" if "cni" in methods else "")
     )
@@ -206,9 +280,12 @@ def _compute(params, query, target, methods, conversion, feldman_log, smoothness
     )
     # --plot: against T if swept, else the target, else another swept parameter; the other swept ones
     # split the lines; nothing swept: the methods side by side (a dot chart)
-    axes = {"steps": params["steps"], query: target, **params}
+    key = query or "alpha"
+    axes = {"steps": params["steps"], key: target if query is not None else alpha, **params}
+    if both:
+        axes["alpha"] = alpha
     swept = [k for k, v in axes.items() if len(v) > 1]
-    x = swept[0] if swept else query
+    x = swept[0] if swept else key
     if len(cols["method"]) > 1:
         result.plot = PlotSpec(
             x=x,

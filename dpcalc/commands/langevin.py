@@ -16,6 +16,7 @@ import numpy as np
 from dpcalc.commands import sweep
 from dpcalc.commands.choices import LANGEVIN_METHODS
 from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders
+from dpcalc.commands.iterate import profile_question
 from dpcalc.commands.schema import conform
 from dpcalc.engine.grid import product
 from dpcalc.engine.hidden_state import langevin as lg
@@ -65,8 +66,7 @@ def langevin(params: LangevinParams) -> Result:
     p = params
     if (p.sensitivity is None) == (p.lipschitz is None):
         raise InputError("give exactly one of --sensitivity (S_g) or --lipschitz (S_g = 2L)")
-    if p.alpha is None and p.delta is None:
-        raise InputError("give --alpha (Rényi bounds) and/or --delta (ε)")
+    profile_question(p.alpha, p.delta, epsilon_option=False)  # iterate's rule: --alpha, --delta, or both
     methods = METHODS if p.method == "all" else (p.method,)
     grid = setting_grid(p)
     _check_rows({**grid, "alpha": p.alpha, "delta": p.delta}, len(methods))

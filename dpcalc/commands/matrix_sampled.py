@@ -24,7 +24,7 @@ NOTES = {
     "the run and is its own in the worst case, so the estimate is of the run; Chua et al. 2025, arXiv:2412.16802): "
     "an upper bound with probability confidence over the sampling, not a certified bound",
 }
-#: The Monte Carlo row's defaults (as sgd-epsilon's --accountant mc): samples per direction, confidence, seed.
+#: The Monte Carlo row's defaults (as sgd-epsilon's --method mc): samples per direction, confidence, seed.
 MC_SAMPLES = 1_000_000
 MC_CONFIDENCE = 0.95
 #: The most work of the Monte Carlo rows, in units of about 20 ns (both directions, every σ): about 12 s.

@@ -53,7 +53,11 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
             "the accountant, labelled (rdp, pld, abadi-asymptotic, bassily-reference, shuffle-gaussian, "
             "balls-in-bins-mc, rdp-group, dp-group)",
         ),
-        ("accountant", "the accountant (the value of --accountant; shuffle for --sampling shuffle)"),
+        (
+            "accountant",
+            "the accountant, as --method names it (abadi where method labels it abadi-asymptotic; shuffle for "
+            "--sampling shuffle)",
+        ),
         ("conversion", "the RDP → (ε, δ) conversion of the rdp row (classic for abadi)"),
         (
             "sampling",
@@ -78,12 +82,12 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("noise_multiplier", "σ: given, or the smallest one within --target-epsilon"),
         ("steps", "T: given, from --epochs, or the largest number within --target-epsilon"),
         ("epochs", "the epochs given, or the whole epochs within the steps found"),
-        ("delta", "the target δ"),
+        ("delta", "the target δ (with --epsilon: δ at epsilon, an upper bound as epsilon is without it)"),
         ("target_epsilon", "the target ε of --target-epsilon"),
         (
             "epsilon",
             "ε: a certified upper bound in every row where valid is not false (mc rows: an upper bound with "
-            "probability confidence)",
+            "probability confidence); with --epsilon, the ε given",
         ),
         (
             "epsilon_lower",
@@ -93,6 +97,11 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "epsilon_estimate",
             "pld: an estimate inside the bracket; mc: the Monte Carlo estimate (not bounds)",
+        ),
+        ("delta_lower", "with --epsilon, pld: the lower end of the certified bracket [delta_lower, delta]"),
+        (
+            "delta_estimate",
+            "with --epsilon, pld: an estimate inside the bracket; mc: the Monte Carlo estimate",
         ),
         (
             "confidence",
@@ -191,6 +200,11 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         _EPS,
         _ALPHA,
         ("rdp", "with --alpha: the Rényi-DP bound at alpha"),
+        (
+            "best_alpha",
+            "with --alpha beside --delta or --epsilon: the order that gives epsilon or delta (alpha is the order "
+            "asked; alone, --delta and --epsilon put the best order in alpha)",
+        ),
         _NOTE,
     ),
     "langevin": (

@@ -16,7 +16,7 @@ from dpcalc.engine.samplers import catalogue
 from dpcalc.errors import InputError
 from dpcalc.group import check_group_size
 
-#: --accountant mc: Monte Carlo samples per direction, and the confidence of its ε (defaults).
+#: --method mc: Monte Carlo samples per direction, and the confidence of its ε (defaults).
 MC_SAMPLES = 1_000_000
 MC_CONFIDENCE = 0.95
 
@@ -42,7 +42,7 @@ MC_SECONDS_PER_DRAW = 4e-8  # per sample and step (dpcalc.commands.sgd_rows.MC_W
 SEARCH_FACTOR = {"sigma": 10, "steps": 15, "q": 100}
 PLD_SEARCH_FACTOR = {"sigma": 3, "steps": 3, "q": 10}
 
-#: Accountants that ``--accountant all`` leaves out: Monte Carlo is slow, and a bound with a confidence only.
+#: Accountants that ``--method all`` leaves out: Monte Carlo is slow, and a bound with a confidence only.
 ON_REQUEST = ("mc",)
 #: Accountants that need --dataset-size to apply (the bassily reference: its formula involves n).
 NEED_N = ("bassily",)
@@ -70,16 +70,10 @@ def checked(p):
         names = [p.accountant]
     if p.accountant == "pld" and not sampler.covers("pld") and max(p.group_size) == 1:
         raise InputError(
-            "--accountant pld: the privacy loss distribution here is for Poisson sampling (plain or truncated) "
-            f"and random allocation; use --accountant rdp for --sampling {p.sampling}"
+            "--method pld: the privacy loss distribution here is for Poisson sampling (plain or truncated) "
+            f"and random allocation; use --method rdp for --sampling {p.sampling}"
         )
-    if p.eps_error is not None and "pld" not in names:
-        raise InputError("--eps-error applies to --accountant pld (or all)")
-    eps_error = p.eps_error
-    if eps_error is not None and not isinstance(eps_error, (int, float)):
-        if len(eps_error) != 1:
-            raise _invalid("--eps-error", "takes a single value, not a list or range")
-        eps_error = eps_error[0]
+    eps_error = eps_error_of(p, "pld" in names)
     if p.accountant == "mc":  # the Monte Carlo accountant's defaults (reproducible: a fixed seed)
         p = replace(
             p,
@@ -88,6 +82,22 @@ def checked(p):
             seed=0 if p.seed is None else p.seed,
         )
     return replace(p, neighbors=neighbors, eps_error=eps_error), names, solve, sampler
+
+
+def eps_error_of(p, pld: bool):
+    """``p.eps_error`` as one number (None where not given): a sequence of one value (the command line's
+    Grid) is unpacked, a longer one refused naming --eps-error, and --eps-error without a pld row (``pld``
+    false) refused.  Every question of sgd-epsilon reads it through here (the engine takes a number)."""
+    eps_error = p.eps_error
+    if eps_error is None:
+        return None
+    if not pld:
+        raise InputError("--eps-error applies to --method pld (or all)")
+    if not isinstance(eps_error, (int, float)):
+        if len(eps_error) != 1:
+            raise _invalid("--eps-error", "takes a single value, not a list or range")
+        eps_error = eps_error[0]
+    return float(eps_error)
 
 
 def group_sizes(value) -> tuple[int, ...]:
@@ -110,6 +120,12 @@ def _question(p):
     if p.batch_size is not None and p.dataset_size is None:
         raise InputError("--batch-size needs --dataset-size (the sample rate is batch size / dataset size)")
     solve = None
+    if getattr(p, "epsilon", None) is not None:  # δ at ε (--epsilon): a question of its own
+        if p.delta is not None:
+            raise InputError("give exactly one of --delta (to get ε) or --epsilon (to get δ)")
+        for option, value in (("--target-epsilon", p.target_epsilon), ("--tuning-runs", p.tuning)):
+            if value is not None:
+                raise InputError(f"--epsilon cannot be used with {option} (it is answered at --delta)")
     if p.target_epsilon is None:
         if not rate_given:
             raise InputError("give --sample-rate, or --batch-size with --dataset-size")
@@ -151,7 +167,7 @@ def _question(p):
             )
         if p.accountant not in ("rdp", "all"):
             raise InputError(
-                f"--tuning-runs applies to --accountant rdp (or all), not {p.accountant}: its bound is an RDP bound"
+                f"--tuning-runs applies to --method rdp (or all), not {p.accountant}: its bound is an RDP bound"
             )
     return solve
 
@@ -173,14 +189,14 @@ def _invalid(option: str, message: str) -> InputError:
 
 
 def _runs_with_all(name, sampler, neighbors, dataset_size) -> bool:
-    """Whether ``--accountant all`` runs ``name`` for the sampler (its table entry says which answer it)."""
+    """Whether ``--method all`` runs ``name`` for the sampler (its table entry says which answer it)."""
     if name in ON_REQUEST or (name in NEED_N and dataset_size is None):
         return False
     return sampler.covers(name, neighbors)
 
 
 def _check_mc(p, sampler, solve) -> None:
-    """``--accountant mc`` (its samplers only, ε only) and its options, which belong to it."""
+    """``--method mc`` (its samplers only, ε only) and its options, which belong to it."""
     if p.accountant != "mc":
         for option, value in (
             ("--mc-samples", p.mc_samples),
@@ -188,17 +204,17 @@ def _check_mc(p, sampler, solve) -> None:
             ("--seed", p.seed),
         ):
             if value is not None:
-                raise InputError(f"{option} applies to --accountant mc (the Monte Carlo accountant) only")
+                raise InputError(f"{option} applies to --method mc (the Monte Carlo accountant) only")
         return
     if not sampler.covers("mc"):
         which = " or ".join(f"--sampling {name}" for name in catalogue.names("mc"))
-        raise InputError(f"--accountant mc: the Monte Carlo accountant is for {which}")
+        raise InputError(f"--method mc: the Monte Carlo accountant is for {which}")
     if solve is not None:
         raise InputError(
-            "--accountant mc does not answer --target-epsilon (each ε costs a Monte Carlo run); use --accountant rdp"
+            "--method mc does not answer --target-epsilon (each ε costs a Monte Carlo run); use --method rdp"
         )
     if p.tuning is not None:
-        raise InputError("--tuning-runs applies to --accountant rdp, not mc")
+        raise InputError("--tuning-runs applies to --method rdp, not mc")
     if p.seed is not None and not 0 <= p.seed < 2**63:  # the command line's option checks it too
         raise InputError(f"--seed: {p.seed} is out of range: must be a whole number in [0, 2^63 − 1]")
 
@@ -220,6 +236,7 @@ def swept(p) -> dict:
         "--steps": p.steps,
         "--epochs": p.epochs,
         "--delta": p.delta,
+        "--epsilon": getattr(p, "epsilon", None),
         "--target-epsilon": p.target_epsilon,
         "--group-size": _swept_k(getattr(p, "group_size", 1)),
     }
@@ -236,9 +253,9 @@ def check_sweep(p, names, solve, sampler) -> None:
         if configs > PLD_MAX_CONFIGS:
             shown = " × ".join(f"{k} ({v:,})" for k, v in sizes.items() if v > 1)
             raise InputError(
-                f"--accountant {p.accountant}: {shown} make {configs:,} configurations for the pld accountant, "
+                f"--method {p.accountant}: {shown} make {configs:,} configurations for the pld accountant, "
                 f"more than {PLD_MAX_CONFIGS:,} (about a second each); narrow a range, split the sweep, or use "
-                "--accountant rdp"
+                "--method rdp"
             )
     check_work(p, names, solve, sizes, sampler)
 
@@ -251,7 +268,9 @@ def _example_cost(p, name, solve, sizes, sampler) -> float:
             # one Rényi curve per (rate, noise); the steps, epochs and δ of a sweep reuse it
             configs = math.prod(sizes.values())
             curves = math.prod(
-                v for k, v in sizes.items() if k not in ("--steps", "--epochs", "--delta", "--group-size")
+                v
+                for k, v in sizes.items()
+                if k not in ("--steps", "--epochs", "--delta", "--epsilon", "--group-size")
             )
             cost = cost * curves / configs + RDP_SECONDS_PER_ROW
         return cost
@@ -276,7 +295,7 @@ def check_work(p, names, solve, sizes: dict[str, int], sampler=None) -> None:
         if len(person) < len(ks):
             cost += _example_cost(p, name, solve, sizes, sampler) * (len(ks) - len(person)) / len(ks)
         each += cost * (PLD_SEARCH_FACTOR if name == "pld" else SEARCH_FACTOR).get(solve, 1)
-    what = f"--accountant {p.accountant}" + (f" --sampling {p.sampling}" if p.sampling != "poisson" else "")
+    what = f"--method {p.accountant}" + (f" --sampling {p.sampling}" if p.sampling != "poisson" else "")
     if solve is not None:
         what += " with --target-epsilon"
     budget = sweep.WORK_SECONDS if solve is None else sweep.SEARCH_WORK_SECONDS

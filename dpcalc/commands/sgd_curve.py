@@ -41,7 +41,7 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
         )
     if p.accountant not in ("rdp", "all"):
         raise InputError(
-            f"--accountant {p.accountant} has no Rényi curve: --rdp-curve prints the rdp accountant's "
+            f"--method {p.accountant} has no Rényi curve: --rdp-curve prints the rdp accountant's "
             "(the exact Rényi DP of the subsampled Gaussian)"
         )
     sampler = catalogue.sampler(p.sampling)

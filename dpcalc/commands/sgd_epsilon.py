@@ -25,6 +25,7 @@ from dpcalc.commands.sgd_checks import (  # noqa: F401 (the limits and checks, a
     check_work,
     checked,
 )
+from dpcalc.commands.sgd_delta import delta_rows
 from dpcalc.commands.sgd_group import GROUP_ACCOUNTANTS, group_caption
 from dpcalc.commands.sgd_rows import SIGMA_RTOL, accountant_rows
 from dpcalc.engine.grid import product
@@ -77,9 +78,9 @@ class SgdEpsilonParams:
     neighbors: str | None = None
     eps_error: float | Sequence[float] | None = None
     tuning: object | None = None  # a dpcalc.engine.composition.tuning.TuningRuns (--tuning-runs)
-    mc_samples: int | None = None  # --accountant mc (balls-in-bins): Monte Carlo samples per direction
-    confidence: float | None = None  # --accountant mc: the probability with which its ε holds
-    seed: int | None = None  # --accountant mc: the seed of the sampling
+    mc_samples: int | None = None  # --method mc (balls-in-bins): Monte Carlo samples per direction
+    confidence: float | None = None  # --method mc: the probability with which its ε holds
+    seed: int | None = None  # --method mc: the seed of the sampling
     #: gradient accumulation (--physical-batch-size, --accumulation-steps): (B, A) when ``batch_size`` is
     #: the logical batch B·A they make (noise once per optimizer step); named in the caption only
     accumulation: tuple[int, int] | None = None
@@ -87,6 +88,8 @@ class SgdEpsilonParams:
     #: rows), one value or a sequence (a sweep); the accountants rdp and pld then give the tight mixture
     #: (Poisson sampling), rdp-group and dp-group the generic group routes (dpcalc.commands.sgd_group)
     group_size: int | Sequence[int] = 1
+    #: --epsilon: δ at each of these ε instead of ε at ``delta`` (None: ε is asked; :mod:`dpcalc.commands.sgd_delta`)
+    epsilon: Sequence[float] | None = None
 
 
 def sgd_epsilon(params: SgdEpsilonParams) -> Result:
@@ -106,6 +109,7 @@ def sgd_epsilon_stream(
     p, names, solve, sampler = checked(params)
     check_sweep(p, names, solve, sampler)
     g, kw = _prepare(p, names, sampler)
+    at_eps = p.epsilon is not None  # δ at ε is asked (--epsilon)
     n = g["q"].size
     ks = p.group_size  # a tuple after checked()
     given_k = not isinstance(params.group_size, int)  # a sequence: --group-size given (the column shows it)
@@ -113,7 +117,7 @@ def sgd_epsilon_stream(
     caption = _caption(p, names, solve, g, sampler)
     rate = "batch_size" if p.dataset_size is not None else "sample_rate"
     headline = {"sigma": "noise_multiplier", "steps": "steps", "q": rate}.get(
-        solve, "epsilon"
+        solve, "delta" if at_eps else "epsilon"
     )  # never an estimate
     derived = _derived(p, solve)
     pieces = sweep.slices(n, CHUNK if chunk == 0 else chunk)
@@ -129,7 +133,10 @@ def sgd_epsilon_stream(
         part_kw = {
             key: (v[lo:hi] if key in ("dataset_size", "max_batch_size") else v) for key, v in kw.items()
         }
-        cols = accountant_rows(pk, sampler, name, solve, part, part_kw, light, strict=len(names) == 1)
+        if at_eps:
+            cols = delta_rows(pk, sampler, name, part, part_kw, light, strict=len(names) == 1)
+        else:
+            cols = accountant_rows(pk, sampler, name, solve, part, part_kw, light, strict=len(names) == 1)
         return Result(
             _result_columns(pk, solve, part, [(name, cols)], columns, sampler, given_k),
             headline=headline,
@@ -185,12 +192,15 @@ def _grid(p: SgdEpsilonParams, sampler):
         axes["steps"] = np.asarray(p.steps, float)
     if p.epochs is not None:
         axes["epochs"] = np.asarray(p.epochs, float)
-    axes["delta"] = np.asarray(p.delta, float)
+    if p.epsilon is not None:  # δ at ε is asked
+        axes["eps"] = np.asarray(p.epsilon, float)
+    else:
+        axes["delta"] = np.asarray(p.delta, float)
     if p.target_epsilon is not None:
         axes["target"] = np.asarray(p.target_epsilon, float)
     g = product(**axes)
     if "q" not in g:
-        g["q"] = g["b"] / g["n"] if "b" in g else np.full(g["delta"].shape, np.nan)  # nan: solved for
+        g["q"] = g["b"] / g["n"] if "b" in g else np.full(g["sigma"].shape, np.nan)  # nan: solved for
     if "epochs" in g:  # ceil(E/q) = ceil(E·N/B), or whole epochs of floor(N/B) batches (§3.6, §3.8)
         g["steps"] = sampler.steps_of_epochs(g["epochs"], g["q"], g.get("n"), g.get("b"))
     return g
@@ -200,14 +210,14 @@ def _prepare(p: SgdEpsilonParams, names, sampler):
     """The grid of combinations and the accountants' keyword arguments (warning where δ >= 1/N)."""
     sampler.check_relation(p.neighbors)
     g = _grid(p, sampler)
-    if "n" in g and np.any(g["delta"] >= 1.0 / g["n"]):
+    if "delta" in g and "n" in g and np.any(g["delta"] >= 1.0 / g["n"]):
         warnings.warn(
             "--delta: δ >= 1/dataset size: a mechanism that publishes one random example is then (0, δ)-DP; "
             "choose δ well below 1/N",
             DpcalcWarning,
             stacklevel=2,
         )
-    if np.any(g["delta"] == 0):  # every accountant reports inf there (docs/math.md §2.7)
+    if "delta" in g and np.any(g["delta"] == 0):  # every accountant reports inf there (docs/math.md §2.7)
         warnings.warn(
             "--delta 0: the subsampled Gaussian's privacy loss is unbounded: no finite ε at δ = 0 (ε = inf)",
             DpcalcWarning,
@@ -239,12 +249,15 @@ def _caption(p: SgdEpsilonParams, names, solve, g, sampler) -> str:
     if "rdp" in names:
         caption += f"; conversion: {p.conversion}"
     caption += sampler.caption
+    x = "delta" if p.epsilon is not None else "epsilon"  # what the rows bound: δ at ε with --epsilon
     if "pld" in names and sampler.pld_upper_only:
         caption += (
-            f"; pld: epsilon is a certified upper bound (no lower end or estimate: {sampler.pld_upper_why})"
+            f"; pld: {x} is a certified upper bound (no lower end or estimate: {sampler.pld_upper_why})"
         )
     elif "pld" in names:
-        caption += "; pld: [epsilon_lower, epsilon] is the certified bracket, epsilon_estimate lies inside it"
+        caption += f"; pld: [{x}_lower, {x}] is the certified bracket, {x}_estimate lies inside it"
+    if p.epsilon is not None:
+        caption += "; delta: δ at the epsilon given"
     if p.tuning is not None:
         caption += f"; tuning: {p.tuning.label()}, the best of K runs released (rdp only)"
     if p.accumulation is not None:
@@ -314,7 +327,7 @@ def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns, sampler, given
                 if solve == "steps"
                 else None
             ),
-            "delta": g["delta"].tolist(),
+            "delta": g["delta"].tolist() if "delta" in g else None,
             "target_epsilon": g["target"].tolist() if solve is not None else None,
             "epsilon": np.asarray(e.epsilon, float).reshape(-1).tolist(),
             "epsilon_lower": cols["lower"].tolist() if "lower" in cols else [None] * n,
@@ -325,7 +338,13 @@ def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns, sampler, given
             "valid": [bool(v) for v in np.asarray(e.valid).reshape(-1)],
             "note": _notes(sampler.note(name, p.neighbors, _NOTE.get(name, "")), cols.get("note"), n),
         }
-        zero = g["delta"] == 0  # ε = inf there (docs/math.md §2.7): say why in the row
+        if "eps" in g:  # δ at ε (--epsilon): the accountant's values are δ's, the ε given is a column
+            values["delta"], values["epsilon"] = values["epsilon"], g["eps"].tolist()
+            values["delta_lower"], values["epsilon_lower"] = values["epsilon_lower"], None
+            values["delta_estimate"], values["epsilon_estimate"] = values["epsilon_estimate"], None
+        else:
+            values["delta_lower"] = values["delta_estimate"] = None
+        zero = g["delta"] == 0 if "delta" in g else np.zeros(n, bool)  # ε = inf there (docs/math.md §2.7)
         values["note"] = [
             _ZERO_NOTE + ("; " + note if note else "")
             if z and not note.startswith("does not apply")
@@ -399,6 +418,7 @@ _PLOT_SYMBOL = {
     "dataset_size": "N",
     "max_batch_size": "B_max",
     "delta": "δ",
+    "epsilon": "ε",
 }
 
 
@@ -416,12 +436,13 @@ def _plot_spec(p: SgdEpsilonParams, out, headline):
         "dataset_size": p.dataset_size,
         "max_batch_size": p.max_batch_size,
         "delta": p.delta,
+        "epsilon": p.epsilon,
     }
     inputs = {k: v for k, v in inputs.items() if v is not None and k != headline}
     swept = [k for k, v in inputs.items() if len(v) > 1 and k in out]
     if len(out["method"]) < 2:
         return None
-    x = swept[0] if swept else "delta"
+    x = swept[0] if swept else ("epsilon" if p.epsilon is not None else "delta")
     fixed = ", ".join(f"{_PLOT_SYMBOL[k]} = {v[0]:g}" for k, v in inputs.items() if len(v) == 1)
     what, ylabel = _PLOT_HEADLINE[headline]
     return PlotSpec(
@@ -430,7 +451,9 @@ def _plot_spec(p: SgdEpsilonParams, out, headline):
         series="method",
         group=tuple(swept[1:]),
         valid="valid",
-        band=("epsilon_lower", "epsilon") if headline == "epsilon" and "epsilon_lower" in out else None,
+        band=(f"{headline}_lower", headline)
+        if headline in ("epsilon", "delta") and f"{headline}_lower" in out
+        else None,
         logx=x == "delta",
         autolog=True,
         xlabel={
@@ -438,6 +461,7 @@ def _plot_spec(p: SgdEpsilonParams, out, headline):
             "epochs": "epochs",
             "target_epsilon": "target ε (nats)",
             "group_size": "examples of one person K",
+            "epsilon": "ε (nats)",
         }.get(x, ""),
         ylabel=ylabel,
         title=f"DP-SGD: {what} " + (f"by {_PLOT_SYMBOL[x]}" if swept else "by accountant"),
@@ -451,6 +475,7 @@ def _plot_spec(p: SgdEpsilonParams, out, headline):
 #: y-axis label); every headline :func:`sgd_epsilon_stream` can choose is here.
 _PLOT_HEADLINE = {
     "epsilon": ("ε", "ε (nats)"),
+    "delta": ("δ", "δ (probability)"),
     "noise_multiplier": ("smallest noise multiplier", "noise multiplier σ (noise std / clipping norm)"),
     "steps": ("largest number of steps", "largest number of steps T"),
     "sample_rate": ("largest sample rate", "largest sample rate q"),

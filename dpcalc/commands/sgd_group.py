@@ -27,7 +27,7 @@ from dpcalc.errors import InputError
 
 #: The generic routes, by accountant name (beside the tight rdp and pld).
 GROUP_ACCOUNTANTS = ("rdp-group", "dp-group")
-#: What ``--accountant all`` runs with --group-size K > 1, in order (those that apply).
+#: What ``--method all`` runs with --group-size K > 1, in order (those that apply).
 GROUP_ALL = ("rdp", "pld", *GROUP_ACCOUNTANTS)
 #: CPU seconds per configuration (measured beside start-up, benchmarks/bench_group.py): one certified mixture
 #: curve for rdp (0.2-0.3 s), one mixture PLD for pld (0.4-0.9 s at 782-9375 steps), a curve at 2^c times the
@@ -37,7 +37,7 @@ GROUP_SECONDS = {"rdp": 0.4, "pld": 0.6, "rdp-group": 0.05, "dp-group": 0.05}
 
 def group_names(p, sampler, neighbors, solve) -> list[str]:
     """The accountants to run for a person with ``p.group_size`` examples (a tuple: a sweep of K), refusing
-    one that does not apply (a usage error naming what is missing).  With ``--accountant all`` the tight rows
+    one that does not apply (a usage error naming what is missing).  With ``--method all`` the tight rows
     run where they apply to some K > 1 of the sweep (a K where they do not gets rows that say why)."""
     ks = p.group_size
     if p.tuning is not None:
@@ -54,17 +54,15 @@ def group_names(p, sampler, neighbors, solve) -> list[str]:
     if p.accountant in GROUP_ACCOUNTANTS:
         if not generic:
             grouped_sampler(sampler, max(ks))
-            raise InputError(
-                f"--accountant {p.accountant}: the example-level rdp accountant does not apply here"
-            )
+            raise InputError(f"--method {p.accountant}: the example-level rdp accountant does not apply here")
         return [p.accountant]
     if p.accountant in ("rdp", "pld"):
         for k, why in refusals:
             if why is not None:
-                raise InputError(f"--accountant {p.accountant} with --group-size {k}: {why}")
+                raise InputError(f"--method {p.accountant} with --group-size {k}: {why}")
         return [p.accountant]
     raise InputError(
-        f"--accountant {p.accountant} with --group-size {max(ks)}: an example-level formula; for a person use "
+        f"--method {p.accountant} with --group-size {max(ks)}: an example-level formula; for a person use "
         "rdp, pld (Poisson sampling), rdp-group, dp-group or all"
     )
 

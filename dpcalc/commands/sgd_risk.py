@@ -1,6 +1,6 @@
 """``dpcalc sgd-epsilon --advantage`` / ``--prior P`` / ``--target-advantage A``: membership-inference risk of a
 DP-SGD run (docs/math.md §10.4; rows as :mod:`dpcalc.commands.risk`): rdp (the run's Rényi curve), pld (a
-certified bracket) and, with ``--accountant all``, exact at q = 1.  The samplers are those of ``--fpr``.
+certified bracket) and, with ``--method all``, exact at q = 1.  The samplers are those of ``--fpr``.
 
 ``--target-advantage A`` (the noise left out): the least noise multiplier whose certified advantage is at most
 A, per accountant — a monotone search (:func:`dpcalc.engine.pld.search.boundary`) on the advantage the row
@@ -11,10 +11,12 @@ arXiv:2407.02191, calibrate to such a risk instead of to ε) — with ε at ``--
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from dpcalc.commands.risk import NOTES, refused_rows, risk_result, risk_rows
+from dpcalc.commands.sgd_checks import eps_error_of
 from dpcalc.commands.sgd_group import refuse_group
 from dpcalc.commands.sgd_tradeoff import profile_configs, profile_setting
 from dpcalc.engine import risk
@@ -53,10 +55,11 @@ def sgd_risk(params, priors, target=None, tpr_at=None) -> Result:
     plain = (sampler.name, neighbors) == ("poisson", "add-remove")
     accountant = params.accountant
     if accountant not in ("rdp", "pld", "all"):
-        raise InputError(f"{question}: applies to --accountant rdp, pld or all, not {accountant}")
+        raise InputError(f"{question}: applies to --method rdp, pld or all, not {accountant}")
     has_pld = sampler.covers("pld")
     if accountant == "pld" and not has_pld:
-        raise InputError(f"{question}: --accountant pld does not apply to --sampling {sampler.name}; use rdp")
+        raise InputError(f"{question}: --method pld does not apply to --sampling {sampler.name}; use rdp")
+    params = replace(params, eps_error=eps_error_of(params, has_pld and accountant in ("pld", "all")))
     pld_kw = sampler.pld_setting(neighbors, extra.get("dataset_size"), extra.get("max_batch_size"))
     rdp_kw = dict(sampling=sampler.name, neighbors=neighbors, **extra)
     names = [n for n in ("exact", "rdp", "pld") if accountant == "all" or n == accountant]

@@ -107,7 +107,7 @@ def _pld_rows(p, sampler, g, solve, strict: bool) -> dict:
             try:
                 answers[key] = (one(i), ZERO_NOTE if zero[i] else "")
             except InputError as exc:
-                message = str(exc).replace(RDP_HINT, "--accountant rdp")
+                message = str(exc).replace(RDP_HINT, "--method rdp")
                 if strict:
                     raise InputError(message) from None
                 answers[key] = ((np.nan,) * 6, f"does not apply: {message}")
@@ -331,7 +331,7 @@ def _mc_rows(p, sampler, g) -> dict:
         raise InputError(
             f"--mc-samples: {samples} samples × {work / samples:.0f} steps = {work:.3g} normal draws per "
             f"direction, more than {MC_WORK_MAX:.3g} (about 10 s); lower --mc-samples or the epochs, or use "
-            "--accountant rdp or pld"
+            "--method rdp or pld"
         )
     upper, est = epsilon_balls_in_bins_mc(
         g["sigma"], m, epochs, g["delta"], samples=p.mc_samples, confidence=p.confidence, seed=p.seed

@@ -225,21 +225,21 @@ def sgd_schedule(
     settings = _checked_settings(phases, settings, neighbors, path)
     names = ["rdp", "pld"] if accountant == "all" else [accountant]
     if any(n not in ("rdp", "pld") for n in names):
-        raise InputError(f"--accountant {accountant}: a schedule is answered by rdp and pld (or all)")
+        raise InputError(f"--method {accountant}: a schedule is answered by rdp and pld (or all)")
     if "pld" in names and len(phases) > MAX_PLD_PHASES:
         raise InputError(
             f"--schedule {path!r}: {len(phases)} phases, above the limit of {MAX_PLD_PHASES} for the pld accountant "
-            "(one composition per phase); use --accountant rdp"
+            "(one composition per phase); use --method rdp"
         )
     other = next((st for st in settings if st[0] != "poisson"), None)
     if "pld" in names and other is not None:
         raise InputError(
             f"--schedule {path!r}, {other[3]}: sampling {other[0]}: the pld accountant composes Poisson phases "
-            "here; use --accountant rdp"
+            "here; use --method rdp"
         )
     if "pld" in names and len(phases) > 1 and neighbors != "add-remove":
         raise InputError(
-            "--schedule with --neighbors replace-one: phases compose by rdp only here; use --accountant rdp"
+            "--schedule with --neighbors replace-one: phases compose by rdp only here; use --method rdp"
         )
     deltas = np.atleast_1d(np.asarray(delta, float))
     free = _free_phase(phases, path, target, deltas)

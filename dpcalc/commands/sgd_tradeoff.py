@@ -1,16 +1,17 @@
 """``dpcalc sgd-epsilon --fpr``: the largest true-positive rate of any membership test at each
 false-positive rate, for a DP-SGD run (docs/math.md §10; the rows are those of
 :mod:`dpcalc.commands.tradeoff`): rdp (the profile of the run's Rényi curve), pld (a certified bracket) and,
-with ``--accountant all``, exact at q = 1 and the central-limit approximation."""
+with ``--method all``, exact at q = 1 and the central-limit approximation."""
 
 from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 
-from dpcalc.commands.sgd_checks import check_inputs
+from dpcalc.commands.sgd_checks import check_inputs, eps_error_of
 from dpcalc.commands.sgd_group import refuse_group
 from dpcalc.commands.tradeoff import CLT_NOTE, exact_rows, tradeoff_result, tradeoff_row
 from dpcalc.engine.dpsgd.accounting import rdp_total
@@ -37,13 +38,12 @@ def sgd_tradeoff(params, fpr) -> Result:
     plain = (sampling, neighbors) == ("poisson", "add-remove")
     accountant = params.accountant
     if accountant not in ("rdp", "pld", "all"):
-        raise InputError(f"--fpr: applies to --accountant rdp, pld or all, not {accountant}")
+        raise InputError(f"--fpr: applies to --method rdp, pld or all, not {accountant}")
 
     has_pld = sampler.covers("pld")
     if accountant == "pld" and not has_pld:
-        raise InputError(
-            f"--fpr: --accountant pld does not apply to --sampling {sampling}; use --accountant rdp"
-        )
+        raise InputError(f"--fpr: --method pld does not apply to --sampling {sampling}; use --method rdp")
+    params = replace(params, eps_error=eps_error_of(params, has_pld and accountant in ("pld", "all")))
     pld_kw = sampler.pld_setting(neighbors, extra.get("dataset_size"), extra.get("max_batch_size"))
     rows = []
     for q, sigma, steps in profile_configs(params, sampler):

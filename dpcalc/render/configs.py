@@ -71,7 +71,9 @@ def key_columns(names, headline: str, derived=()) -> list[str]:
     at = names.index(headline) if headline in names else len(names)
     out = []
     for i, c in enumerate(names):
-        if c == headline or c in IDENTITY or c in NOT_INPUTS or c in derived or f"target_{c}" in names:
+        # an X beside its target_X is the value at the target found; but where δ at ε is asked, ε is the input
+        beside_target = f"target_{c}" in names and (c, headline) != ("epsilon", "delta")
+        if c == headline or c in IDENTITY or c in NOT_INPUTS or c in derived or beside_target:
             continue
         if c == "alpha" and i > at:
             continue  # the best order found: an output

@@ -186,7 +186,7 @@ def epsilon_abadi(q, sigma, steps, delta, *, sampling="poisson", neighbors="add-
     """
     if not applies("abadi", sampling, neighbors):
         raise InputError(
-            "--accountant abadi: the moments accountant (Abadi et al. 2016) is for Poisson sampling with "
+            "--method abadi: the moments accountant (Abadi et al. 2016) is for Poisson sampling with "
             "add/remove-one neighbours only"
         )
     q, sigma, steps, delta = _bcast(q, sigma, steps, delta)
@@ -215,7 +215,7 @@ def epsilon_bassily(
     """
     if not applies("bassily", sampling, neighbors):
         raise InputError(
-            "--accountant bassily: the Bassily-Smith-Thakurta analysis is for fixed-size batches with "
+            "--method bassily: the Bassily-Smith-Thakurta analysis is for fixed-size batches with "
             "replace-one neighbours (use --sampling fixed-size --neighbors replace-one)"
         )
     if dataset_size is None:
@@ -305,7 +305,7 @@ def applies(accountant: str, sampling: str, neighbors: str) -> bool:
 def epsilon(accountant, q, sigma, steps, delta, **kw) -> Epsilon:
     """Dispatch to :data:`ACCOUNTANTS`."""
     if accountant not in ACCOUNTANTS:
-        raise InputError(f"--accountant: must be one of {', '.join(ACCOUNTANTS)}, got {accountant!r}")
+        raise InputError(f"--method: must be one of {', '.join(ACCOUNTANTS)}, got {accountant!r}")
     check_whole(steps, "steps")
     for name in ("dataset_size", "max_batch_size"):
         if kw.get(name) is not None:

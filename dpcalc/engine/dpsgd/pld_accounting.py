@@ -223,6 +223,6 @@ def _solved(solve, dirs, target, what: str) -> tuple:
     models = [c.model for d in dirs for c in d]
     rounds = any(m.dominates_only and not isinstance(m, MixtureLossModel) for m in models)
     if rounds and not np.all(np.isfinite(upper)):
-        raise _floor_refusal(f"PLD accounting of {what}", "allocation", "--accountant rdp")
+        raise _floor_refusal(f"PLD accounting of {what}", "allocation", "--method rdp")
     nan = np.full(np.shape(estimate), np.nan) if np.ndim(estimate) else np.nan
     return (np.full(np.shape(lower), np.nan) if np.ndim(lower) else np.nan), nan, upper

@@ -78,7 +78,7 @@ class AllocationRound(Mechanism):
         if params["k"] != 1:
             raise InputError(
                 "the privacy loss distribution of a random allocation with k > 1 is not offered as a spec; "
-                "use sgd-epsilon --sampling random-allocation --accountant pld, or the RDP accountant"
+                "use sgd-epsilon --sampling random-allocation --method pld, or the RDP accountant"
             )
         if params["steps"] > MAX_PLD_STEPS:
             raise InputError(

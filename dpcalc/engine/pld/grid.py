@@ -46,7 +46,7 @@ FALLBACK_SCALE = 0.02
 _ATTEMPTS = 8
 _ETAS = (3e-1, 1e-1, 1e-2, 1e-3, 1e-4, 1e-6, 1e-9)
 #: How a refusal of the PLD accountant names the alternative; a command replaces it by its own option
-#: (``--accountant rdp``, ``--method rdp``).
+#: (``--method rdp``).
 RDP_HINT = "the RDP accountant"
 
 

@@ -56,7 +56,7 @@ class Sampler:
     #: The neighbouring relations a theorem covers here, the default first; the refusal of the others.
     relations: tuple[str, ...] = RELATIONS
     refusal: str = ""
-    #: Accountant -> the relations under which it answers this sampler (``--accountant all`` runs those
+    #: Accountant -> the relations under which it answers this sampler (``--method all`` runs those
     #: that apply; a name absent here is refused).
     accountants: dict[str, tuple[str, ...]] = {"rdp": RELATIONS}
     #: (input, what the message says after "needs"): inputs the sampler cannot do without.
@@ -168,7 +168,7 @@ class Sampler:
         """The directions of one run's privacy-loss pair, each a list of
         :class:`~dpcalc.engine.pld.grid.Component` (``config``: one row of :meth:`pld_config`; ``delta``,
         when the question is ε(δ), may set the precision)."""
-        raise InputError(f"--accountant pld: no privacy loss distribution for --sampling {self.name}")
+        raise InputError(f"--method pld: no privacy loss distribution for --sampling {self.name}")
 
     def pld_setting(self, neighbors: str, dataset_size=None, max_batch_size=None) -> dict:
         """The keywords of :func:`dpcalc.engine.dpsgd.pld_accounting.sgd_epsilon_pld` for this sampler

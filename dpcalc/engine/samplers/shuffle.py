@@ -125,8 +125,8 @@ class Shuffle(Sampler):
         self.check_relation(neighbors)
         if accountant not in ("rdp", "all"):
             raise InputError(
-                f"--accountant {accountant} does not apply to --sampling shuffle: its row is the exact composition "
-                "of Gaussians (leave --accountant out)"
+                f"--method {accountant} does not apply to --sampling shuffle: its row is the exact composition "
+                "of Gaussians (leave --method out)"
             )
         if solve is not None:
             raise InputError(

@@ -120,14 +120,14 @@ def _grid(mu: float, t: int, tail: float):
     k = int(math.ceil(x_max / h))
     if t / h > MAX_SUM_POINTS:  # the law of S (mean t) lives on about t/h points: bounded work up front
         raise InputError(
-            f"--accountant pld: random allocation in rounds of {t} steps at noise multiplier {1.0 / mu:g} needs "
+            f"--method pld: random allocation in rounds of {t} steps at noise multiplier {1.0 / mu:g} needs "
             f"the law of a sum on about {t / h:.2g} points (at most {MAX_SUM_POINTS:.2g}: rounds of at most about "
-            f"{math.floor(MAX_SUM_POINTS * h):d} steps at this noise); use --accountant rdp"
+            f"{math.floor(MAX_SUM_POINTS * h):d} steps at this noise); use --method rdp"
         )
     if k > MAX_POINTS:
         raise InputError(
-            f"--accountant pld: random allocation at noise multiplier {1.0 / mu:g} needs a grid of {k:.2g} "
-            "points (below about 0.7 the likelihood ratio's lognormal tail is too heavy); use --accountant rdp"
+            f"--method pld: random allocation at noise multiplier {1.0 / mu:g} needs a grid of {k:.2g} "
+            "points (below about 0.7 the likelihood ratio's lognormal tail is too heavy); use --method rdp"
         )
     return h, k
 
