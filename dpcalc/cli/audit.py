@@ -32,6 +32,19 @@ MAN_EXAMPLES = [
         "--steps 14063",
     ),
     (
+        "Beside the ε of the run a DpEvent describes (compose's best, as compose --dp-event takes it):",
+        "dpcalc audit --tp 412 --fn 588 --fp 9 --tn 991 --delta 1e-5 --dp-event run.json",
+    ),
+    (
+        "Beside the ε of a run in phases after its last phase (as sgd-epsilon --schedule takes it):",
+        "dpcalc audit --tp 412 --fn 588 --fp 9 --tn 991 --delta 1e-5 --schedule phases.csv",
+    ),
+    (
+        "Beside the ε of a matrix-mechanism run (as matrix takes it; the smallest certified row):",
+        "dpcalc audit --tp 412 --fn 588 --fp 9 --tn 991 --delta 1e-5 --strategy sqrt:bands=4 "
+        "--participation cyclic-poisson:b=4,q=0.25 --steps 1000 --noise-multiplier 1",
+    ),
+    (
         "The attack's point and confidence box over the claimed trade-off curve, drawn to a file:",
         "dpcalc audit --tp 412 --fn 588 --fp 9 --tn 991 --delta 1e-5 --claimed-epsilon 8 --plot audit.png",
     ),
@@ -71,12 +84,26 @@ the verdict AUDIT FAILED on stderr after the rows and their notes (one line in a
 wrapped to a terminal's width) and exits 3.  Instead of E, the claim can be a DP-SGD
 run given as for sgd-epsilon (--noise-multiplier, --sample-rate or --batch-size with --dataset-size,
 --steps or --epochs; Poisson sampling, add/remove neighbours): epsilon_claimed is then its ε at each
-row's δ by the PLD accountant, the certified upper end that sgd-epsilon --accountant pld prints, and
-a note names the run.  Giving both kinds of claim is an error.
+row's δ by the PLD accountant, the certified upper end that sgd-epsilon --method pld prints, and
+a note names the run.  The claim can also be a run as the other commands describe it, with their
+options and files, its ε at each row's δ the smallest certified upper bound of that command's methods
+(never an estimate, a bound with a confidence or a lower end), the method named in the note: a
+composition, --claimed-mechanism MECHANISM (repeatable) and --dp-event FILE (repeatable, - for
+standard input; a DpEvent's named-tuple JSON, read as compose --dp-event reads it), the two joining as
+on compose: compose's best; a run in phases, --schedule FILE (- for standard input; with
+--dataset-size for its batch_size column), the file sgd-epsilon --schedule reads: ε after the last
+phase, the smaller of its rdp and pld rows (pld where it applies; neighbours as sgd-epsilon takes
+them: replace-one if a phase is fixed-size); a matrix-mechanism run, --strategy S [--participation
+P] --steps T --noise-multiplier S, meaning what they mean on matrix (one strategy and one pattern;
+--steps and --noise-multiplier are the matrix run's when --strategy is given): the smallest of its
+gaussian, bandmf-rdp, bandmf-pld and mmcc rows that apply, never mc (a bound with a confidence), inf
+at δ = 0; or a setting of iterate or langevin (--claimed-iterate, --claimed-langevin, key=value):
+the smallest of its upper bounds.  One claim at a time: two (say --dp-event and --schedule, or
+--strategy with --sample-rate) are refused in one line naming both.
 --plot FILE (counts and scores, not one-run): each audit's point (FPR, TPR) with its box, the
 Clopper–Pearson bounds at level 1 − (1 − c)/2 on both rates (tpr_lower, fpr_upper and the other
 ends), over the claimed curve min(e^ε·α + δ, 1 − e^(−ε)(1 − δ − α)), the DP-SGD run's certified PLD
-profile curve, the curve of the proved epsilon_lower and the diagonal of guessing, on log axes down
+profile curve (a run given by its options), the curve of the proved epsilon_lower and the diagonal of guessing, on log axes down
 to 1e-6.  A box above a claimed curve contradicts the claim.
 Formulas: docs/math.md §11."""
 
@@ -84,11 +111,12 @@ Formulas: docs/math.md §11."""
 #: The words of the DP-SGD run options (declared in dpcalc.cli.run_options) in audit's help: the run is the claim.
 RUN_HELP = {
     "--noise-multiplier": "Claim from DP-SGD (as for sgd-epsilon): its noise multiplier; with the sample rate and "
-    "the length.",
+    "the length.  With --strategy: the matrix run's (as for matrix).",
     "--sample-rate": "Claim from DP-SGD: Poisson rate q in (0, 1].",
     "--batch-size": "Claim from DP-SGD: batch size B (q = B/N, with --dataset-size).",
-    "--dataset-size": "Claim from DP-SGD: dataset size N.",
-    "--steps": "Claim from DP-SGD: steps T.",
+    "--dataset-size": "Claim from DP-SGD: dataset size N (with --schedule: for its batch_size column, as for "
+    "sgd-epsilon).",
+    "--steps": "Claim from DP-SGD: steps T.  With --strategy: the matrix run's steps n (as for matrix).",
     "--epochs": "Claim from DP-SGD: epochs E (steps = ceil(E / q)).",
 }
 RUN_METAVAR = {
@@ -213,7 +241,43 @@ def _without_budget(cmd: click.Command) -> click.Command:
     help="The claim as a composition (repeatable; specs as for compose, e.g. laplace:scale=1,count=100): "
     "its ε at each row's δ by compose's best method.",
 )
+@click.option(
+    "--dp-event",
+    "dp_events",
+    multiple=True,
+    metavar="FILE",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="The claim as a DpEvent of dp-accounting / jax_privacy in its named-tuple JSON form (repeatable; - reads "
+    "standard input), read as compose --dp-event reads it, its mechanisms joining any --claimed-mechanism: "
+    "compose's best ε at each row's δ.",
+)
+@click.option(
+    "--schedule",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default=None,
+    metavar="FILE",
+    help="The claim as a DP-SGD run in phases, the file sgd-epsilon --schedule reads (CSV, one phase a line, or an "
+    "Opacus history as JSON; - reads standard input): ε after its last phase at each row's δ, the smaller of "
+    "the rdp and pld accountants'.",
+)
 @run_options(RUN_HELP, RUN_METAVAR)
+@click.option(
+    "--strategy",
+    "strategies",
+    multiple=True,
+    metavar="STRATEGY",
+    help="The claim as a matrix-mechanism run (as for matrix, with --participation, --steps and "
+    "--noise-multiplier): its strategy C, e.g. identity, sqrt:bands=B, toeplitz:coef=c0|c1|..., blt:..., tree, "
+    "file:path=FILE; the smallest certified ε of matrix's rows.",
+)
+@click.option(
+    "--participation",
+    "participations",
+    multiple=True,
+    metavar="PATTERN",
+    help="With --strategy (as for matrix): single (the default), min-sep:k=K,b=B, cyclic-poisson:b=B,q=Q, "
+    "poisson:q=Q or balls-in-bins:b=B.",
+)
 @common_options
 def command(
     tp,
@@ -233,22 +297,27 @@ def command(
     claimed_mechanisms,
     claimed_iterate,
     claimed_langevin,
+    dp_events,
+    schedule,
     sigma,
     sample_rate,
     batch_size,
     dataset_size,
     steps,
     epochs,
+    strategies,
+    participations,
     out,
 ):
     """An empirical lower bound on ε from what an attack achieved.
 
     Give the counts of a membership test (--tp --fp --fn --tn, or --input FILE), a one-run canary
     audit (--canaries --guesses --correct) or attack scores (--scores FILE), and --delta.  Every bound
-    holds with probability >= --confidence.  --claimed-epsilon, a composition (--claimed-mechanism), a
-    DP-SGD run (--noise-multiplier, --sample-rate/--batch-size, --steps/--epochs: its PLD ε), or an
-    iterate or langevin setting (--claimed-iterate, --claimed-langevin) puts the accountant's upper
-    bound beside it.
+    holds with probability >= --confidence.  One claim puts the accountant's upper bound beside it:
+    --claimed-epsilon; a composition (--claimed-mechanism, --dp-event FILE); a DP-SGD run
+    (--noise-multiplier, --sample-rate/--batch-size, --steps/--epochs: its PLD ε) or a run in phases
+    (--schedule FILE); a matrix-mechanism run (--strategy, --participation, --steps,
+    --noise-multiplier); or an iterate or langevin setting (--claimed-iterate, --claimed-langevin).
     """
     claimed = single(claimed_epsilon, "--claimed-epsilon")
     sgd = {
@@ -281,6 +350,10 @@ def command(
         claimed_mechanisms=tuple(claimed_mechanisms) or None,
         claimed_iterate=claimed_iterate,
         claimed_langevin=claimed_langevin,
+        claimed_dp_events=tuple(dp_events) or None,
+        claimed_schedule=schedule,
+        claimed_strategy=tuple(strategies) or None,
+        claimed_participation=tuple(participations) or None,
         plot=bool(out.plot),
     )
     done = []

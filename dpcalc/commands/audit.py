@@ -81,6 +81,16 @@ class AuditParams:
     #: the claim as an iterate or langevin setting (``--claimed-iterate`` / ``--claimed-langevin``, key=value)
     claimed_iterate: str | None = None
     claimed_langevin: str | None = None
+    #: the claim as DpEvent files (``--dp-event``, ``-``: standard input), their mechanisms joining
+    #: ``claimed_mechanisms`` as ``compose --dp-event`` joins them
+    claimed_dp_events: tuple[str, ...] | None = None
+    #: the claim as a run in phases (``--schedule FILE``, as ``sgd-epsilon --schedule``; ``claimed_sgd``'s
+    #: ``dataset_size`` is its dataset size)
+    claimed_schedule: str | None = None
+    #: the claim as a matrix-mechanism run (``--strategy``, ``--participation``, as ``dpcalc matrix``; its steps
+    #: and noise multiplier are ``claimed_sgd``'s ``steps`` and ``sigma``)
+    claimed_strategy: tuple[str, ...] | None = None
+    claimed_participation: tuple[str, ...] | None = None
     plot: bool = False  # --plot: attach the trade-off picture (:mod:`dpcalc.commands.audit_plot`)
 
 
@@ -103,8 +113,7 @@ def audit(p: AuditParams) -> Result:
         raise InputError("missing option --delta (the δ at which ε is bounded; 0 for pure ε-DP)")
     if p.score_direction is not None and p.scores is None:
         raise InputError("--score-direction: applies to --scores FILE only (no scores were given)")
-    settings = {"--claimed-iterate": p.claimed_iterate, "--claimed-langevin": p.claimed_langevin}
-    sgd = audit_claim.check(p.claimed_epsilon, p.claimed_sgd, p.claimed_mechanisms, settings)
+    claim = audit_claim.check(p)
     if p.canaries is not None or p.guesses is not None or p.correct is not None:
         result = _one_run(p)
     elif p.scores is not None:
@@ -118,22 +127,7 @@ def audit(p: AuditParams) -> Result:
                     raise InputError(f"missing option --{name} (give all of --tp, --fp, --fn and --tn)")
             tp, fp, fn, tn = p.tp, p.fp, p.fn, p.tn
         result = _counts(p, tp, fp, fn, tn, paired=p.input is not None)
-    run = None
-    if sgd is not None:
-        by_delta, note, run = audit_claim.sgd_claim(sgd, result.column("delta"))
-        audit_claim.add_claim(result, [by_delta[float(d)] for d in result.column("delta")])
-        result.notes.append(note)
-    elif p.claimed_mechanisms:
-        by_delta, note = audit_claim.mechanism_claim(p.claimed_mechanisms, result.column("delta"))
-        audit_claim.add_claim(result, [by_delta[float(d)] for d in result.column("delta")])
-        result.notes.append(note)
-    elif any(text is not None for text in settings.values()):
-        option, text = next((o, t) for o, t in settings.items() if t is not None)
-        by_delta, note = audit_claim.settings_claim(option, text, result.column("delta"))
-        audit_claim.add_claim(result, [by_delta[float(d)] for d in result.column("delta")])
-        result.notes.append(note)
-    elif p.claimed_epsilon is not None:
-        audit_claim.add_claim(result, [p.claimed_epsilon] * len(result))
+    run = audit_claim.add(result, claim)
     if p.plot:
         result.plot = plot_spec(result, run)
     return result
