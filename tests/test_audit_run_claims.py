@@ -221,6 +221,25 @@ def test_matrix_claim_never_takes_the_monte_carlo_row(invoke):
     assert _note(r).endswith(": gaussian") and "mc, a bound with a confidence, is never a claim" in _note(r)
 
 
+def test_a_matrix_row_past_its_own_limit_is_left_out_and_said(invoke):
+    """mmcc is computed up to 4096 steps: beyond, the claim is the rows that are computed (here the Gaussian),
+    and the note says why mmcc is not among them."""
+    run = [
+        "--strategy",
+        "sqrt:bands=2",
+        "--participation",
+        "poisson:q=0.01",
+        "--steps",
+        "5000",
+        "--sigma",
+        "2",
+    ]
+    rows, r = _audit(invoke, [*WEAK, "--delta", "1e-5", *run])
+    gauss = _rows(invoke(["matrix", *run, "--delta", "1e-5", "--method", "gaussian", "-f", "csv"]))
+    assert float(rows[0]["epsilon_claimed"]) == float(gauss[0]["epsilon"])
+    assert "mmcc not computed (--steps: mmcc is computed for at most" in _note(r)
+
+
 def test_matrix_violation_exits_3_and_delta_zero_claims_nothing_finite(invoke):
     rows, r = _audit(invoke, [*STRONG, "--delta", "1e-5", *MATRIX["gaussian"]])
     assert r.exit_code == 3 and "AUDIT FAILED" in r.stderr

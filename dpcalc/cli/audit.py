@@ -97,7 +97,7 @@ them: replace-one if a phase is fixed-size); a matrix-mechanism run, --strategy 
 P] --steps T --noise-multiplier S, meaning what they mean on matrix (one strategy and one pattern;
 --steps and --noise-multiplier are the matrix run's when --strategy is given): the smallest of its
 gaussian, bandmf-rdp, bandmf-pld and mmcc rows that apply, never mc (a bound with a confidence), inf
-at δ = 0; or a setting of iterate or langevin (--claimed-iterate, --claimed-langevin, key=value):
+at δ = 0 (a row past a limit of its own, as mmcc's of steps, is left out: the note says so); or a setting of iterate or langevin (--claimed-iterate, --claimed-langevin, key=value):
 the smallest of its upper bounds.  One claim at a time: two (say --dp-event and --schedule, or
 --strategy with --sample-rate) are refused in one line naming both.
 --plot FILE (counts and scores, not one-run): each audit's point (FPR, TPR) with its box, the

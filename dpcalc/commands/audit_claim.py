@@ -312,13 +312,14 @@ def schedule_claim(path: str, dataset_size, deltas) -> tuple[dict, str]:
 def matrix_claim(run: dict, deltas) -> tuple[dict, str]:
     """``({δ: ε}, note)``: the ε of the matrix-mechanism run ``run`` (strategy, participation, steps, sigma; as
     ``dpcalc matrix`` takes them) at each δ: the smallest of its certified rows (gaussian, bandmf-rdp,
-    bandmf-pld, mmcc, those that apply; never mc, a bound with a confidence), the method named in the note.
+    bandmf-pld, mmcc, those that apply; never mc, a bound with a confidence), the method named in the note; a row
+    past a limit of its own (mmcc's steps) is left out, and the note says so.
     At δ = 0 the Gaussian noise's loss is unbounded: ε = inf (matrix takes δ in (0, 1))."""
     wanted = sorted({float(d) for d in deltas})
     positive = [d for d in wanted if d > 0]
     best: dict[float, float] = {d: math.inf for d in wanted}
     picks: dict[float, str] = {d: "gaussian" for d in wanted}
-    applied, label = [], None
+    applied, skipped, label = [], [], None
     for method in MATRIX_CLAIM_METHODS:
         params = MatrixParams(
             strategies=[run["strategy"]],
@@ -331,9 +332,11 @@ def matrix_claim(run: dict, deltas) -> tuple[dict, str]:
         try:
             res = matrix(params)
         except InputError as exc:
-            if method != "gaussian" and str(exc).startswith(f"--method {method}: "):
-                continue  # does not apply to this strategy and participation
-            raise
+            if method == "gaussian":  # the run itself is refused (its strategy, pattern or size)
+                raise
+            if not str(exc).startswith(f"--method {method}: "):  # past a limit of its own: left out, said
+                skipped.append(f"{method} not computed ({exc})")
+            continue  # does not apply to this strategy and participation
         applied.append(method)
         label = label or (res.column("strategy")[0], res.column("participation")[0])
         if not positive:
@@ -344,8 +347,8 @@ def matrix_claim(run: dict, deltas) -> tuple[dict, str]:
     note = (
         f"epsilon_claimed: the matrix mechanism --strategy {label[0]} --participation {label[1]} over "
         f"{run['steps']} steps at noise multiplier {run['sigma']:g}, at each row's δ the smallest certified "
-        f"upper bound of dpcalc matrix's rows ({', '.join(applied)} apply; mc, a bound with a confidence, is "
-        f"never a claim): {_by(picks, best)}"
+        f"upper bound of dpcalc matrix's rows (those that apply: {', '.join(applied)}; mc, a bound with a confidence, is "
+        f"never a claim): {_by(picks, best)}" + "".join(f"; {why}" for why in skipped)
     )
     return best, note
 
