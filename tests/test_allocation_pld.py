@@ -212,9 +212,7 @@ def test_long_rounds_are_refused_up_front(invoke):
     assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
     assert "--method" in res.stderr and f"{allocation_pld.MAX_SUM_POINTS:.2g}" in res.stderr
     # the rdp accountant still answers it
-    res = invoke(
-        ["sgd-epsilon", *args, "--sampling", "random-allocation", "--method", "rdp", "-f", "csv"]
-    )
+    res = invoke(["sgd-epsilon", *args, "--sampling", "random-allocation", "--method", "rdp", "-f", "csv"])
     assert res.exit_code == 0
 
 

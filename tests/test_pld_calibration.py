@@ -39,9 +39,7 @@ def test_less_noise_than_rdp_and_than_opacus_prv(invoke):
         "--delta",
         "1e-5",
     ]
-    rows = {
-        r["accountant"]: r for r in json.loads(invoke([*args, "--method", "all", "-f", "json"]).stdout)
-    }
+    rows = {r["accountant"]: r for r in json.loads(invoke([*args, "--method", "all", "-f", "json"]).stdout)}
     pld, rdp = rows["pld"], rows["rdp"]
     assert pld["noise_multiplier"] < rdp["noise_multiplier"] * 0.96  # 5 % less noise than RDP's answer
     assert pld["noise_multiplier"] <= 1.34766  # Opacus's PRV calibration (an estimate, not certified)

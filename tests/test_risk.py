@@ -168,9 +168,7 @@ def test_target_advantage_finds_the_most_steps_or_the_largest_rate(left_out):
     1e-4 larger) misses it, each as --advantage prints it (pld)."""
     given = {"steps": ["--steps", "1000"], "sample_rate": ["--sample-rate", "0.01"]}
     run = ["--sigma", "1.1", *given["sample_rate" if left_out == "steps" else "steps"]]
-    (row,) = _rows(
-        ["sgd-epsilon", *run, "--target-advantage", "0.1", "--delta", "1e-5", "--method", "pld"]
-    )
+    (row,) = _rows(["sgd-epsilon", *run, "--target-advantage", "0.1", "--delta", "1e-5", "--method", "pld"])
     assert _f(row["advantage"]) <= 0.1
     x = _f(row[left_out])
     for value, ok in ((x, True), (x + 1 if left_out == "steps" else x * (1 + 1e-4), False)):

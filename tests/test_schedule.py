@@ -92,16 +92,12 @@ def test_an_opacus_history_and_an_accountant_state():
         ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--method", "all"],
         stdin=json.dumps({"history": history, "mechanism": "rdp"}),
     )
-    c = _rows(
-        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--method", "all"], stdin=_csv(PHASES)
-    )
+    c = _rows(["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--method", "all"], stdin=_csv(PHASES))
     assert a == b == c
     acc = api.Accountant("pld")
     for s, q, t in PHASES:
         acc.step(noise_multiplier=s, sample_rate=q, steps=t)
-    d = _rows(
-        ["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--method", "pld"], stdin=acc.to_json()
-    )
+    d = _rows(["sgd-epsilon", "--schedule", "-", "--delta", "1e-5", "--method", "pld"], stdin=acc.to_json())
     assert d[-1]["epsilon"] == repr(acc.get_epsilon(1e-5))
 
 

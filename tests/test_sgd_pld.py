@@ -39,8 +39,7 @@ def test_budget_judges_the_upper_end(invoke):
     r = invoke(["sgd-epsilon", *CONFIG_A, "--method", "pld", "-q", "--max-epsilon", repr(between)])
     assert r.exit_code == (3 if up > between else 0)
     assert (
-        invoke(["sgd-epsilon", *CONFIG_A, "--method", "pld", "-q", "--max-epsilon", repr(up)]).exit_code
-        == 0
+        invoke(["sgd-epsilon", *CONFIG_A, "--method", "pld", "-q", "--max-epsilon", repr(up)]).exit_code == 0
     )
 
 

@@ -224,7 +224,9 @@ def test_a_column_found_in_some_rows_rounds_to_its_safe_side_in_every_row(monkey
 
 
 def test_the_noise_a_schedule_found_is_shown_rounded_up(invoke):
-    args = "sgd-epsilon --schedule docs/examples/schedule-find.csv --delta 1e-5 --target-epsilon 3 --method all"
+    args = (
+        "sgd-epsilon --schedule docs/examples/schedule-find.csv --delta 1e-5 --target-epsilon 3 --method all"
+    )
     csv_rows = _csv(invoke([*args.split(), "-f", "csv"]).stdout)
     table = invoke([*args.split(), "-f", "table"]).stdout
     found = [float(r["noise_multiplier"]) for r in csv_rows if r["note"]]

@@ -39,24 +39,28 @@ from dpcalc.result import CONDITIONAL_LOWER_COLUMNS, LOWER_BOUND_COLUMNS
 #: the columns that name how a row was computed, never what was asked
 IDENTITY = frozenset({"method", "accountant", "conversion", "bound"})
 #: columns that are never inputs of a row: bounds beside the headline, estimates, flags and notes
-NOT_INPUTS = LOWER_BOUND_COLUMNS | CONDITIONAL_LOWER_COLUMNS | {
-    "epsilon_estimate",
-    "delta_estimate",
-    "tpr_estimate",
-    "valid",
-    "note",
-    "best_alpha",
-    "crossing_steps",
-    "recorded",
-    "run",
-    "level",
-    "epsilon_rdp",
-    "tpr",
-    "tpr_upper",
-    "mu",
-    "fpr_upper",
-    "ratio",
-}
+NOT_INPUTS = (
+    LOWER_BOUND_COLUMNS
+    | CONDITIONAL_LOWER_COLUMNS
+    | {
+        "epsilon_estimate",
+        "delta_estimate",
+        "tpr_estimate",
+        "valid",
+        "note",
+        "best_alpha",
+        "crossing_steps",
+        "recorded",
+        "run",
+        "level",
+        "epsilon_rdp",
+        "tpr",
+        "tpr_upper",
+        "mu",
+        "fpr_upper",
+        "ratio",
+    }
+)
 #: methods that answer another question than the other methods of their command
 SEPARATE = frozenset({"cni"})
 #: headlines where a larger certified value is the tighter answer (the rest: smaller)
