@@ -70,7 +70,8 @@ def test_truncated_monotone_in_batch_at_a_fixed_cap_and_in_the_cap(batch, cap_fa
 
 
 def test_pld_brackets_are_ordered_and_never_nan():
-    """At one setting: truncated Poisson >= Poisson (both pld, add/remove); replace-one >= add/remove."""
+    """At one setting: truncated Poisson >= Poisson (both pld, add/remove); replace-one >= add/remove.  Truncated
+    Poisson's bracket is of its revealed mixture, a model that only dominates the run: no lower end or estimate."""
     q, sigma, steps = 256 / 60000, 1.1, 2000
     plain = api.sgd_epsilon(q, sigma, steps, 1e-5, accountant="pld")
     cut = api.sgd_epsilon(
@@ -84,7 +85,9 @@ def test_pld_brackets_are_ordered_and_never_nan():
         max_batch_size=280,
     )
     repl = api.sgd_epsilon(q, sigma, steps, 1e-5, accountant="pld", neighbors="replace-one")
-    for b in (plain, cut, repl):
+    for b in (plain, repl):
         assert all(math.isfinite(float(np.asarray(x))) for x in (b.lower, b.estimate, b.value))
-    assert float(cut.lower) >= float(plain.lower) and float(cut.value) >= float(plain.value)
+    assert math.isfinite(float(cut.value))
+    assert np.isnan(float(np.asarray(cut.lower))) and np.isnan(float(np.asarray(cut.estimate)))
+    assert float(cut.value) >= float(plain.value)
     assert float(repl.lower) >= float(plain.value)

@@ -91,12 +91,14 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ),
         (
             "epsilon_lower",
-            "pld: the lower end of the certified bracket [epsilon_lower, epsilon]; shuffle: a lower bound on "
-            "the run's ε (Chua et al. 2024), never a guarantee",
+            "a lower bound on the run's ε — pld: the lower end of the certified bracket [epsilon_lower, epsilon], "
+            "empty where the bracket is of a model that only dominates the run (truncated Poisson, the allocation "
+            "samplers); shuffle: a lower bound (Chua et al. 2024), never a guarantee",
         ),
         (
             "epsilon_estimate",
-            "pld: an estimate inside the bracket; mc: the Monte Carlo estimate (not bounds)",
+            "pld: an estimate inside the bracket (empty where epsilon_lower is); mc: the Monte Carlo estimate "
+            "(not bounds)",
         ),
         ("delta_lower", "with --epsilon, pld: the lower end of the certified bracket [delta_lower, delta]"),
         (
@@ -125,8 +127,15 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         _METHOD,
         _DELTA,
         _EPS,
-        ("epsilon_lower", "pld: the lower end of the certified bracket [epsilon_lower, epsilon]"),
-        ("epsilon_estimate", "pld: an estimate inside the bracket (not a bound)"),
+        (
+            "epsilon_lower",
+            "pld: the lower end of the certified bracket [epsilon_lower, epsilon], a lower bound on the "
+            "composition's ε; empty where a spec's pair only dominates its mechanism (the note names it)",
+        ),
+        (
+            "epsilon_estimate",
+            "pld: an estimate inside the bracket (not a bound; empty where epsilon_lower is)",
+        ),
         ("delta_lower", "pld: the lower end of the certified bracket [delta_lower, delta]"),
         ("delta_estimate", "pld: an estimate inside the bracket (not a bound)"),
         ("sigma", "calibration (--epsilon with --delta): the noise σ of every spec that left sigma out"),
@@ -173,11 +182,14 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("epsilon", "ε: a certified upper bound (mc rows: an upper bound with probability confidence)"),
         (
             "epsilon_lower",
-            "bandmf-pld, mmcc: the lower end of the certified bracket [epsilon_lower, epsilon]",
+            "a lower bound on the run's ε — bandmf-pld: the lower end of the run's certified bracket (per "
+            "partition; empty beyond its limits, where only Thm 4's dominating DP-SGD is computed); mmcc: empty "
+            "(its bracket is of MMCC's dominating construction) except where C has one entry per row and column",
         ),
         (
             "epsilon_estimate",
-            "bandmf-pld, mmcc: an estimate inside the bracket; mc: the Monte Carlo estimate (not bounds)",
+            "bandmf-pld, mmcc: an estimate inside the bracket (empty where epsilon_lower is); mc: the Monte Carlo "
+            "estimate of the run (not bounds)",
         ),
         ("dpsgd_steps", "bandmf rows: the steps ⌈n/b⌉ of the DP-SGD run that dominates it"),
         (
