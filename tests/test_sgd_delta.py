@@ -199,7 +199,18 @@ def test_every_accountant_answers_delta_or_says_why(invoke):
     )
     (row,) = _rows(mc)
     assert row["confidence"] == "0.95" and _f(row["delta_estimate"]) <= _f(row["delta"])
-    assert invoke(["sgd-epsilon", *base, "--sampling", "balls-in-bins", "--method", "mc", "-q"]).stdout == ""
+    quiet = [
+        "sgd-epsilon",
+        *base,
+        "--sampling",
+        "balls-in-bins",
+        "--method",
+        "mc",
+        "--mc-samples",
+        "20000",
+        "-q",
+    ]
+    assert invoke(quiet).stdout == ""
     # shuffle: the exact profile of the Gaussians of its upper bound (one epoch: one Gaussian with r = 2/σ)
     (row,) = _rows(invoke(["sgd-epsilon", *base, "--sampling", "shuffle", "-f", "csv"]))
     mp.mp.dps = 30
