@@ -32,11 +32,11 @@ import math
 import numpy as np
 
 from dpcalc.commands.sgd_group import GROUP_ACCOUNTANTS, group_rows
-from dpcalc.commands.sgd_rows import MC_WORK_MAX, SIGMA_RTOL
+from dpcalc.commands.sgd_rows import SIGMA_RTOL, mc_plan
 from dpcalc.engine._numerics import next_up
 from dpcalc.engine.conversion.methods import delta_from_curve
 from dpcalc.engine.dpsgd import accounting as sgd
-from dpcalc.engine.dpsgd.balls_in_bins_mc import DEFAULT_SAMPLES, delta_balls_in_bins_mc
+from dpcalc.engine.dpsgd.balls_in_bins_mc import delta_balls_in_bins_mc
 from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld
 from dpcalc.engine.mechanisms import gaussian_exact, sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
@@ -188,15 +188,7 @@ def _pld(p, sampler, g, strict) -> dict:
 
 def _mc(p, sampler, g) -> dict:
     """The Monte Carlo upper bound on δ(ε) of balls-in-bins (probability ``p.confidence``) and its estimate."""
-    m, _, epochs = sampler.rounds(g["q"], g["steps"], g.get("n"))
-    samples = DEFAULT_SAMPLES if p.mc_samples is None else p.mc_samples
-    work = float(samples) * float(np.max(np.asarray(m, float) * np.asarray(epochs, float)))
-    if work > MC_WORK_MAX:  # bounded work, before any draw: one normal per sample and step
-        raise InputError(
-            f"--mc-samples: {samples} samples × {work / samples:.0f} steps = {work:.3g} normal draws per "
-            f"direction, more than {MC_WORK_MAX:.3g} (about 10 s); lower --mc-samples or the epochs, or use "
-            "--method rdp or pld"
-        )
+    m, epochs, samples = mc_plan(p, sampler, g)
     upper, est = delta_balls_in_bins_mc(
         g["sigma"], m, epochs, g["eps"], samples=samples, confidence=p.confidence, seed=p.seed
     )

@@ -321,18 +321,25 @@ def _own_rows(sampler, g) -> dict:
 MC_WORK_MAX = 2.5e8
 
 
-def _mc_rows(p, sampler, g) -> dict:
-    """The Monte Carlo rows of balls-in-bins (:mod:`dpcalc.engine.dpsgd.balls_in_bins_mc`): ε holding with
-    probability ``p.confidence`` over the sampling, and the estimate."""
+def mc_plan(p, sampler, g):
+    """``(m, epochs, samples)`` of balls-in-bins Monte Carlo for the rows ``g``: the rounds, epochs and samples per
+    direction, its work checked against :data:`MC_WORK_MAX` before any draw (one normal per sample and step)."""
     m, _, epochs = sampler.rounds(g["q"], g["steps"], g.get("n"))
     samples = DEFAULT_SAMPLES if p.mc_samples is None else p.mc_samples
     work = float(samples) * float(np.max(np.asarray(m, float) * np.asarray(epochs, float)))
-    if work > MC_WORK_MAX:  # bounded work, before any draw: one normal per sample and step
+    if work > MC_WORK_MAX:
         raise InputError(
             f"--mc-samples: {samples} samples × {work / samples:.0f} steps = {work:.3g} normal draws per "
             f"direction, more than {MC_WORK_MAX:.3g} (about 10 s); lower --mc-samples or the epochs, or use "
             "--method rdp or pld"
         )
+    return m, epochs, samples
+
+
+def _mc_rows(p, sampler, g) -> dict:
+    """The Monte Carlo rows of balls-in-bins (:mod:`dpcalc.engine.dpsgd.balls_in_bins_mc`): ε holding with
+    probability ``p.confidence`` over the sampling, and the estimate."""
+    m, epochs, _ = mc_plan(p, sampler, g)
     upper, est = epsilon_balls_in_bins_mc(
         g["sigma"], m, epochs, g["delta"], samples=p.mc_samples, confidence=p.confidence, seed=p.seed
     )
