@@ -8,6 +8,12 @@ arXiv:2412.16802) is sampled in both directions with exact rare-event conditioni
 δ(ε) bounded with the Chernoff–Hoeffding bound in KL form (Hoeffding 1963, Thm 1), by
 :mod:`dpcalc.engine.dpsgd.balls_in_bins_samples` (its module doc has the construction).
 
+The samples are drawn in batches of a size fixed by the configuration, each from its own stream
+``SeedSequence(seed, spawn_key=(direction, batch))``, and each batch returns the counts of its losses on a fixed
+grid, merged exactly: a ``mapper`` (``mapper(fn, items, weights)``, default: in this process, in order) may run
+the batches anywhere — a pool, a cluster — and the numbers for a seed are the same bit for bit.  Memory does not
+grow with the samples.
+
 For a fixed sample set every term is non-increasing in ε, and so are β(ε) and the conditioning, so the
 upper bound U(ε) is non-increasing in ε: the ε found by bisection (the smallest with U(ε) <= δ, ended on
 the safe side) is an upper bound on the true ε with the same confidence (docs/math.md §3.9).
@@ -20,7 +26,7 @@ import math
 
 import numpy as np
 
-from dpcalc.engine.dpsgd.balls_in_bins_samples import _directions
+from dpcalc.engine.dpsgd.balls_in_bins_samples import _directions, check_width, samples_needed
 from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld_remove
 from dpcalc.errors import InputError
 
@@ -51,6 +57,7 @@ def _check_args(sigma, m, epochs, samples, confidence):
         raise InputError(f"samples: must be an integer >= 2, got {samples!r}")
     if not (0.0 < float(confidence) < 1.0):
         raise InputError(f"confidence: must lie in (0, 1), got {confidence!r}")
+    check_width(float(np.max(m * epochs)))
     return sigma, m, epochs
 
 
@@ -63,6 +70,7 @@ def delta_balls_in_bins_mc(
     samples=DEFAULT_SAMPLES,
     confidence=DEFAULT_CONFIDENCE,
     seed=DEFAULT_SEED,
+    mapper=None,
 ):
     """(δ upper bound, δ estimate) of ``epochs`` epochs of DP-SGD with balls-in-bins batches of ``m`` steps,
     noise multiplier ``sigma``, add/remove-one neighbours (the worse direction).
@@ -72,7 +80,8 @@ def delta_balls_in_bins_mc(
     conditioning and Bennett remainder of the module doc, and the KL (Hoeffding 1963 Thm 1, as the paper uses it)
     upper confidence bound.  The upper bound holds with probability >= ``confidence`` over the
     sampling; the estimate is unbiased for the conditioned part (it leaves out the remainder β, which is
-    below the bound's margin).  Arguments broadcast; one sample set per distinct configuration.
+    below the bound's margin).  Arguments broadcast; one sample set per distinct configuration.  ``mapper``
+    runs the batches (module doc); the numbers do not depend on it.
     """
     sigma, m, epochs = _check_args(sigma, m, epochs, samples, confidence)
     epsilon = np.asarray(epsilon, dtype=float)
@@ -81,7 +90,7 @@ def delta_balls_in_bins_mc(
         raise InputError(f"epsilon: must be a finite number >= 0, got {epsilon[bad].ravel()[0]:g}")
 
     def one(s1, m1, k1, e1):
-        rem, add = _directions(s1, m1, k1, e1, samples, float(confidence), seed)
+        rem, add = _directions(s1, m1, k1, e1, samples, float(confidence), seed, mapper=mapper)
         u = max(float(rem.upper(e1, confidence)[0]), float(add.upper(e1, confidence)[0]))
         d = max(float(rem.estimate(e1)[0]), float(add.estimate(e1)[0]))
         return u, d
@@ -132,10 +141,26 @@ def _invert(fun, target, lo, hi):
     return hi
 
 
-def _epsilon_one(sigma, m, k, delta, n, confidence, seed):
+def _epsilon_one(sigma, m, k, delta, n, confidence, seed, mapper=None):
     ref = _eps_ref(sigma, m, k, delta)
-    rem, add = _directions(sigma, m, k, ref, n, confidence, seed, delta_target=delta)
+    rem, add = _directions(sigma, m, k, ref, n, confidence, seed, delta_target=delta, mapper=mapper)
     return epsilon_of_directions(rem, add, delta, confidence, ref)
+
+
+def samples_to_certify(sigma, m, epochs, delta, *, samples=DEFAULT_SAMPLES, confidence=DEFAULT_CONFIDENCE):
+    """The least number of samples per direction with which :func:`epsilon_balls_in_bins_mc` can certify
+    ``delta`` at all (a finite ε), for one configuration (from ``samples`` on; ``samples`` itself if it can).
+
+    This estimator's ε is finite exactly when its bound beyond every sampled loss — the floor
+    p(E)·(1 − (1 − c)^{1/n}) + β of the KL upper confidence bound of a mean of 0 (Hoeffding 1963, Thm 1, the
+    bound Chua et al. 2025, arXiv:2412.16802, use), with the conditioning chosen for n samples — is within δ:
+    below this count ε is inf whatever the draws (:func:`dpcalc.engine.dpsgd.balls_in_bins_samples.samples_needed`;
+    about p(E)·log(1/(1 − c))/δ).  It is the count to ask for, not a promise of a tight ε: the KL–Hoeffding
+    count for a bound within a factor 1 + η of δ is larger (about log(1/(1 − c))/(δ·η²/(2(1 + η))))."""
+    sigma, m, epochs = _check_args(sigma, m, epochs, samples, confidence)
+    s1, m1, k1, d1 = float(sigma), int(m), int(epochs), float(delta)
+    ref = _eps_ref(s1, m1, k1, d1)
+    return samples_needed(s1, m1, k1, ref, d1, float(confidence), samples)
 
 
 def epsilon_of_directions(rem, add, delta, confidence, ref=0.0):
@@ -171,6 +196,7 @@ def epsilon_balls_in_bins_mc(
     samples=DEFAULT_SAMPLES,
     confidence=DEFAULT_CONFIDENCE,
     seed=DEFAULT_SEED,
+    mapper=None,
 ):
     """(ε upper bound, ε estimate) at ``delta`` of ``epochs`` balls-in-bins epochs of ``m`` steps, noise
     multiplier ``sigma``, add/remove-one neighbours (Chua et al. 2025, arXiv:2412.16802).
@@ -178,8 +204,9 @@ def epsilon_balls_in_bins_mc(
     One sample set per configuration; the δ upper bound U(ε) of :func:`delta_balls_in_bins_mc` is
     non-increasing in ε for that set, so the smallest ε with U(ε) <= δ (bisection ended on the upper side)
     is >= the true ε with probability >= ``confidence``.  Returns ``inf`` when the samples cannot certify
-    ``delta`` (the floor p(E)·(1 − (1−confidence)^{1/n}) exceeds it): use more samples.  The estimate
-    inverts the δ estimate.  Arguments broadcast; a loop over distinct configurations.
+    ``delta`` (the floor p(E)·(1 − (1−confidence)^{1/n}) exceeds it): :func:`samples_to_certify` says how
+    many would.  The estimate inverts the δ estimate.  Arguments broadcast; a loop over distinct
+    configurations; ``mapper`` runs the batches (module doc), the numbers do not depend on it.
     """
     sigma, m, epochs = _check_args(sigma, m, epochs, samples, confidence)
     delta = np.asarray(delta, dtype=float)
@@ -187,7 +214,7 @@ def epsilon_balls_in_bins_mc(
     if np.any(bad):
         raise InputError(f"delta: must lie in (0, 1), got {delta[bad].ravel()[0]:g}")
     return _per_config(
-        lambda s1, m1, k1, d1: _epsilon_one(s1, m1, k1, d1, samples, float(confidence), seed),
+        lambda s1, m1, k1, d1: _epsilon_one(s1, m1, k1, d1, samples, float(confidence), seed, mapper),
         sigma,
         m,
         epochs,

@@ -18,22 +18,31 @@ with K = MᵀM, u ~ N(0, σ²K) under Q and N(K e_s, σ²K) under P's component 
 mean of n samples is turned into an upper confidence bound by the Chernoff–Hoeffding bound in KL form
 (Hoeffding 1963, Thm 1), and ε is inverted as for DP-SGD's balls-in-bins rows
 (:func:`dpcalc.engine.dpsgd.balls_in_bins_mc.epsilon_of_directions`, docs/math.md §3.9).
+
+The samples are drawn as DP-SGD's (:mod:`dpcalc.engine.dpsgd.balls_in_bins_samples`, docs/math.md §12.5): in
+batches of a size fixed by b and the number of samples, batch j of direction d (0 remove, 1 add) from
+``SeedSequence(seed, spawn_key=(d, j))`` — the same streams for every σ, as one sample set per σ was before —
+each batch returning the counts of its losses on the fixed grid of losses, merged exactly.  A ``mapper`` may run
+the batches anywhere (a pool, a cluster): the numbers for a seed are the same bit for bit, and memory does not grow
+with the samples.  Every term of a bin is bounded by the term at the bin's upper edge, raised by an allowance for
+the floating-point error of the loss (:func:`allowance`), so the bound keeps its confidence.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
+from dpcalc.engine.dpsgd import balls_in_bins_samples as bs
 from dpcalc.engine.dpsgd.balls_in_bins_mc import epsilon_of_directions
-from dpcalc.engine.dpsgd.balls_in_bins_samples import _Direction
 from dpcalc.engine.matrix.strategies import Strategy
 from dpcalc.errors import InputError
 
 #: The most doubles in one block of samples (memory below ~150 MB with the temporaries).
 _BLOCK = 4_000_000
-#: The relative rounding allowance added to every sampled loss (the log-sum-exp in floating point).
+#: The least relative rounding allowance of a sampled loss (the log-sum-exp in floating point; :func:`allowance`).
 _ROUND = 1e-10
 #: The most work of the mode Gram matrix of a Toeplitz strategy (bins × steps).
 MAX_GRAM_WORK = 2e8
@@ -115,20 +124,64 @@ def _root(a: np.ndarray) -> np.ndarray:
         return vecs * np.sqrt(np.clip(vals, 0.0, None))
 
 
-def _direction(losses: np.ndarray) -> _Direction:
-    up = losses + _ROUND * (1.0 + np.abs(losses))
-    return _Direction(up, 1.0, lambda e: 0.0 * e, -math.inf)
+def allowance(a: np.ndarray):
+    """The allowance for the floating-point error of a loss ℓ with a = K/σ² (:func:`bs.loss_allowance`):
+    relative max(10⁻¹⁰, 2⁻⁴⁰(b + 8)) to 1 + |ℓ| + 2·max a_ss + 8·√(max a_ss) (the size of the numbers the
+    log-sum-exp of b terms works with) — thousands of times the error of the computation."""
+    b = a.shape[0]
+    amax = float(np.max(np.diag(a)))
+    rho = max(_ROUND, 2.0**-40 * (b + 8))
+    return bs.loss_allowance(rho, rho * (2.0 * amax + 8.0 * math.sqrt(amax)))
 
 
-def directions(K: np.ndarray, sigma: float, samples: int, stream: tuple[int, int]):
-    """The two directions' sample sets at σ (remove: ℓ under P; add: −ℓ under Q), from the random streams
-    ``(seed, k)`` and ``(seed, k + 1)`` of ``stream = (seed, k)`` (independent streams for distinct k)."""
+def batch_rows(b: int, samples: int) -> int:
+    """The samples of each batch: about :data:`bs.BATCH_DRAWS` units of :func:`work` (a function of b and the
+    number of samples only, never of the processes)."""
+    return bs.batch_rows(b * (1.0 + b / 400.0), samples)
+
+
+def _batch(K: np.ndarray, root_k: np.ndarray, task) -> bs.LossCounts:
+    """One batch: ``task = (sigma, seed, direction, index, rows)``; the counts of its losses (remove: ℓ under P;
+    add: −ℓ under Q).  K and its root are the only arrays sent with it (b × b)."""
+    sigma, seed, direction, index, rows = task
     a = K / (sigma * sigma)
-    root = _root(a)
-    seed, k = int(stream[0]), int(stream[1])
-    rem = _direction(_losses(a, root, samples, np.random.default_rng([seed, k]), True))
-    add = _direction(-_losses(a, root, samples, np.random.default_rng([seed, k + 1]), False))
-    return rem, add
+    root = root_k / sigma
+    rng = bs.stream(seed, direction, index)
+    sign = 1.0 if direction == 0 else -1.0
+    return bs._binned_batch(
+        lambda r: sign * _losses(a, root, r, rng, direction == 0), rows, max(1, _BLOCK // a.shape[0])
+    )
+
+
+def directions_at(K: np.ndarray, sigmas, samples: int, seed: int, mapper=None) -> list:
+    """The two directions' bounds (remove: ℓ under P; add: −ℓ under Q) at each noise of ``sigmas``, from
+    ``samples`` samples per direction drawn in batches through ``mapper`` (module docstring): one list of
+    batches for every σ and both directions, so that a pool or a cluster shares them all."""
+    sigmas = [float(x) for x in sigmas]
+    rows = batch_rows(K.shape[0], samples)
+    tasks = [
+        (sig, int(seed), d, j, r) for sig in sigmas for d in (0, 1) for j, r in bs.batches(samples, rows)
+    ]
+    mapper = mapper or bs._serial
+    mergers: dict = {}
+    fn = functools.partial(_batch, K, _root(K))
+    for task, part in zip(tasks, mapper(fn, tasks, [t[-1] for t in tasks])):
+        mergers.setdefault((task[0], task[2]), bs.Merger()).add(part)
+    out = []
+    for sig in sigmas:
+        pad = allowance(K / (sig * sig))
+        rem, add = (
+            bs._Direction(mergers[(sig, d)].result(), 1.0, lambda e: 0.0 * e, -math.inf, pad) for d in (0, 1)
+        )
+        out.append((rem, add))
+    return out
+
+
+def samples_to_certify(delta: float, confidence: float) -> float:
+    """The least number of samples per direction with which the plain sampler can certify ``delta`` (a finite
+    ε): its bound beyond every sampled loss is the KL bound of a mean of 0, 1 − (1 − c)^{1/n} (Hoeffding 1963,
+    Thm 1), so below this count ε is inf whatever the draws — about log(1/(1 − c))/δ (docs/math.md §12.5)."""
+    return bs.samples_for_floor(delta, confidence)
 
 
 def epsilon_mc(
@@ -141,12 +194,14 @@ def epsilon_mc(
     confidence: float,
     seed: int,
     gram: np.ndarray | None = None,
+    mapper=None,
 ):
     """(ε upper bounds, ε estimates) of the strategy ``s`` under balls-in-bins participation over ``b`` bins,
     at each (σ, δ) of the broadcast ``sigma`` and ``delta``: each ε is an upper bound with probability >=
     ``confidence`` over the sampling (``inf`` where the samples cannot certify δ: the floor is about
-    log(1/(1 − confidence))/samples).  One sample set per distinct σ (``seed`` fixes it) serves every δ.
-    Needs C >= 0 entrywise (module docstring)."""
+    log(1/(1 − confidence))/samples: :func:`samples_to_certify`).  One sample set per distinct σ (``seed`` fixes
+    it) serves every δ; ``mapper`` runs the batches (module docstring), the numbers do not depend on it.  Needs
+    C >= 0 entrywise (module docstring)."""
     if not s.nonnegative:
         raise InputError(
             f"balls-in-bins by Monte Carlo needs C >= 0 entrywise; {s.label} has negative entries"
@@ -154,8 +209,8 @@ def epsilon_mc(
     K = mode_gram(s, b) if gram is None else gram
     sig, dl = (x.ravel() for x in np.broadcast_arrays(np.asarray(sigma, float), np.asarray(delta, float)))
     upper, estimate = np.empty(sig.size), np.empty(sig.size)
-    for value in np.unique(sig):
-        rem, add = directions(K, float(value), samples, (seed, 0))
+    values = np.unique(sig)
+    for value, (rem, add) in zip(values, directions_at(K, values, samples, seed, mapper)):
         for i in np.flatnonzero(sig == value):
             upper[i], estimate[i] = epsilon_of_directions(rem, add, float(dl[i]), confidence)
     return upper, estimate
@@ -171,19 +226,20 @@ def delta_mc(
     confidence: float,
     seed: int,
     gram: np.ndarray | None = None,
+    mapper=None,
 ):
     """(δ upper bounds, δ estimates) of the pair (module docstring) at noise σ and each ε of ``eps``, from the
     sample set :func:`epsilon_mc` draws for that σ (the same ``seed``): the worse direction's Chernoff–Hoeffding
     bound at ``confidence`` and its empirical mean.  Each upper bound holds with probability >= ``confidence``
     over the sampling, at its own ε (the direction that attains the true δ there is the one that matters); not
-    jointly over several ε.  Needs C >= 0 entrywise."""
+    jointly over several ε.  ``mapper`` runs the batches (module docstring).  Needs C >= 0 entrywise."""
     if not s.nonnegative:
         raise InputError(
             f"balls-in-bins by Monte Carlo needs C >= 0 entrywise; {s.label} has negative entries"
         )
     K = mode_gram(s, b) if gram is None else gram
     eps = np.atleast_1d(np.asarray(eps, float))
-    rem, add = directions(K, float(sigma), samples, (seed, 0))
+    ((rem, add),) = directions_at(K, [float(sigma)], samples, seed, mapper)
     upper = np.maximum(rem.upper(eps, confidence), add.upper(eps, confidence))
     estimate = np.maximum(rem.estimate(eps), add.estimate(eps))
     return upper.reshape(eps.shape), estimate.reshape(eps.shape)
