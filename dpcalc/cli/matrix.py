@@ -184,7 +184,8 @@ up to 2048 steps). mc answers ε only."""
 @eps_error_option
 @monte_carlo_options(
     "mc (balls-in-bins)",
-    "about 5 s per million samples for b = 100 bins, growing as b²; more than about 12 s of work is refused",
+    "about 9 s of CPU per million samples for b = 100 bins, growing as b², spread over every core; any number is "
+    "computed, in bounded memory (--max-seconds caps it)",
 )
 @tradeoff_options
 @risk_options(

@@ -142,7 +142,8 @@ RUN_HELP = {
 )
 @monte_carlo_options(
     "--method mc",
-    "about 10 s per million samples per epoch of 234 steps; samples × steps above 2.5e8 are refused",
+    "about 13 s of CPU per million samples of an epoch of 234 steps, spread over every core; any number is "
+    "computed, in bounded memory (--max-seconds caps it)",
 )
 @click.option(
     "--target-epsilon",
