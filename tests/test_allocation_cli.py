@@ -239,11 +239,12 @@ def test_fpr_refusals(extra, word):
     assert r.exit_code == 2 and word in r.stderr and r.stdout == ""
 
 
-@pytest.mark.parametrize("extra", [["--epochs", "1", "--mc-samples", "1000000000000"], ["--epochs", "60"]])
-def test_monte_carlo_work_is_bounded_up_front(invoke, extra):
-    # issue 27: --mc-samples 1e12 asked numpy for 7 TiB (internal error: MemoryError)
-    from dpcalc.commands.sgd_rows import MC_WORK_MAX
-
+@pytest.mark.parametrize("extra", [["--epochs", "1", "--mc-samples", "1000000000000"], ["--steps", "14040"]])
+def test_monte_carlo_work_is_estimated_and_capped_up_front(invoke, extra, monkeypatch):
+    # issue 27: --mc-samples 1e12 asked numpy for 7 TiB (internal error: MemoryError); issue 40: a Monte Carlo
+    # run is computed in batches in bounded memory, not refused by its work — but --max-seconds (here from its
+    # environment variable) refuses it up front, in one line, before any draw
+    monkeypatch.setenv("DPCALC_MAX_SECONDS", "5")
     res = invoke([*RUN, *extra, "--sampling", "balls-in-bins", "--method", "mc"])
     assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
-    assert "--mc-samples" in res.stderr and f"{MC_WORK_MAX:.3g}" in res.stderr
+    assert "--max-seconds 5" in res.stderr and "samples" in res.stderr

@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 
+from dpcalc import execution
 from dpcalc.commands import matrix as base
 from dpcalc.commands import matrix_sampled as sampled
 from dpcalc.commands.risk import refused_rows, risk_result, risk_rows
@@ -224,7 +225,7 @@ class _Mc(_Row):
         self.samples = sampled.MC_SAMPLES if p.mc_samples is None else p.mc_samples
         self.confidence = sampled.MC_CONFIDENCE if p.confidence is None else p.confidence
         self.seed = p.seed or 0
-        sampled.check_mc_work(self.samples, self.b, len(set(p.sigma or [sigma])))
+        sampled.plan_mc(self.samples, self.b, 1)  # the estimate, the cap and the progress of this σ's samples
 
     def delta_at(self, eps):
         up, est = bb.delta_mc(
@@ -235,6 +236,7 @@ class _Mc(_Row):
             samples=self.samples,
             confidence=self.confidence,
             seed=self.seed,
+            mapper=execution.mapper(),
         )
         return None, est, up
 

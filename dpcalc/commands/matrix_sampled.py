@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from dpcalc import execution
 from dpcalc.engine.matrix import accounting as acc
 from dpcalc.errors import InputError
 
@@ -27,8 +28,13 @@ NOTES = {
 #: The Monte Carlo row's defaults (as sgd-epsilon's --method mc): samples per direction, confidence, seed.
 MC_SAMPLES = 1_000_000
 MC_CONFIDENCE = 0.95
-#: The most work of the Monte Carlo rows, in units of about 20 ns (both directions, every σ): about 12 s.
-MC_WORK_MAX = 6e8
+#: The Monte Carlo row's cost on one core, measured on the development machine (2 cores, shared) with a margin:
+#: CPU seconds per sample and direction — a fixed part, per bin (the log-sum-exp of b terms) and per bin squared
+#: (b normals times the b × b root) — and per noise value (the inversion).
+MC_SECONDS_PER_SAMPLE = 5e-7
+MC_SECONDS_PER_BIN = 4e-8
+MC_SECONDS_PER_BIN2 = 2.5e-10
+MC_SECONDS_PER_NOISE = 0.1
 
 
 #: The most steps of mmcc's search over the steps (C and its Gram matrix held dense at each candidate).
@@ -83,39 +89,55 @@ def mc_refusal(s, part, solve) -> str | None:
     return None
 
 
-def check_mc_work(samples: int, bins: int, noises: int) -> None:
-    """Refuse, before any draw, Monte Carlo rows whose work (both directions, every noise value) passes
-    :data:`MC_WORK_MAX`."""
+def mc_seconds(samples: int, bins: int, noises: int = 1) -> float:
+    """Estimated CPU seconds on one core of the Monte Carlo row: ``samples`` per direction, both directions, for
+    each of ``noises`` noise values, over ``bins`` bins (the constants above)."""
+    per = MC_SECONDS_PER_SAMPLE + MC_SECONDS_PER_BIN * bins + MC_SECONDS_PER_BIN2 * bins * bins
+    return noises * (2.0 * samples * per + MC_SECONDS_PER_NOISE)
+
+
+def plan_mc(samples: int, bins: int, noises: int) -> None:
+    """Describe the Monte Carlo row's work before any draw (:func:`dpcalc.execution.plan`: the estimate said on
+    stderr when long, ``--max-seconds``' cap, the progress bar over the samples of both directions and every noise
+    value).  Any number of samples is computed: in batches, in bounded memory."""
+    execution.plan(mc_seconds(samples, bins, noises), 2.0 * samples * noises, "samples", what="Monte Carlo")
+
+
+def mc_note(samples: int, delta: float, confidence: float, finite: bool) -> str:
+    """The Monte Carlo row's note; where ε is inf, how many samples would certify δ (the plain sampler's floor:
+    :func:`dpcalc.engine.matrix.balls_in_bins_mc.samples_to_certify`)."""
+    from dpcalc.commands.sgd_rows import mc_needed_note  # the same wording as sgd-epsilon's mc rows
     from dpcalc.engine.matrix import balls_in_bins_mc as bb  # lazy: the sampler loads only for its rows
 
-    total = 2 * bb.work(samples, bins) * noises
-    if total > MC_WORK_MAX:
-        raise InputError(
-            f"--mc-samples: {samples} samples over b = {bins} bins ({noises} noise values) is "
-            f"{total / MC_WORK_MAX:.3g} times the work limit (about 12 s): lower --mc-samples, the bins or the noise "
-            "values"
-        )
+    if finite:
+        return NOTES["mc"]
+    return f"{NOTES['mc']}; " + mc_needed_note(
+        samples, bb.samples_to_certify(delta, confidence), delta, confidence
+    )
 
 
 def mc_rows(s, part, g, p):
-    """The Monte Carlo row's (ε upper bounds, estimates, notes), its work bounded before any draw."""
+    """The Monte Carlo row's (ε upper bounds, estimates, notes): its work planned (:func:`plan_mc`) and its batches
+    run on the processes or cluster of the settings in force (the same numbers anywhere)."""
     from dpcalc.engine.matrix import balls_in_bins_mc as bb  # lazy: the sampler loads only for its rows
 
     samples = MC_SAMPLES if p.mc_samples is None else p.mc_samples
     confidence = MC_CONFIDENCE if p.confidence is None else p.confidence
-    check_mc_work(samples, part.b, np.unique(g["sigma"]).size)
+    K = bb.mode_gram(s, part.b) if s.nonnegative else None  # its refusals (bins, Gram work) before the plan
+    plan_mc(samples, part.b, np.unique(g["sigma"]).size)
     up, est = bb.epsilon_mc(
-        s, part.b, g["sigma"], g["delta"], samples=samples, confidence=confidence, seed=p.seed or 0
+        s,
+        part.b,
+        g["sigma"],
+        g["delta"],
+        samples=samples,
+        confidence=confidence,
+        seed=p.seed or 0,
+        gram=K,
+        mapper=execution.mapper(),
     )
-    note = [
-        NOTES["mc"]
-        + (
-            ""
-            if np.isfinite(u)
-            else f"; {samples} samples cannot certify this δ: raise --mc-samples (epsilon = inf)"
-        )
-        for u in up
-    ]
+    deltas = np.broadcast_to(np.asarray(g["delta"], float).reshape(-1), up.shape)
+    note = [mc_note(samples, float(d), confidence, bool(np.isfinite(u))) for u, d in zip(up, deltas)]
     return up, est, note, samples, confidence
 
 

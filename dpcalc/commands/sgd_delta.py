@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from dpcalc import execution
 from dpcalc.commands.sgd_group import GROUP_ACCOUNTANTS, group_rows
 from dpcalc.commands.sgd_rows import SIGMA_RTOL, mc_plan
 from dpcalc.engine._numerics import next_up
@@ -190,7 +191,14 @@ def _mc(p, sampler, g) -> dict:
     """The Monte Carlo upper bound on δ(ε) of balls-in-bins (probability ``p.confidence``) and its estimate."""
     m, epochs, samples = mc_plan(p, sampler, g)
     upper, est = delta_balls_in_bins_mc(
-        g["sigma"], m, epochs, g["eps"], samples=samples, confidence=p.confidence, seed=p.seed
+        g["sigma"],
+        m,
+        epochs,
+        g["eps"],
+        samples=samples,
+        confidence=p.confidence,
+        seed=p.seed,
+        mapper=execution.mapper(),
     )
     n = g["q"].size
     upper = np.minimum(np.asarray(upper, float).reshape(n), 1.0)

@@ -14,12 +14,14 @@ import math
 
 import numpy as np
 
+from dpcalc import execution
 from dpcalc.commands.sgd_group import GROUP_ACCOUNTANTS, group_rows
 from dpcalc.commands.sgd_searched import searched_rows
 from dpcalc.engine.composition.tuning import tuned_rdp
 from dpcalc.engine.dpsgd import accounting as sgd
 from dpcalc.engine.dpsgd import noise_calibration, pld_calibration, rate_budget, step_budget
-from dpcalc.engine.dpsgd.balls_in_bins_mc import DEFAULT_SAMPLES, epsilon_balls_in_bins_mc
+from dpcalc.engine.dpsgd.balls_in_bins_mc import DEFAULT_SAMPLES, epsilon_balls_in_bins_mc, samples_to_certify
+from dpcalc.engine.dpsgd.balls_in_bins_samples import MAX_WIDTH
 from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 from dpcalc.engine.mechanisms import sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
@@ -316,41 +318,94 @@ def _own_rows(sampler, g) -> dict:
     return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, lower=lower)
 
 
-#: The most normal draws per direction of the Monte Carlo accountant (samples × steps of the run): the
-#: default one million samples of one 234-step epoch, about 10 s; more is refused up front.
-MC_WORK_MAX = 2.5e8
+#: The Monte Carlo accountant's cost on one core, measured on the development machine (2 cores, shared) with a
+#: margin: CPU seconds per sample and direction, per normal draw of a sample (its steps, K·m), the extra per sample
+#: of the rejection samplers of epochs of 2 or 3 steps, and per configuration (the placing of the conditioning,
+#: the inversion).
+MC_SECONDS_PER_SAMPLE = 5e-6
+MC_SECONDS_PER_DRAW = 1.5e-8
+MC_SECONDS_SHORT_EPOCH = 8e-6
+MC_SECONDS_PER_CONFIG = 0.3
+
+
+def mc_seconds(samples: float, steps: float, epoch_steps: float | None = None) -> float:
+    """Estimated CPU seconds on one core of the Monte Carlo accountant (``--method mc``) for one configuration,
+    both directions: ``samples`` per direction of a run of ``steps`` normal draws a sample (the epochs times the
+    steps per epoch, K·m); ``epoch_steps`` (m, if known) adds the slower rejection sampling of epochs of 2 or 3
+    steps.  Linear in the samples and the steps: the batches' work, plus a fixed part per configuration."""
+    per = MC_SECONDS_PER_SAMPLE + MC_SECONDS_PER_DRAW * float(steps)
+    if epoch_steps is not None and 1 < epoch_steps <= 3:
+        per += MC_SECONDS_SHORT_EPOCH
+    return 2.0 * float(samples) * per + MC_SECONDS_PER_CONFIG
 
 
 def mc_plan(p, sampler, g):
     """``(m, epochs, samples)`` of balls-in-bins Monte Carlo for the rows ``g``: the rounds, epochs and samples per
-    direction, its work checked against :data:`MC_WORK_MAX` before any draw (one normal per sample and step)."""
+    direction.  Any number of samples is computed (in batches, in bounded memory,
+    :mod:`dpcalc.engine.dpsgd.balls_in_bins_samples`); a run whose one sample would not fit in memory (more than
+    :data:`~dpcalc.engine.dpsgd.balls_in_bins_samples.MAX_WIDTH` steps) is refused before any draw."""
     m, _, epochs = sampler.rounds(g["q"], g["steps"], g.get("n"))
     samples = DEFAULT_SAMPLES if p.mc_samples is None else p.mc_samples
-    work = float(samples) * float(np.max(np.asarray(m, float) * np.asarray(epochs, float)))
-    if work > MC_WORK_MAX:
+    widest = float(np.max(np.asarray(m, float) * np.asarray(epochs, float))) if np.size(m) else 0.0
+    if widest > MAX_WIDTH:
         raise InputError(
-            f"--mc-samples: {samples} samples × {work / samples:.0f} steps = {work:.3g} normal draws per "
-            f"direction, more than {MC_WORK_MAX:.3g} (about 10 s); lower --mc-samples or the epochs, or use "
-            "--method rdp or pld"
+            f"--method mc: one Monte Carlo sample of this run is {widest:.3g} normal draws (epochs × steps per "
+            f"epoch) held in memory at once, more than {MAX_WIDTH:.3g}; use --method rdp or pld"
         )
     return m, epochs, samples
 
 
+def mc_needed_note(samples: int, needed: float, delta: float, confidence: float) -> str:
+    """The note of a Monte Carlo row whose ε is inf: the samples given cannot certify δ, and how many would
+    (rounded up to two significant digits)."""
+    return (
+        f"{samples:,} samples cannot certify δ = {delta:g} at confidence {confidence:g} (ε = inf): "
+        f"{_count_up(needed)} samples per direction would (the least count whose bound, beyond every sampled loss, "
+        "is within δ); raise --mc-samples"
+    )
+
+
+def _count_up(n: float) -> str:
+    """``n`` rounded up to two significant digits, written out (e.g. 3,000,000), or in e-notation beyond 10^15."""
+    if not math.isfinite(n):
+        return "no number of"
+    digits = max(0, int(math.floor(math.log10(max(n, 1.0)))) - 1)
+    up = math.ceil(n / 10**digits) * 10**digits
+    return f"{up:,}" if up < 1e15 else f"{up:.2e}"
+
+
 def _mc_rows(p, sampler, g) -> dict:
     """The Monte Carlo rows of balls-in-bins (:mod:`dpcalc.engine.dpsgd.balls_in_bins_mc`): ε holding with
-    probability ``p.confidence`` over the sampling, and the estimate."""
-    m, epochs, _ = mc_plan(p, sampler, g)
+    probability ``p.confidence`` over the sampling, and the estimate; the samples drawn in batches on the
+    processes or cluster of the settings in force (:func:`dpcalc.execution.mapper`: the same numbers anywhere).
+    Where ε is inf the note says how many samples would certify δ (:func:`samples_to_certify`)."""
+    m, epochs, samples = mc_plan(p, sampler, g)
     upper, est = epsilon_balls_in_bins_mc(
-        g["sigma"], m, epochs, g["delta"], samples=p.mc_samples, confidence=p.confidence, seed=p.seed
+        g["sigma"],
+        m,
+        epochs,
+        g["delta"],
+        samples=samples,
+        confidence=p.confidence,
+        seed=p.seed,
+        mapper=execution.mapper(),
     )
     n = g["q"].size
     upper, est = np.asarray(upper, float).reshape(n), np.asarray(est, float).reshape(n)
     e = sgd.Epsilon(upper, np.full(n, np.nan), np.zeros(n, bool), np.ones(n, bool))
-    note = [
-        ""
-        if np.isfinite(u)
-        else f"{p.mc_samples} samples cannot certify this δ at confidence {p.confidence}: "
-        "raise --mc-samples (epsilon = inf)"
-        for u in upper
-    ]
+    cfg = np.broadcast_arrays(
+        *(np.asarray(x, float).reshape(-1) for x in (g["sigma"], m, epochs, g["delta"]))
+    )
+    needed: dict = {}
+    note = []
+    for i, u in enumerate(upper):
+        if np.isfinite(u):
+            note.append("")
+            continue
+        key = tuple(float(c[i]) for c in cfg)
+        if key not in needed:
+            needed[key] = samples_to_certify(
+                key[0], int(key[1]), int(key[2]), key[3], samples=samples, confidence=p.confidence
+            )
+        note.append(mc_needed_note(samples, needed[key], key[3], p.confidence))
     return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, estimate=est, note=note)
