@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from dpcalc.cli import allocator
+from dpcalc.execution import allocator
 
 
 @pytest.mark.skipif(
@@ -31,6 +31,6 @@ def test_every_command_run_sets_it(invoke, monkeypatch):
 def test_importing_the_library_does_not():
     import subprocess
 
-    code = "import dpcalc.api, dpcalc.engine.dpsgd.pld_accounting, dpcalc.engine.composition.pld, sys; print('dpcalc.cli.allocator' in sys.modules)"
+    code = "import dpcalc.api, dpcalc.engine.dpsgd.pld_accounting, dpcalc.engine.composition.pld, sys; print('dpcalc.execution.allocator' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -2,6 +2,7 @@
 while the modules load, while a command runs, in a worker process, and at the end."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -35,6 +36,7 @@ def test_ctrl_c_exits_130_quietly(jobs):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert b"Traceback" not in err and b"Error" not in err
+    _says_how_far(out, err)
 
 
 def _no_dpcalc_traceback(err: bytes) -> None:
@@ -101,4 +103,15 @@ def test_sigint_to_a_worker_is_ignored_and_ctrl_c_of_the_group_ends_quietly():
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert proc.returncode == 130
-    assert err in (b"", b"\n"), err.decode(errors="replace")
+    _says_how_far(out, err)
+
+
+def _says_how_far(out: bytes, err: bytes) -> None:
+    """Ctrl-C in a sweep: one line on stderr says how far it got (after click's end of the ^C line); every
+    row printed is whole and within that count."""
+    announced = rb"(dpcalc: 9,600 rows of [^\n]* about [^\n]*\n)?"  # with one process: above 3 s
+    m = re.fullmatch(announced + rb"\n?dpcalc: interrupted after ([\d,]+) of 9,600 rows\n", err)
+    assert m, err.decode(errors="replace")
+    rows = out.count(b"\n") - 1 if out else 0
+    assert out == b"" or out.endswith(b"\n")
+    assert rows <= int(m.group(2).replace(b",", b""))

@@ -70,7 +70,6 @@ def test_the_command_line_streams_and_judges_the_budget_after_every_row(invoke, 
     from dpcalc.commands import sgd_epsilon as command
 
     monkeypatch.setattr(command, "CHUNK", 7)  # several chunks, and a pool of two processes
-    monkeypatch.setattr(sweep, "POOL_MIN_ROWS", 10)
     args = [
         "sgd-epsilon",
         "--sigma",
@@ -113,13 +112,17 @@ def test_absurd_sweeps_are_refused_before_any_work(invoke):
     )
     assert res.exit_code == 2 and res.stdout == ""
     assert "would make 41,509,806,065 rows" in res.stderr and "--noise-multiplier (49,501)" in res.stderr
-    with pytest.raises(InputError, match="more than 10"):
-        sweep.check_rows({"--a": 10_000, "--b": 1001})
+    with pytest.raises(InputError, match="more than 100,000,000"):
+        sweep.check_rows({"--a": 100_000, "--b": 1001})
 
 
 def test_pool_only_for_big_work():
-    assert sweep.auto_jobs(100, 1) == 1 and sweep.auto_jobs(sweep.POOL_MIN_ROWS - 1, 10) == 1
-    assert sweep.auto_jobs(10**6, 3) == min(sweep.cpu_count(), 3)
+    from dpcalc import execution
+
+    assert execution.processes(seconds=0.1) == 1 and execution.processes(parallel=1) == 1
+    assert execution.processes(seconds=10, parallel=3) == min(execution.cpu_count(), 3)
+    assert sweep.chunk_rows(2048, 0.1, 1000) == 2048  # light work: the chunks as asked
+    assert sweep.chunk_rows(2048, 50.0, 500) == 2  # 0.1 s a row: chunks of a quarter second
     assert sweep.slices(10, 4) == [(0, 4), (4, 8), (8, 10)] and sweep.slices(10, None) == [(0, 10)]
 
 

@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from dpcalc import __version__, interrupt
+from dpcalc import __version__, execution, interrupt
 from dpcalc.errors import InputError, UncertifiedError
 from dpcalc.exitcodes import ExitCode
 from dpcalc.wrap import for_terminal
@@ -86,7 +86,8 @@ class DpcalcGroup(click.Group):
         except NoArgsIsHelp as exc:  # bare `dpcalc`: the help, not an error
             click.echo(exc.ctx.get_help() if exc.ctx else "")
             sys.exit(ExitCode.OK)
-        except (click.exceptions.Abort, KeyboardInterrupt):  # Ctrl-C: the shell's convention, quietly
+        except (click.exceptions.Abort, KeyboardInterrupt):  # Ctrl-C: the shell's convention
+            _say_how_far()
             sys.exit(130)
         except click.ClickException as exc:
             _hint_spelling(exc)
@@ -150,6 +151,14 @@ def _refuse_repeats(cmd: click.Command, args: list[str]) -> None:
                 "(e.g. 10,20 or 1:10:1)"
             )
         seen[param.name] = opt
+
+
+def _say_how_far() -> None:
+    """After Ctrl-C in long work: how far it got (the rows already printed are kept), one line on stderr."""
+    job = execution.last_job()
+    execution.finish()
+    if job is not None and job.total > 1:
+        click.echo(f"dpcalc: interrupted after {job.done:,.0f} of {job.total:,.0f} {job.unit}", err=True)
 
 
 def _print_error(message: str, verdict: bool = False) -> None:

@@ -29,9 +29,11 @@ from dataclasses import dataclass
 
 import click
 
-from dpcalc.cli import _quiet_broken_pipe, allocator
+from dpcalc import execution
+from dpcalc.cli import _quiet_broken_pipe
 from dpcalc.cli.types import SEED_MAX, Grid
 from dpcalc.errors import DpcalcWarning
+from dpcalc.execution import allocator
 from dpcalc.exitcodes import ExitCode
 from dpcalc.plot import draw
 from dpcalc.render import FORMATS, ChunkWriter, pick_columns, render, resolve_format
@@ -249,6 +251,7 @@ def run(out: Output, compute) -> None:
             else:
                 _stream(result, out, caught)
                 return
+    execution.finish()  # the progress bar is gone before the table and the notes
     emit(result, out, after=lambda: (_warn(caught), _notes(result.notes, out)))
 
 
@@ -283,6 +286,7 @@ def _stream(stream, out: Output, caught) -> None:
             judge.feed(chunk)
             chunk = next(chunks, None)
         writer.close()
+    execution.finish()
     _warn(caught)
     _notes(stream.notes, out)
     judge.check()

@@ -14,6 +14,7 @@ from dpcalc.cli.sgd_epsilon_man import MAN_EXAMPLES, MAN_NOTES  # noqa: F401  (t
 from dpcalc.cli.tradeoff import refuse_with, risk_options, risk_question, tradeoff_options, with_max_tpr
 from dpcalc.cli.tuning import tuning_option
 from dpcalc.cli.types import Grid
+from dpcalc.cli.work_options import work_options
 from dpcalc.commands.choices import GROUP_SIZE_MAX, SGD_ACCOUNTANTS, SGD_CONVERSIONS, SGD_SAMPLINGS
 
 RUN_HELP = {
@@ -152,17 +153,11 @@ RUN_HELP = {
     help="Solve for the option left out (noise multiplier, steps/epochs, or sample rate/batch size) so that "
     "ε <= this.",
 )
-@click.option(
-    "--jobs",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="N",
-    help="Processes for a large sweep [default: one per core from 8192 rows, else 1].",
-)
 @tradeoff_options
 @risk_options(target=True)
 @tuning_option
 @curve_options
+@work_options
 @common_options
 def command(
     sigma,
@@ -189,7 +184,6 @@ def command(
     seed,
     target_epsilon,
     eps_error,
-    jobs,
     fpr,
     max_tpr,
     advantage,
@@ -314,7 +308,7 @@ def command(
             raise click.UsageError("--tuning-runs cannot be used with --rdp-curve")
         run(out, lambda: cmd.sgd_curve(params, alphas, stream=True))
         return
-    run(out, lambda: cmd.sgd_epsilon_stream(params, jobs=jobs))
+    run(out, lambda: cmd.sgd_epsilon_stream(params))
 
 
 def _method(method, alias) -> str:

@@ -9,6 +9,7 @@ and packs the answer into a :class:`~dpcalc.result.Result`.
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -150,8 +151,7 @@ def _points(alpha, rdp, delta, epsilon, methods, chunk=None):
     target = delta if want_eps else epsilon
     sizes = {"--alpha": len(alpha), "--rdp": len(rdp), "--delta" if want_eps else "--epsilon": len(target)}
     sweep.check_rows(sizes, len(methods))
-    each = sum(POINT_SECONDS_EACH[m] for m in methods)
-    sweep.check_work(sizes, each, f"--method {'all' if len(methods) > 1 else methods[0]}", unit="points")
+    seconds = sum(POINT_SECONDS_EACH[m] for m in methods) * math.prod(sizes.values())
     g = product(alpha=np.asarray(alpha, float), rdp=np.asarray(rdp, float), target=np.asarray(target, float))
     headline = "epsilon" if want_eps else "delta"
     tasks = [(m, lo, hi) for m in methods for lo, hi in sweep.slices(g["alpha"].size, chunk)]
@@ -175,7 +175,13 @@ def _points(alpha, rdp, delta, epsilon, methods, chunk=None):
         return result
 
     stream = Stream(
-        names("convert"), sweep.run(compute, tasks, 1), headline=headline, title="RDP → (ε, δ)", finish=finish
+        names("convert"),
+        sweep.run(
+            compute, tasks, seconds=seconds, what="RDP conversions", weights=[hi - lo for _, lo, hi in tasks]
+        ),
+        headline=headline,
+        title="RDP → (ε, δ)",
+        finish=finish,
     )
     return stream if chunk is not None else stream.collect()
 

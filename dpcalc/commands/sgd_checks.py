@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from dpcalc.commands import sweep
+from dpcalc.commands import sgd_rows, sweep
 from dpcalc.commands.choices import SGD_ACCOUNTANTS
 from dpcalc.commands.sgd_group import GROUP_ACCOUNTANTS, GROUP_SECONDS, group_names
 from dpcalc.engine.samplers import catalogue
@@ -19,10 +19,6 @@ from dpcalc.group import check_group_size
 #: --method mc: Monte Carlo samples per direction, and the confidence of its ε (defaults).
 MC_SAMPLES = 1_000_000
 MC_CONFIDENCE = 0.95
-
-#: The most configurations the pld accountant is asked for in one run (each takes about a second: a PLD, or
-#: a search of several); a larger sweep is refused up front (the other accountants stream it).
-PLD_MAX_CONFIGS = 1000
 
 #: The smallest --target-epsilon when solving for the noise multiplier or the sample rate (bounded work:
 #: smaller targets made the searches evaluate ε ever closer to 0, minutes per configuration).
@@ -35,8 +31,6 @@ TARGET_MIN = 1e-3
 SECONDS_EACH = {"abadi": 1e-4, "bassily": 1e-4, "pld": 0.1, "shuffle": 2.5e-3}
 #: a forward rdp row sharing its curve costs this beside its share of the curve (about 7,000 rows a second)
 RDP_SECONDS_PER_ROW = 1.5e-4
-MC_SECONDS_PER_SAMPLE = 3e-6
-MC_SECONDS_PER_DRAW = 4e-8  # per sample and step (dpcalc.commands.sgd_rows.MC_WORK_MAX)
 #: --target-epsilon: a search costs about this many evaluations of ε per configuration (the sample rate's
 #: more: each evaluation a new curve); the pld accountant's calibration reuses its distributions.
 SEARCH_FACTOR = {"sigma": 10, "steps": 15, "q": 100}
@@ -243,21 +237,12 @@ def swept(p) -> dict:
     return {k: v for k, v in options.items() if v is not None}
 
 
-def check_sweep(p, names, solve, sampler) -> None:
-    """Refuse, before any work, a sweep of too many rows, too many configurations for the pld accountant, or
-    more work than :data:`dpcalc.commands.sweep.WORK_SECONDS` (:func:`check_work`)."""
+def check_sweep(p, names, solve, sampler) -> float:
+    """Refuse, before any work, a sweep of more rows than :data:`dpcalc.commands.sweep.MAX_ROWS`; return the
+    estimated CPU seconds of the whole sweep on one core (:func:`work_seconds`)."""
     sizes = {opt: len(v) for opt, v in swept(p).items()}
     sweep.check_rows(sizes, len(names))
-    if "pld" in names and p.tuning is None:  # one PLD (or PLD search) per configuration
-        configs = math.prod(sizes.values())
-        if configs > PLD_MAX_CONFIGS:
-            shown = " × ".join(f"{k} ({v:,})" for k, v in sizes.items() if v > 1)
-            raise InputError(
-                f"--method {p.accountant}: {shown} make {configs:,} configurations for the pld accountant, "
-                f"more than {PLD_MAX_CONFIGS:,} (about a second each); narrow a range, split the sweep, or use "
-                "--method rdp"
-            )
-    check_work(p, names, solve, sizes, sampler)
+    return work_seconds(p, names, solve, sizes, sampler)
 
 
 def _example_cost(p, name, solve, sizes, sampler) -> float:
@@ -275,16 +260,30 @@ def _example_cost(p, name, solve, sizes, sampler) -> float:
             cost = cost * curves / configs + RDP_SECONDS_PER_ROW
         return cost
     if name == "mc":
-        steps = max(p.steps) if p.steps is not None else 0  # with --epochs: bounded by MC_WORK_MAX
-        return (MC_SECONDS_PER_SAMPLE + MC_SECONDS_PER_DRAW * steps) * (p.mc_samples or MC_SAMPLES)
+        return sgd_rows.mc_seconds(p.mc_samples or MC_SAMPLES, _longest_run(p))
     return SECONDS_EACH.get(name, 0.1)
 
 
-def check_work(p, names, solve, sizes: dict[str, int], sampler=None) -> None:
-    """Refuse, before any work, a sweep whose configurations would take the accountants asked for
-    more than :data:`dpcalc.commands.sweep.WORK_SECONDS` (naming the swept options, the count and the limit)."""
+def _longest_run(p) -> float:
+    """The most steps of any configuration (with --epochs: the epochs times the steps an epoch, 1/q or N/B)."""
+    if p.steps is not None:
+        return float(max(p.steps))
+    if p.epochs is None:
+        return 0.0
+    if p.sample_rate is not None:
+        per_epoch = 1.0 / min(p.sample_rate)
+    elif p.batch_size is not None and p.dataset_size is not None:
+        per_epoch = max(p.dataset_size) / min(p.batch_size)
+    else:
+        per_epoch = 1.0
+    return float(max(p.epochs)) * math.ceil(per_epoch)
+
+
+def work_seconds(p, names, solve, sizes: dict[str, int], sampler=None) -> float:
+    """The estimated CPU seconds on one core of the configurations ``sizes`` (option -> number of values) under
+    the accountants ``names`` (the costs measured in benchmarks/, with a margin)."""
     if p.tuning is not None:
-        return  # bounded by --tuning-runs' own limits
+        return 0.0  # bounded by --tuning-runs' own limits
     sampler = sampler or catalogue.sampler(p.sampling)
     ks = group_sizes(getattr(p, "group_size", 1))
     each = 0.0
@@ -295,8 +294,4 @@ def check_work(p, names, solve, sizes: dict[str, int], sampler=None) -> None:
         if len(person) < len(ks):
             cost += _example_cost(p, name, solve, sizes, sampler) * (len(ks) - len(person)) / len(ks)
         each += cost * (PLD_SEARCH_FACTOR if name == "pld" else SEARCH_FACTOR).get(solve, 1)
-    what = f"--method {p.accountant}" + (f" --sampling {p.sampling}" if p.sampling != "poisson" else "")
-    if solve is not None:
-        what += " with --target-epsilon"
-    budget = sweep.WORK_SECONDS if solve is None else sweep.SEARCH_WORK_SECONDS
-    sweep.check_work(sizes, each, what, unit="configurations", budget=budget)
+    return each * math.prod(sizes.values())

@@ -19,16 +19,14 @@ from dpcalc.commands.choices import SGD_ACCOUNTANTS, SGD_CONVERSIONS
 from dpcalc.commands.sgd_checks import (  # noqa: F401 (the limits and checks, also read here)
     MC_CONFIDENCE,
     MC_SAMPLES,
-    PLD_MAX_CONFIGS,
     TARGET_MIN,
     check_sweep,
-    check_work,
     checked,
+    work_seconds,
 )
 from dpcalc.commands.sgd_delta import delta_rows
 from dpcalc.commands.sgd_group import GROUP_ACCOUNTANTS, group_caption
 from dpcalc.commands.sgd_rows import SIGMA_RTOL, accountant_rows
-from dpcalc.engine.grid import product
 from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.result import PlotSpec, Result, Stream
 
@@ -92,51 +90,57 @@ class SgdEpsilonParams:
     epsilon: Sequence[float] | None = None
 
 
-def sgd_epsilon(params: SgdEpsilonParams) -> Result:
+def sgd_epsilon(params: SgdEpsilonParams, *, jobs: int | None = None, scheduler=None) -> Result:
     """ε of every combination of the inputs under each accountant asked for, or the smallest noise
     multiplier / largest number of steps within ``target_epsilon`` (one row per combination and
-    accountant).  Raises :class:`~dpcalc.errors.InputError` for an impossible combination."""
-    return sgd_epsilon_stream(params, chunk=None).collect()
+    accountant).  Raises :class:`~dpcalc.errors.InputError` for an impossible combination.
+
+    ``jobs`` (processes) or ``scheduler`` (a dask.distributed address or Client) spread a sweep's chunks over
+    processes or a cluster (:mod:`dpcalc.execution`); the rows are the same however many there are (the
+    chunks are those of the command line's stream, whatever computes them)."""
+    return sgd_epsilon_stream(params, jobs=jobs, scheduler=scheduler).collect()
 
 
 def sgd_epsilon_stream(
-    params: SgdEpsilonParams, *, chunk: int | None = CHUNK, jobs: int | None = 1
+    params: SgdEpsilonParams, *, chunk: int | None = CHUNK, jobs: int | None = None, scheduler=None
 ) -> Stream:
     """:func:`sgd_epsilon` as a :class:`~dpcalc.result.Stream` of chunks of at most ``chunk``
-    combinations each (0: :data:`CHUNK`; ``None``: one chunk), computed by ``jobs`` processes (``None``: as many as
-    the sweep can use, see :func:`dpcalc.commands.sweep.auto_jobs`).  Memory is bounded by the
-    chunk, not by the sweep; the checks run before the first chunk."""
+    combinations each (0: :data:`CHUNK`; ``None``: one chunk), computed by ``jobs`` processes or on the dask
+    cluster ``scheduler`` (``None``: the settings in force, :mod:`dpcalc.execution`; by default one process per core
+    when the work is worth it).  Memory is bounded by the chunk, not by the sweep; the checks run before the
+    first chunk, the estimate (and ``--max-seconds``' cap) when the first chunk is asked for."""
     p, names, solve, sampler = checked(params)
-    check_sweep(p, names, solve, sampler)
-    g, kw = _prepare(p, names, sampler)
+    seconds = check_sweep(p, names, solve, sampler)
+    axes, kw = _prepare(p, names, sampler)
     at_eps = p.epsilon is not None  # δ at ε is asked (--epsilon)
-    n = g["q"].size
+    n = math.prod(a.size for a in axes.values())
     ks = p.group_size  # a tuple after checked()
     given_k = not isinstance(params.group_size, int)  # a sequence: --group-size given (the column shows it)
     columns = list(ALL_COLUMNS)  # whatever the inputs and accountants: one schema scripts can rely on
-    caption = _caption(p, names, solve, g, sampler)
+    caption = _caption(p, names, solve, axes, sampler)
     rate = "batch_size" if p.dataset_size is not None else "sample_rate"
     headline = {"sigma": "noise_multiplier", "steps": "steps", "q": rate}.get(
         solve, "delta" if at_eps else "epsilon"
     )  # never an estimate
     derived = _derived(p, solve)
-    pieces = sweep.slices(n, CHUNK if chunk == 0 else chunk)
+    pieces = sweep.slices(
+        n, sweep.chunk_rows(CHUNK if chunk == 0 else chunk, seconds, n * len(names) * len(ks))
+    )
     tasks = [(k, name, lo, hi) for k in ks for name in names for lo, hi in pieces]
     # a sweep of one chunk may evaluate small arrays without scipy (a quick start for single queries);
     # a sweep of several chunks uses scipy throughout, so that no value depends on where a chunk ends
     light = len(pieces) == 1
+    strict = len(names) == 1
 
     def compute(task):
         k, name, lo, hi = task
         pk = replace(p, group_size=k)
-        part = {key: v[lo:hi] for key, v in g.items()}
-        part_kw = {
-            key: (v[lo:hi] if key in ("dataset_size", "max_batch_size") else v) for key, v in kw.items()
-        }
+        part = _grid(axes, sampler, lo, hi)
+        part_kw = _part_kw(kw, part)
         if at_eps:
-            cols = delta_rows(pk, sampler, name, part, part_kw, light, strict=len(names) == 1)
+            cols = delta_rows(pk, sampler, name, part, part_kw, light, strict=strict)
         else:
-            cols = accountant_rows(pk, sampler, name, solve, part, part_kw, light, strict=len(names) == 1)
+            cols = accountant_rows(pk, sampler, name, solve, part, part_kw, light, strict=strict)
         return Result(
             _result_columns(pk, solve, part, [(name, cols)], columns, sampler, given_k),
             headline=headline,
@@ -149,15 +153,43 @@ def sgd_epsilon_stream(
         result.plot = _plot_spec(p, result.columns, headline)
         return result
 
+    rows = n * len(names) * len(ks)
+    mc = names == ["mc"]  # Monte Carlo: the samples are the work (spread over the processes within a row)
+    total = 2 * (p.mc_samples or MC_SAMPLES) * rows if mc else rows
+    weights = [(hi - lo) * total / rows for _, _, lo, hi in tasks]
+
     return Stream(
         columns,
-        sweep.run(compute, tasks, jobs, rows=n * len(names) * len(ks)),
+        sweep.run(
+            compute,
+            tasks,
+            seconds=seconds,
+            unit="samples" if mc else "rows",
+            what=_what(p),
+            weights=weights,
+            parallel=None if mc else len(tasks),
+            settings=_overrides(jobs, scheduler),
+        ),
         headline=headline,
         title="DP-SGD accounting",
         caption=caption,
         finish=finish,
         derived=derived,
     )
+
+
+def _overrides(jobs, scheduler) -> dict:
+    """The execution settings a library caller gave (None: those in force)."""
+    out = {}
+    if jobs is not None:
+        out["jobs"] = jobs
+    if scheduler is not None:
+        out["scheduler"] = scheduler
+    return out
+
+
+def _what(p: SgdEpsilonParams) -> str:
+    return f"DP-SGD accounting (--method {p.accountant})"
 
 
 def _derived(p: SgdEpsilonParams, solve) -> tuple[str, ...]:
@@ -171,9 +203,8 @@ def _derived(p: SgdEpsilonParams, solve) -> tuple[str, ...]:
     return ()
 
 
-def _grid(p: SgdEpsilonParams, sampler):
-    """The cartesian product of the inputs, as flat arrays (q from ``sample_rate`` or B/N; the steps of
-    ``epochs`` as the sampler counts them)."""
+def _axes(p: SgdEpsilonParams) -> dict[str, np.ndarray]:
+    """The swept inputs, each a 1-D array, in the order of the cartesian product (the first slowest)."""
     axes = {}
     if p.sample_rate is not None:
         axes["q"] = np.asarray(p.sample_rate, float)
@@ -198,7 +229,18 @@ def _grid(p: SgdEpsilonParams, sampler):
         axes["delta"] = np.asarray(p.delta, float)
     if p.target_epsilon is not None:
         axes["target"] = np.asarray(p.target_epsilon, float)
-    g = product(**axes)
+    return axes
+
+
+def _grid(axes: dict[str, np.ndarray], sampler, lo: int = 0, hi: int | None = None) -> dict[str, np.ndarray]:
+    """Combinations ``lo`` to ``hi`` of the cartesian product of ``axes``, as flat arrays (q from the sample
+    rate or B/N; the steps of ``epochs`` as the sampler counts them).  Only those combinations are formed, so
+    a chunk's memory does not grow with the sweep."""
+    shape = tuple(a.size for a in axes.values())
+    total = math.prod(shape)
+    hi = total if hi is None else hi
+    index = np.unravel_index(np.arange(lo, hi), shape) if shape else ()
+    g = {k: a[i] for (k, a), i in zip(axes.items(), index)}
     if "q" not in g:
         g["q"] = g["b"] / g["n"] if "b" in g else np.full(g["sigma"].shape, np.nan)  # nan: solved for
     if "epochs" in g:  # ceil(E/q) = ceil(E·N/B), or whole epochs of floor(N/B) batches (§3.6, §3.8)
@@ -207,30 +249,39 @@ def _grid(p: SgdEpsilonParams, sampler):
 
 
 def _prepare(p: SgdEpsilonParams, names, sampler):
-    """The grid of combinations and the accountants' keyword arguments (warning where δ >= 1/N)."""
+    """The swept inputs (:func:`_axes`) and the accountants' keyword arguments, whose arrays (the dataset
+    size, the largest batch) :func:`_part_kw` cuts to a chunk; warning where δ >= 1/N."""
     sampler.check_relation(p.neighbors)
-    g = _grid(p, sampler)
-    if "delta" in g and "n" in g and np.any(g["delta"] >= 1.0 / g["n"]):
+    axes = _axes(p)
+    if "delta" in axes and "n" in axes and axes["delta"].max() >= 1.0 / axes["n"].max():
         warnings.warn(
             "--delta: δ >= 1/dataset size: a mechanism that publishes one random example is then (0, δ)-DP; "
             "choose δ well below 1/N",
             DpcalcWarning,
             stacklevel=2,
         )
-    if "delta" in g and np.any(g["delta"] == 0):  # every accountant reports inf there (docs/math.md §2.7)
+    if "delta" in axes and np.any(
+        axes["delta"] == 0
+    ):  # every accountant reports inf there (docs/math.md §2.7)
         warnings.warn(
             "--delta 0: the subsampled Gaussian's privacy loss is unbounded: no finite ε at δ = 0 (ε = inf)",
             DpcalcWarning,
             stacklevel=2,
         )
     kw = dict(sampling=p.sampling, neighbors=p.neighbors, conversion=p.conversion)
-    if "n" in g:
-        kw["dataset_size"] = g["n"]
-    elif "bassily" in names:
+    if "bassily" in names and "n" not in axes:
         raise InputError("--dataset-size: needed by the bassily reference (its formula involves n)")
-    if "bmax" in g:
-        kw["max_batch_size"] = g["bmax"]
-    return g, kw
+    return axes, kw
+
+
+def _part_kw(kw: dict, part: dict) -> dict:
+    """The accountants' keyword arguments for the combinations ``part`` (their dataset size and largest batch)."""
+    out = dict(kw)
+    if "n" in part:
+        out["dataset_size"] = part["n"]
+    if "bmax" in part:
+        out["max_batch_size"] = part["bmax"]
+    return out
 
 
 #: The note of every row of an accountant (pld rows carry their own: a refusal's reason).

@@ -5,8 +5,9 @@ window per evaluation, the per-mechanism grids).  By default glibc hands every b
 the kernel when it is freed (``mmap``/``munmap``), so the next one is faulted in page by page: measured
 at 0.15–0.2 s of system time in a 0.6 s ``sgd-epsilon --target-epsilon 3 --method pld``.  Raising the
 mmap threshold (to 32 MiB, glibc's upper limit) and the trim threshold (to 512 MiB) keeps those blocks for
-reuse: the same peak memory, a tenth of the system time.  Done by the command line only (a library user's
-process is left alone) and only where glibc's ``mallopt`` exists; anything else is a silent no-op.
+reuse: the same peak memory, a tenth of the system time.  Done by the command line and in the pieces a dask
+worker runs (:mod:`dpcalc.execution.cluster`) only (a library user's own process is left alone), and only
+where glibc's ``mallopt`` exists; anything else is a silent no-op.
 """
 
 from __future__ import annotations
