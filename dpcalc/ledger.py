@@ -105,14 +105,21 @@ def _open(path: str, flags: int, action: str, missing_ok: bool = False) -> int |
 #: many CI jobs appending at once queue up instead of failing.
 LOCK_TIMEOUT = 30.0
 _LOCK_POLL = (0.001, 0.05)  # first and longest sleep between attempts (doubling)
+#: A wait longer than this is said (through :data:`on_wait`), once: what is waited for, and for how long at most.
+WAIT_NOTICE_SECONDS = 1.0
+#: Called with one line when a lock is waited for longer than :data:`WAIT_NOTICE_SECONDS` (the command line
+#: writes it on stderr; None, a library's default: nothing is said).
+on_wait: Callable[[str], None] | None = None
 
 
 def _flock(fd: int, lock: int, path: str, timeout: float | None = None) -> None:
     """``flock`` with a bounded wait: non-blocking attempts with growing sleeps for ``timeout``
     seconds (default :data:`LOCK_TIMEOUT`), then :class:`LedgerLocked` naming the ledger."""
     timeout = LOCK_TIMEOUT if timeout is None else timeout
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    deadline = start + timeout
     pause = _LOCK_POLL[0]
+    said = False
     while True:
         try:
             fcntl.flock(fd, lock | fcntl.LOCK_NB)
@@ -126,6 +133,12 @@ def _flock(fd: int, lock: int, path: str, timeout: float | None = None) -> None:
         if left <= 0:
             raise LedgerLocked(
                 f"ledger {path}: locked by another process (waited {timeout:g} s); nothing was changed"
+            )
+        if not said and on_wait is not None and time.monotonic() - start >= WAIT_NOTICE_SECONDS:
+            said = True
+            purpose = "to write" if lock & fcntl.LOCK_EX else "to read"
+            on_wait(
+                f"ledger {path}: waiting for another process's lock, {purpose} (at most {timeout:g} s in all)"
             )
         time.sleep(min(pause, left))
         pause = min(2 * pause, _LOCK_POLL[1])

@@ -265,3 +265,33 @@ def test_flock_waits_for_a_lock_released_within_the_timeout(tmp_path):
                 os.close(other)
     finally:
         os.close(fd)
+
+
+def test_a_long_wait_for_the_lock_is_said_on_stderr(tmp_path, monkeypatch):
+    """Waiting for another process's lock longer than a second is said once, naming the ledger and why."""
+    import fcntl
+
+    from click.testing import CliRunner
+
+    from dpcalc import ledger as L
+    from dpcalc.cli import main
+
+    path = tmp_path / "run.ledger"
+    runner = CliRunner()
+    first = runner.invoke(
+        main, ["odometer", "--ledger", str(path), "--add", "gaussian:sigma=5", "--delta", "1e-6"]
+    )
+    assert first.exit_code == 0, first.output
+    monkeypatch.setattr(L, "LOCK_TIMEOUT", 0.4)
+    monkeypatch.setattr(L, "WAIT_NOTICE_SECONDS", 0.05)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        res = runner.invoke(main, ["odometer", "--ledger", str(path), "--add", "gaussian:sigma=6"])
+    finally:
+        os.close(fd)
+    said, last = res.stderr.strip().splitlines()
+    assert (
+        said == f"dpcalc: ledger {path}: waiting for another process's lock, to write (at most 0.4 s in all)"
+    )
+    assert res.exit_code == 1 and "locked by another process" in last

@@ -311,6 +311,10 @@ class _StreamedTable:
         self.writer.close()
 
 
+def _say_waiting(line: str) -> None:
+    click.echo(f"dpcalc: {line}", err=True)
+
+
 def use_ledger(
     path, add, check, repair, delta, orders, gamma_kind, conversion, expect, pins, print_head, out
 ) -> None:
@@ -318,6 +322,7 @@ def use_ledger(
     missing directory, an unreadable or read-only file are bad input (exit 2, one line naming
     --ledger PATH); damage, and a ledger that does not extend a pinned head, are exit 1 and the
     file is never changed."""
+    L.on_wait = _say_waiting
     try:
         if repair:
             torn = L.repair(path)
