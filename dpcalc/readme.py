@@ -10,6 +10,11 @@ reachable from that directory (``docs/examples/...``), and nothing is written in
 ``$ dpcalc ...`` line of a ```text block runs in its turn too (it changes what the next examples see), but its
 output is only illustrated (a ledger's head holds the time of its entries) and is never rewritten.
 
+A ```shell block holds heavy examples (a million rows, hours of Monte Carlo, a cluster): its ``$ dpcalc ...``
+lines (:func:`estimated`) are not run to the end by the tests but up to their estimate, under a cap
+(``--max-seconds``), which checks their options and their work without doing it; the lines shown under them
+are what dpcalc says on stderr.
+
 Examples run in-process (click's CliRunner), with stdout not a terminal (so the default format is CSV, as in a
 pipe) and a fixed 100-column width for tables.  A line ``$ dpcalc ... < FILE`` feeds FILE on standard input.
 Only stdout is shown and compared.
@@ -92,6 +97,28 @@ def steps(text: str) -> list[tuple[str, str, bool]]:
     """(command, shown output, checked) for every ``$ dpcalc`` line in ``text``, in order: ``checked`` for a
     ```console block (its output is the real one), not for a ```text block (its output is illustrated)."""
     return [(cmd, shown, kind == "console") for cmd, shown, _start, _end, kind in _scan(text.split("\n"))]
+
+
+SHELL_FENCE = "```shell"
+
+
+def estimated(text: str) -> list[tuple[str, str]]:
+    """(command, shown) for every ``$ dpcalc ...`` line of a ```shell block (heavy examples; see the module)."""
+    out = []
+    inside = False
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("```"):
+            inside = not inside and line.strip() == SHELL_FENCE
+            continue
+        if inside and line.startswith("$ dpcalc "):
+            shown = []
+            for nxt in lines[i + 1 :]:
+                if nxt.startswith("$ ") or nxt.startswith("```"):
+                    break
+                shown.append(nxt)
+            out.append((line[2:], "\n".join(shown)))
+    return out
 
 
 def examples(text: str) -> list[tuple[str, str]]:

@@ -13,6 +13,9 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
+import numpy as np  # noqa: E402
+
+from dpcalc import api  # noqa: E402
 from dpcalc.commands.sgd_epsilon import SgdEpsilonParams, sgd_epsilon  # noqa: E402
 from dpcalc.execution import cluster as dpcalc_cluster  # noqa: E402
 
@@ -64,6 +67,11 @@ def test_a_library_caller_passes_a_client_or_an_address(address):
     with distributed.Client(address[0], set_as_default=False) as client:
         assert sgd_epsilon(params, scheduler=client).columns == local.columns
     assert sgd_epsilon(params, scheduler=address[0]).columns == local.columns
+    q = np.linspace(0.001, 0.05, 5000)
+    assert np.array_equal(
+        api.sgd_epsilon(q, 1.1, 1000, 1e-5, scheduler=address[0]).value,
+        api.sgd_epsilon(q, 1.1, 1000, 1e-5, jobs=1).value,
+    )
 
 
 def _worker_pids(client):

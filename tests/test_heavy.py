@@ -203,3 +203,22 @@ def test_a_bar_on_a_terminal_and_none_in_a_pipe_or_under_ci():
         [sys.executable, "-m", "dpcalc", *BAR, "--progress"], capture_output=True, check=True
     )
     assert piped.stdout == out and b"rows/s" in piped.stderr  # --progress: a bar even in a pipe
+
+
+def test_the_library_spreads_a_broadcast_with_the_same_values():
+    import numpy as np
+
+    from dpcalc import api
+    from dpcalc.api import spread
+    from dpcalc.errors import InputError
+
+    q = np.linspace(0.001, 0.05, spread.PIECE + 10)  # two pieces
+    one = api.sgd_epsilon(q, 1.1, 1000, 1e-5, jobs=1)
+    two = api.sgd_epsilon(q, 1.1, 1000, 1e-5, jobs=2)
+    assert np.array_equal(one.value, two.value) and np.array_equal(one.alpha, two.alpha)
+    assert one.value.shape == q.shape and one.lower is None
+    noise = api.sgd_noise_multiplier([0.01, 0.02], 1000, 1e-5, [[1.0], [2.0]], jobs=2)
+    assert noise.value.shape == (2, 2)
+    assert noise.value[1, 0] == api.sgd_noise_multiplier(0.01, 1000, 1e-5, 2.0).value
+    with pytest.raises(InputError, match="jobs: must be a whole number >= 1, got 0"):
+        api.sgd_epsilon(q, 1.1, 1000, 1e-5, jobs=0)

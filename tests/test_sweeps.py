@@ -138,4 +138,4 @@ def test_convert_sweeps_stream_the_bytes_of_the_whole_result(fmt):
 
 def test_convert_refuses_absurd_sweeps(invoke):
     res = invoke(["convert", "--alpha", "1.001:1000:0.001", "--rdp", "0.001:1000:0.001", "--delta", "1e-5"])
-    assert res.exit_code == 2 and "rows, more than 10,000,000" in res.stderr and res.stdout == ""
+    assert res.exit_code == 2 and "rows, more than 100,000,000" in res.stderr and res.stdout == ""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dpcalc.api.contract import MAX_WHOLE, Bound, broadcast, choice, contract, optional, real
+from dpcalc.api.spread import spreadable
 from dpcalc.engine.dpsgd import accounting, noise_calibration, rate_budget, step_budget
 from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 from dpcalc.engine.dpsgd.pld_calibration import calibrate_noise_pld, max_sample_rate_pld, max_steps_pld
@@ -27,6 +28,7 @@ def _sgd_common(sample_rate, noise_multiplier, steps, delta, *, delta_zero=True)
 
 
 @contract
+@spreadable("sample_rate", "noise_multiplier", "steps", "delta", "dataset_size", "max_batch_size")
 def sgd_epsilon(
     sample_rate,
     noise_multiplier,
@@ -141,6 +143,7 @@ def _rtol(rtol):
 
 
 @contract
+@spreadable("sample_rate", "steps", "delta", "target_epsilon")
 def sgd_noise_multiplier(
     sample_rate,
     steps,
@@ -175,6 +178,7 @@ def sgd_noise_multiplier(
 
 
 @contract
+@spreadable("sample_rate", "noise_multiplier", "delta", "target_epsilon")
 def sgd_steps(
     sample_rate,
     noise_multiplier,
@@ -210,6 +214,7 @@ def sgd_steps(
 
 
 @contract
+@spreadable("noise_multiplier", "delta", "target_epsilon", "steps", "epochs", "dataset_size")
 def sgd_sample_rate(
     noise_multiplier,
     delta,

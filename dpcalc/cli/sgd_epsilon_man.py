@@ -116,11 +116,13 @@ settings), the largest number of steps (about 15% more) and the largest sample r
 each search starts from the RDP answer and needs a handful of PLD evaluations (interpolating in
 log-log, then confirming the neighbouring value), about a second per target.
 
-Bounded work: a sweep is refused up front (exit 2, one line naming the swept options, the count and
-the limit) past about 10 s of CPU: 2000 configurations with the rdp accountant under Poisson or
-shuffle sampling, 200 under fixed-size, 250 under truncated-Poisson, 10 under balls-in-bins or random
-allocation, 50 with pld, 50000 with abadi or bassily (costs add up with --method all); a
---target-epsilon search costs 10 to 100 times more per configuration, the mc accountant its samples.
+Heavy work: a sweep, a table of --target-epsilon searches or a Monte Carlo run of any size is
+computed, not refused.  Its work is estimated first from measured costs (rdp: a few thousand rows a
+second, pld: about 0.2 s a configuration, a search 3 to 100 times one evaluation, mc: its samples);
+above about 3 s the estimate is one line on stderr, and a progress bar is shown on a terminal.  The
+chunks of a sweep run on every core (--jobs N) or on a dask cluster (--scheduler); the rows are the
+same.  --max-seconds S (or DPCALC_MAX_SECONDS) refuses up front, exit 2, work estimated above S.
+Only a sweep of more than 10^8 rows is refused by its size.
 
 Sampling and neighbours: --sampling fixed-size uses the Wang, Balle and Kasiviswanathan 2019 bound
 for sampling without replacement, an upper bound, under replace-one neighbours.  The noise

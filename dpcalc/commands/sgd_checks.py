@@ -260,11 +260,11 @@ def _example_cost(p, name, solve, sizes, sampler) -> float:
             cost = cost * curves / configs + RDP_SECONDS_PER_ROW
         return cost
     if name == "mc":
-        return sgd_rows.mc_seconds(p.mc_samples or MC_SAMPLES, _longest_run(p))
+        return sgd_rows.mc_seconds(p.mc_samples or MC_SAMPLES, longest_run(p))
     return SECONDS_EACH.get(name, 0.1)
 
 
-def _longest_run(p) -> float:
+def longest_run(p) -> float:
     """The most steps of any configuration (with --epochs: the epochs times the steps an epoch, 1/q or N/B)."""
     if p.steps is not None:
         return float(max(p.steps))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dpcalc.commands import schema, sweep
+from dpcalc.commands import schema, sgd_checks, sweep
 from dpcalc.commands.choices import SGD_ACCOUNTANTS, SGD_CONVERSIONS
 from dpcalc.commands.sgd_checks import (  # noqa: F401 (the limits and checks, also read here)
     MC_CONFIDENCE,
@@ -27,6 +27,7 @@ from dpcalc.commands.sgd_checks import (  # noqa: F401 (the limits and checks, a
 from dpcalc.commands.sgd_delta import delta_rows
 from dpcalc.commands.sgd_group import GROUP_ACCOUNTANTS, group_caption
 from dpcalc.commands.sgd_rows import SIGMA_RTOL, accountant_rows
+from dpcalc.engine.dpsgd.balls_in_bins_samples import BATCH_DRAWS
 from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.result import PlotSpec, Result, Stream
 
@@ -167,7 +168,7 @@ def sgd_epsilon_stream(
             unit="samples" if mc else "rows",
             what=_what(p),
             weights=weights,
-            parallel=None if mc else len(tasks),
+            parallel=_mc_batches(p, rows) if mc else len(tasks),
             settings=_overrides(jobs, scheduler),
         ),
         headline=headline,
@@ -186,6 +187,13 @@ def _overrides(jobs, scheduler) -> dict:
     if scheduler is not None:
         out["scheduler"] = scheduler
     return out
+
+
+def _mc_batches(p: SgdEpsilonParams, rows: int) -> int:
+    """The Monte Carlo batches of ``rows`` configurations, both directions (the pieces its samples are spread in:
+    :data:`~dpcalc.engine.dpsgd.balls_in_bins_samples.BATCH_DRAWS` normal draws each, at least one a direction)."""
+    draws = (p.mc_samples or MC_SAMPLES) * max(1.0, sgd_checks.longest_run(p))
+    return 2 * rows * max(1, math.ceil(draws / BATCH_DRAWS))
 
 
 def _what(p: SgdEpsilonParams) -> str:
