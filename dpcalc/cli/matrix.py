@@ -8,6 +8,7 @@ import click
 from dpcalc.cli.common import common_options, eps_error_option, monte_carlo_options, run, single
 from dpcalc.cli.tradeoff import refuse_with, risk_options, risk_question, tradeoff_options, with_max_tpr
 from dpcalc.cli.types import Grid
+from dpcalc.cli.work_options import work_options
 from dpcalc.commands.choices import MATRIX_METHODS
 
 MAN_EXAMPLES = [
@@ -104,8 +105,12 @@ is the run's own in its worst case, so epsilon_estimate estimates the run's ε �
 direction; ε holds with probability --confidence over the sampling (never a certified bound: -q and budget
 checks skip it); ε only.
 
---steps takes a list or a range (at most 100 step counts): one set of rows per step count, in that order, as
-separate runs would give them; a file:path= strategy fixes n and takes one --steps.
+--steps takes a list or a range: one set of rows per step count, in that order, as separate runs would give them; a
+file:path= strategy fixes n and takes one --steps.  A sweep of any size (up to 10⁸ rows) is computed, not refused:
+its work is estimated from measured costs of each accountant before anything runs, said on stderr when above 3 s,
+capped by --max-seconds, shown by a bar on a terminal, and its runs (step count, strategy, pattern, method) spread
+over every core (--jobs) or a dask cluster (--scheduler), the rows in the same order; with an mc row, the runs go in
+order and each run's Monte Carlo samples are spread instead.
 
 --fpr, --advantage, --prior (in place of --delta) read each row's privacy profile in an attacker's terms, with
 sgd-epsilon's columns and rules (TRADE-OFF COLUMNS, RISK COLUMNS; docs/math.md §10, §10.4, §12.6): gaussian is
@@ -195,6 +200,7 @@ up to 2048 steps). mc answers ε only."""
     tpr_what="With --fpr F, leave out the noise: the least noise multiplier whose certified TPR at F is at most T, "
     "per row (gaussian, bandmf-rdp, bandmf-pld), with its ε at --delta.",
 )
+@work_options
 @common_options
 def command(
     strategies,

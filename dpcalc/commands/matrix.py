@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcalc.commands import choices, schema
+from dpcalc import execution
+from dpcalc.commands import choices, schema, sweep
 from dpcalc.commands import matrix_sampled as sampled
 from dpcalc.engine.grid import product
 from dpcalc.engine.matrix import accounting as acc
@@ -33,9 +34,32 @@ from dpcalc.result import PlotSpec, Result
 
 #: The accountants, in the order rows are shown (dpcalc.commands.choices, read by --help without numpy).
 MATRIX_METHODS = choices.MATRIX_METHODS
-#: The most strategies, and rows, in one run.
+#: The most strategies (and participation patterns) in one run.  Kept: they are repeated options written out one by
+#: one (never a range), each parsed, read (a file) and checked against its size limits (MAX_STEPS, MAX_DENSE_STEPS:
+#: one strategy's n × n matrices held in memory) before anything is computed; the sweeps of the numeric options
+#: (--steps, --noise-multiplier, --delta, ...) are estimated instead (:func:`work`), never refused.
 MAX_STRATEGIES = 20
-MAX_ROWS = 10_000
+#: The work of a sweep (CPU seconds on one core), from quick timings of ``matrix`` rows on the development machine
+#: (2 cores, shared; time.process_time, scipy loaded), each rounded up with a margin of about 1.5 to 3:
+#: a run (a strategy built and its sensitivity under one pattern: 5 to 7 ms measured for Toeplitz C up to 10⁵ steps,
+#: with its gaussian row), plus per step of a Toeplitz C, or per entry of the n × n Gram matrix of a dense one (tree,
+#: file: 0.05 s measured for the tree of 1000 steps under min-sep, 2.4 s for 4096 steps).
+SECONDS_RUN = 0.01
+SECONDS_TOEPLITZ_STEP = 1e-7
+SECONDS_DENSE_CELL = 1.5e-7
+#: Per row, by question (None: ε at σ; "sigma": the least σ for a target ε; "steps": the most steps) and accountant,
+#: measured as above: gaussian 0.6 ms a row in a sweep (vectorised), bandmf-rdp 7 to 30 ms (a Rényi curve per σ),
+#: bandmf-pld 40 to 250 ms (one PLD per σ; 250 ms with 64 bands over 10⁵ steps); σ for a target: gaussian 5 ms,
+#: bandmf-rdp 31 ms, bandmf-pld 0.24 s, mmcc 6.5 s (its search: at most 16 MMCC evaluations within
+#: mmcc_calibration.SEARCH_WORK); the most steps (a search over n, a strategy and sensitivity at each candidate):
+#: gaussian 0.05 to 0.1 s, bandmf-rdp 0.25 s, bandmf-pld 2.1 s, mmcc 3.7 s.  mmcc's ε rows are estimated from its own
+#: operation counts (:func:`dpcalc.commands.matrix_sampled.mmcc_seconds`), mc's from its samples
+#: (:func:`dpcalc.commands.matrix_sampled.mc_seconds`).
+SECONDS_ROW = {
+    None: {"gaussian": 2e-3, "bandmf-rdp": 0.05, "bandmf-pld": 0.4},
+    "sigma": {"gaussian": 0.01, "bandmf-rdp": 0.1, "bandmf-pld": 0.6, "mmcc": 15.0},
+    "steps": {"gaussian": 0.3, "bandmf-rdp": 0.6, "bandmf-pld": 5.0, "mmcc": 10.0},
+}
 SIGMA_RTOL = sampled.SIGMA_RTOL
 COLUMNS = tuple(schema.names("matrix"))
 
@@ -117,10 +141,6 @@ def participation(text: str) -> Participation:
     return Participation("cyclic", b=whole("b"), q=q)
 
 
-#: The most step counts of one sweep of --steps (each a strategy built, its sensitivity computed, its rows).
-MAX_STEP_COUNTS = 100
-
-
 def step_counts(p: MatrixParams) -> list[int] | None:
     """The step counts of ``--steps`` (one, or a sweep), checked; None where they are left out (solved for).
     A file's C fixes n: it takes one step count (its size), never a sweep."""
@@ -129,10 +149,6 @@ def step_counts(p: MatrixParams) -> list[int] | None:
     counts = [int(p.steps)] if isinstance(p.steps, (int, np.integer)) else [int(n) for n in p.steps]
     if not counts:
         raise InputError("--steps: give a number of steps")
-    if len(counts) > MAX_STEP_COUNTS:
-        raise InputError(
-            f"--steps: {len(counts)} step counts, above the limit of {MAX_STEP_COUNTS} in one sweep"
-        )
     for n in counts:
         if not 1 <= n <= MAX_STEPS:
             raise InputError(f"--steps: must be a whole number in [1, {MAX_STEPS}], got {n}")
@@ -143,9 +159,9 @@ def step_counts(p: MatrixParams) -> list[int] | None:
                     f"--steps: a sweep of steps cannot go with --strategy {text!r} (a file's C fixes the steps: "
                     "give one --steps, its size)"
                 )
-        # the strategies' size limits grow with n: a sweep past them is refused before any row is computed
-        for text in p.strategies:
-            strategy(text, max(counts))
+    # the strategies' size limits grow with n: a run past them is refused before any row is computed (or estimated)
+    for text in p.strategies:
+        strategy(text, max(counts))
     return counts
 
 
@@ -176,6 +192,131 @@ def setting(p: MatrixParams, counts, question: str | None = None):
     return parts, methods, strict
 
 
+#: The options a sweep of the rows' numbers is made of (their values: :func:`_swept_values`), for the 10⁸-row limit.
+_SWEPT = ("target-epsilon", "noise-multiplier", "delta")
+
+
+def _swept_values(p: MatrixParams) -> tuple:
+    return tuple(x if x is not None else [None] for x in (p.target_epsilon, p.sigma, p.delta))
+
+
+class _Built:
+    """The strategy of a run and its sensitivity under each pattern, built once for consecutive runs of the same
+    step count and strategy (per process: each worker builds its own)."""
+
+    def __init__(self, p: MatrixParams, parts):
+        self.parts, self.key, self.s, self.sens = parts, None, None, {}
+
+    def __call__(self, text: str, n: int, j: int):
+        if self.key != (text, n):
+            self.key, self.s, self.sens = (text, n), strategy(text, n), {}
+        if j not in self.sens:
+            self.sens[j] = sensitivity(self.s, self.parts[j])
+        return self.s, self.sens[j]
+
+
+def _kind(text: str) -> str:
+    return text.partition(":")[0].strip()
+
+
+def _refusal(s_of, part, method: str, solve) -> str | None:
+    """Why ``method`` does not apply to the run (the rules of :func:`_rows` and :func:`_steps_rows`), or None;
+    ``s_of()`` builds the strategy, only where the pattern leaves the question open."""
+    if method == "gaussian":
+        return None
+    if method.startswith("bandmf"):
+        return acc.bandmf_refusal(s_of() if part.kind == "cyclic" and part.q is not None else None, part)
+    if method == "mmcc":
+        return sampled.mmcc_refusal(
+            s_of() if part.kind == "poisson" else None, part, None if solve == "steps" else solve
+        )
+    if solve == "steps":
+        return sampled.MC_ONLY_EPSILON
+    return sampled.mc_refusal(s_of() if part.kind == "balls-in-bins" and not solve else None, part, solve)
+
+
+def runs(p: MatrixParams, counts, parts, methods, strict: bool, solve=None):
+    """Yield ``(n, text, j, method, s)`` for every run whose method applies, in the order of the rows (step count,
+    strategy, pattern, method; ``s`` the strategy where it was built to decide, else None); a method that does not
+    apply is an error where ``strict``.  Nothing is computed but the strategies the rules need."""
+    for n in counts or [None]:
+        for text in p.strategies:
+            if solve == "steps" and _kind(text) == "file":
+                raise InputError(f"--strategy {text!r}: a file's C fixes the steps; give --steps")
+            cache: list = []
+
+            def s_of(text=text, n=n, cache=cache):
+                if not cache:
+                    cache.append(strategy(text, 2 if solve == "steps" else n))
+                return cache[0]
+
+            for j, part in enumerate(parts):
+                for m in methods:
+                    why = _refusal(s_of, part, m, solve)
+                    if why is not None:
+                        if strict:
+                            raise InputError(f"--method {m}: {why}")
+                        continue
+                    yield n, text, j, m, (cache[0] if cache else None)
+
+
+def run_seconds(text: str, n: int | None) -> float:
+    """The estimated CPU seconds of a run's strategy and sensitivity (the constants above)."""
+    n = 1 if n is None else n
+    if _kind(text) in ("tree", "file"):
+        return SECONDS_RUN + SECONDS_DENSE_CELL * float(n) * float(n)
+    return SECONDS_RUN + SECONDS_TOEPLITZ_STEP * float(n)
+
+
+def work(p: MatrixParams, counts, parts, methods, strict, solve, rows: int):
+    """``(runs, seconds, samples)``: the runs whose methods apply (:func:`runs`, as ``(n, text, j, method)``), the
+    estimated CPU seconds of their ``rows`` rows each on one core, and the Monte Carlo samples among them (both
+    directions, every σ).  Refusals of a single run (its size, its Monte Carlo sample's width) are raised here,
+    before any work."""
+    out, seconds, samples, seen = [], 0.0, 0.0, set()
+    sigmas = np.unique(np.asarray(p.sigma, float)) if p.sigma is not None else np.array([])
+    for n, text, j, m, s in runs(p, counts, parts, methods, strict, solve):
+        out.append((n, text, j, m))
+        if (n, text, j) not in seen:
+            seen.add((n, text, j))
+            seconds += run_seconds(text, n)
+        part = parts[j]
+        if m == "mc":
+            sampled.mc_check(s, part)
+            k = sigmas.size
+            samples += 2.0 * sampled.mc_count(p) * k
+            seconds += sampled.mc_seconds(sampled.mc_count(p), part.b, k)
+        elif m == "mmcc" and solve is None:
+            seconds += sampled.mmcc_seconds(
+                s if s is not None else strategy(text, n), part.q, sigmas, rows // max(1, sigmas.size)
+            )
+        else:
+            seconds += SECONDS_ROW[solve][m] * rows
+    if not out:
+        raise InputError(f"--method {p.method}: applies to none of the strategies and patterns given")
+    return out, seconds, samples
+
+
+#: What the estimate of a sweep without Monte Carlo names (a sweep with it names its samples: "Monte Carlo").
+WHAT = "matrix accounting"
+
+
+def execute(compute, tasks, seconds: float, samples: float, rows: int):
+    """Yield ``compute(task)`` for every task, in order, after planning the work (:func:`dpcalc.execution.plan`:
+    the estimate said when long, ``--max-seconds``' cap, the bar).  Without Monte Carlo the tasks are spread over
+    the processes or cluster of the settings in force (:func:`dpcalc.commands.sweep.run`), a bar of rows; with it,
+    they run in order in this process and the samples of each are spread instead (their batches,
+    :func:`dpcalc.execution.mapper`), a bar of samples (the other rows' work counted in the estimate, not the bar)."""
+    if not samples:
+        yield from sweep.run(
+            compute, tasks, seconds=seconds, unit="rows", what=WHAT, weights=[rows] * len(tasks)
+        )
+        return
+    execution.plan(seconds, samples, "samples", what="Monte Carlo")
+    for task in tasks:
+        yield compute(task)
+
+
 def matrix(params: MatrixParams) -> Result:
     """One row per (step count, strategy, pattern, accountant, σ or target ε, δ) (module docstring); with
     ``target_epsilon`` the smallest noise multiplier, or (``steps`` None, ``sigma`` given) the largest number of
@@ -202,23 +343,28 @@ def matrix(params: MatrixParams) -> Result:
         axes["sigma"] = np.asarray(p.sigma, float)
     axes["delta"] = np.asarray(p.delta, float)
     g = product(**axes)
-    rows = g["delta"].size * len(p.strategies) * len(parts) * len(methods) * len(counts or [None])
-    limit = MAX_SEARCH_ROWS if solve == "steps" else MAX_ROWS
-    if rows > limit:
-        raise InputError(f"the sweep would make {rows} rows, more than {limit}: narrow a range")
+    sizes = {"--steps": len(counts or [None]), "--strategy": len(p.strategies), "--participation": len(parts)}
+    sizes.update({f"--{k}": int(np.size(x)) for k, x in zip(_SWEPT, _swept_values(p))})
+    sweep.check_rows(sizes, len(methods), per="methods")
+    tasks, seconds, samples = work(p, counts, parts, methods, strict, solve, rows=g["delta"].size)
     out: dict[str, list] = {c: [] for c in COLUMNS}
-    for n in counts or [None]:  # one set of rows per step count, in the order given
-        for text in p.strategies:
-            s = strategy(text, n) if solve != "steps" else None
-            for part in parts:
-                sens = sensitivity(s, part) if s is not None else None
-                for m in methods:
-                    # as sgd-epsilon evaluates one chunk: the same numbers as its rows (C = I is DP-SGD exactly)
-                    with sgm.light_start():
-                        if solve == "steps":
-                            _steps_rows(out, text, part, m, g, p, strict=strict)
-                        else:
-                            _rows(out, s, part, sens, m, g, solve, p, strict=strict)
+    built = _Built(p, parts)
+
+    def compute(run):
+        n, text, j, m = run
+        one: dict[str, list] = {c: [] for c in COLUMNS}
+        # as sgd-epsilon evaluates one chunk: the same numbers as its rows (C = I is DP-SGD exactly)
+        with sgm.light_start():
+            if solve == "steps":
+                _steps_rows(one, text, parts[j], m, g, p, strict=strict)
+            else:
+                s, sens = built(text, n, j)
+                _rows(one, s, parts[j], sens, m, g, solve, p, strict=strict)
+        return one
+
+    for one in execute(compute, tasks, seconds, samples, rows=g["delta"].size):
+        for c in COLUMNS:
+            out[c] += one[c]
     if not out["method"]:
         raise InputError(f"--method {p.method}: applies to none of the strategies and patterns given")
     headline = {"sigma": "noise_multiplier", "steps": "steps"}.get(solve, "epsilon")
@@ -264,10 +410,6 @@ def matrix(params: MatrixParams) -> Result:
     )
     res.plot = _plot(out, p, solve)
     return res
-
-
-#: The most rows of a largest-steps question (each a search).
-MAX_SEARCH_ROWS = 100
 
 
 def _steps_rows(out, text, part, method, g, p, strict):

@@ -28,6 +28,7 @@ import numpy as np
 from dpcalc import execution
 from dpcalc.commands import matrix as base
 from dpcalc.commands import matrix_sampled as sampled
+from dpcalc.commands import sweep
 from dpcalc.commands.risk import refused_rows, risk_result, risk_rows
 from dpcalc.commands.tradeoff import tradeoff_result, tradeoff_row
 from dpcalc.engine import risk, tradeoff
@@ -36,8 +37,6 @@ from dpcalc.engine.conversion.methods import delta_from_curve
 from dpcalc.engine.matrix import accounting as acc
 from dpcalc.engine.matrix import balls_in_bins_mc as bb
 from dpcalc.engine.matrix import bandmf, mmcc
-from dpcalc.engine.matrix.sensitivity import sensitivity
-from dpcalc.engine.matrix.strategies import strategy
 from dpcalc.engine.mechanisms import gaussian_exact
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.pld.search import boundary
@@ -53,13 +52,33 @@ SENSITIVITY_REL = 1e-7
 TAIL_SHARE = 1e-3
 TAIL_SHARE_FPR = 1e-4
 TAIL_FLOOR = 1e-30
-#: Most false-positive rates of a bandmf-pld or mmcc trade-off (each refines the profile around its own ε).
+#: Most false-positive rates of a bandmf-pld or mmcc trade-off (each refines the profile around its own ε).  Kept for
+#: now (beyond it the row says why it does not apply, or --method names it an error): the rates of one row are one
+#: computation whose refinements are not yet split into pieces; its work could be estimated (VALUE_SECONDS) instead.
 MAX_PLD_FPR = 10
 #: The noise search of --target-advantage / --target-tpr (as sgd-epsilon's): its tolerance and range.
 SIGMA_RTOL = 1e-4
 SIGMA_RANGE = (1e-3, 1e6)
-#: The most runs (step counts × strategies × patterns) one calibration answers (each method a search).
+#: The most runs (step counts × strategies × patterns) one calibration answers (each method a search).  Kept for now:
+#: a table of these searches is not yet estimated and planned as the ε and risk rows are (their searches' costs are
+#: not measured); it bounds the work of --target-advantage / --target-tpr to 16 searches a method.
 MAX_TARGET_CONFIGS = 16
+#: The work of a risk question (CPU seconds on one core), from quick timings on the development machine (2 cores,
+#: shared; time.process_time) with a margin of about 1.5 to 3: per row's profile at one σ (--advantage, --prior: δ(ε)
+#: read at a few ε; --fpr: the trade-off curve), plus per prior or false-positive rate.  Measured: gaussian below
+#: 1 ms; bandmf-rdp 0.06 s a σ (advantage), 1 to 1.2 s (one to four rates); bandmf-pld 0.11 to 0.35 s a σ (advantage;
+#: 64 bands over 10⁵ steps the most), 0.4 to 2.5 s with one rate and 1 s a rate more; mmcc 1.5 s a σ (advantage, two
+#: passes of its profile) and 2.3 s (one rate) for the 4-banded square root over 200 steps under poisson:q=0.01,
+#: counted as passes of MMCC's own estimate (:func:`dpcalc.commands.matrix_sampled.mmcc_seconds`); mc by its samples.
+PROFILE_SECONDS = {
+    "risk": {"gaussian": 2e-3, "bandmf-rdp": 0.1, "bandmf-pld": 0.6},
+    "tradeoff": {"gaussian": 2e-3, "bandmf-rdp": 1.5, "bandmf-pld": 3.0},
+}
+VALUE_SECONDS = {
+    "risk": {"gaussian": 1e-4, "bandmf-rdp": 0.05, "bandmf-pld": 0.05, "mmcc": 0.3, "mc": 0.0},
+    "tradeoff": {"gaussian": 1e-4, "bandmf-rdp": 0.1, "bandmf-pld": 1.0, "mmcc": 0.5, "mc": 0.0},
+}
+MMCC_PASSES = {"risk": 2, "tradeoff": 3}
 
 #: What each row's risk is of (the row's note begins with it).
 NOTES = {
@@ -224,8 +243,7 @@ class _Mc(_Row):
         self.s, self.b, self.sigma = s, part.b, sigma
         self.samples = sampled.MC_SAMPLES if p.mc_samples is None else p.mc_samples
         self.confidence = sampled.MC_CONFIDENCE if p.confidence is None else p.confidence
-        self.seed = p.seed or 0
-        sampled.plan_mc(self.samples, self.b, 1)  # the estimate, the cap and the progress of this σ's samples
+        self.seed = p.seed or 0  # its samples planned by the caller, with the sweep's (_planned)
 
     def delta_at(self, eps):
         up, est = bb.delta_mc(
@@ -329,23 +347,76 @@ def _runs(p, question: str):
 def _each(p, counts, parts, methods, strict):
     """``(strategy, pattern, sensitivity, method)`` of every run and method that applies, in the order of the ε
     rows (step count, strategy, pattern, method); a method that does not apply is an error where ``strict``."""
-    for n in counts:
-        for text in p.strategies:
-            s = strategy(text, n)
-            for part in parts:
-                sens = sensitivity(s, part)
-                for m in methods:
-                    why = _refusal(m, s, part)
-                    if why is not None:
-                        if strict:
-                            raise InputError(f"--method {m}: {why}")
-                        continue
-                    yield s, part, sens, m
+    built = base._Built(p, parts)
+    for n, text, j, m, _ in base.runs(p, counts, parts, methods, strict):
+        s, sens = built(text, n, j)
+        yield s, parts[j], sens, m
 
 
-def _check_rows(count: int) -> None:
-    if count > base.MAX_ROWS:
-        raise InputError(f"the sweep would make {count} rows, more than {base.MAX_ROWS}: narrow a range")
+def _no_tradeoff(method: str, rates: int) -> str | None:
+    """Why ``method``'s row has no trade-off curve at ``rates`` false-positive rates, or None."""
+    if method == "mc":
+        return MC_NO_TRADEOFF
+    if method in ("bandmf-pld", "mmcc") and rates > MAX_PLD_FPR:
+        return (
+            f"{rates} rates, above the limit of {MAX_PLD_FPR} for the {method} row (each refines its profile "
+            "around its own ε)"
+        )
+    return None
+
+
+def _planned(p, counts, parts, methods, strict, question: str, values: int):
+    """The rows of a risk question (``question``: "risk" or "tradeoff", ``values`` priors or rates a row), computed
+    after their work is planned (:func:`dpcalc.commands.matrix.execute`: the estimate, the cap, the bar; the runs
+    spread over the processes, or the Monte Carlo samples where there are any): one list of row dicts per (run, σ),
+    from ``compute(s, part, sens, m, sigma)``, yielded in order.  Returns a function of ``compute``."""
+    sweep.check_rows(
+        {
+            "--steps": len(counts),
+            "--strategy": len(p.strategies),
+            "--participation": len(parts),
+            "--noise-multiplier": len(p.sigma),
+            "--prior/--fpr": values,
+        },
+        len(methods),
+        per="methods",
+    )
+    tasks, seconds, samples, seen = [], 0.0, 0.0, set()
+    for n, text, j, m, s in base.runs(p, counts, parts, methods, strict):
+        part = parts[j]
+        if (n, text, j) not in seen:
+            seen.add((n, text, j))
+            seconds += base.run_seconds(text, n)
+        reason = _no_tradeoff(m, values) if question == "tradeoff" else None
+        if reason is not None:  # rows saying why they do not apply (nothing sampled or composed), or an error
+            if strict:
+                raise InputError(f"--fpr: --method {m}: {reason}")
+        elif m == "mc":
+            sampled.mc_check(s, part)
+            count = sampled.mc_count(p)
+            samples += 2.0 * count * len(p.sigma)
+            seconds += sampled.mc_seconds(count, part.b, len(p.sigma))
+        elif m == "mmcc":
+            seconds += MMCC_PASSES[question] * sampled.mmcc_seconds(s, part.q, p.sigma, 1)
+        else:
+            seconds += PROFILE_SECONDS[question][m] * len(p.sigma)
+        if reason is None:
+            seconds += VALUE_SECONDS[question][m] * values * len(p.sigma)
+        tasks += [(n, text, j, m, k) for k in range(len(p.sigma))]
+    if not tasks:
+        raise InputError(f"--method {p.method}: applies to none of the strategies and patterns given")
+    built = base._Built(p, parts)
+
+    def run(compute):
+        def one(task):
+            n, text, j, m, k = task
+            s, sens = built(text, n, j)
+            return compute(s, parts[j], sens, m, p.sigma[k])
+
+        for rows in base.execute(one, tasks, seconds, samples, rows=values):
+            yield from rows
+
+    return run
 
 
 def _caption(parts, what: str) -> str:
@@ -378,14 +449,15 @@ def matrix_risk(p, priors) -> Result:
     if p.sigma is None:
         raise InputError(f"{question}: give --noise-multiplier (or leave it out with --target-advantage)")
     per = 1 if priors is None else len(priors)
-    _check_rows(len(counts) * len(p.strategies) * len(parts) * len(methods) * len(p.sigma) * per)
-    rows: list[dict] = []
-    for s, part, sens, m in _each(p, counts, parts, methods, strict):
-        for sigma in p.sigma:
-            row = _row(m, s, part, sens, sigma, p)
-            got = risk_rows(m, row.delta_at, priors, row.cfg, row.note)
-            note = _mmcc_note(row, row.note)
-            rows += [dict(r, note=note) for r in got]
+    run = _planned(p, counts, parts, methods, strict, "risk", per)
+
+    def compute(s, part, sens, m, sigma):
+        row = _row(m, s, part, sens, sigma, p)
+        got = risk_rows(m, row.delta_at, priors, row.cfg, row.note)
+        note = _mmcc_note(row, row.note)
+        return [dict(r, note=note) for r in got]
+
+    rows: list[dict] = list(run(compute))
     what = "advantage and success: certified upper bounds (mc: with probability confidence)"
     return _grouped(risk_result(rows, "matrix", _caption(parts, what), priors), rows)
 
@@ -396,37 +468,32 @@ def matrix_tradeoff(p, fpr) -> Result:
     counts, parts, methods, strict = _runs(p, "--fpr")
     if p.sigma is None:
         raise InputError("--fpr: give --noise-multiplier")
-    _check_rows(len(counts) * len(p.strategies) * len(parts) * len(methods) * len(p.sigma) * fpr.size)
-    rows: list[dict] = []
-    for s, part, sens, m in _each(p, counts, parts, methods, strict):
-        for sigma in p.sigma:
-            row = _row(m, s, part, sens, sigma, p)
-            reason = row.no_tradeoff
-            if reason is None and m in ("bandmf-pld", "mmcc") and fpr.size > MAX_PLD_FPR:
-                reason = (
-                    f"{fpr.size} rates, above the limit of {MAX_PLD_FPR} for the {m} row (each refines its profile "
-                    "around its own ε)"
-                )
-            if reason is not None:
-                if strict:
-                    raise InputError(f"--fpr: --method {m}: {reason}")
-                rows += [
-                    dict(
-                        tradeoff_row(m, float(a), None, None, None, None, f"does not apply: {reason}"),
-                        **row.cfg,
-                    )
-                    for a in fpr
-                ]
-                continue
-            lo, est, hi, mu = row.tpr(fpr)
-            note = _mmcc_note(row, row.note)
-            rows += [
+    run = _planned(p, counts, parts, methods, strict, "tradeoff", fpr.size)
+
+    def compute(s, part, sens, m, sigma):
+        row = _row(m, s, part, sens, sigma, p)
+        reason = _no_tradeoff(m, fpr.size)
+        if reason is not None:
+            if strict:
+                raise InputError(f"--fpr: --method {m}: {reason}")
+            return [
                 dict(
-                    tradeoff_row(m, float(a), _at(lo, i), _at(est, i), float(hi[i]), mu, note),
-                    **{k: v for k, v in row.cfg.items() if k not in ("confidence", "samples")},
+                    tradeoff_row(m, float(a), None, None, None, None, f"does not apply: {reason}"),
+                    **row.cfg,
                 )
-                for i, a in enumerate(fpr)
+                for a in fpr
             ]
+        lo, est, hi, mu = row.tpr(fpr)
+        note = _mmcc_note(row, row.note)
+        return [
+            dict(
+                tradeoff_row(m, float(a), _at(lo, i), _at(est, i), float(hi[i]), mu, note),
+                **{k: v for k, v in row.cfg.items() if k not in ("confidence", "samples")},
+            )
+            for i, a in enumerate(fpr)
+        ]
+
+    rows: list[dict] = list(run(compute))
     result = tradeoff_result(
         rows, "matrix", "Matrix mechanism: the trade-off curve", _caption(parts, "tpr"), ""
     )

@@ -37,6 +37,32 @@ MC_SECONDS_PER_BIN2 = 2.5e-10
 MC_SECONDS_PER_NOISE = 0.1
 
 
+#: The cost of one MMCC evaluation (one σ and δ) on one core, from its own count of elementary operations
+#: (:func:`dpcalc.engine.matrix.mmcc_calibration.work`: tail bounds and row laws), which it follows sublinearly (the
+#: PLD composition, not counted there, weighs more in small runs).  Quick timings on the development machine (2 cores,
+#: shared; time.process_time) under poisson:q=0.01 to 0.1: 0.1 s (identity, 10⁶ operations), 0.55 s (the 4-banded
+#: square root over 200 steps, 8.6·10⁵), 4.5 s (8 bands over 1000 steps, 8.6·10⁶), 3.9 s (16 bands, 1.4·10⁷), 7.7 s
+#: (the full square root over 60 steps, 1.3·10⁸), 17 s (over 100 steps at q = 0.1, 8.1·10⁸): at most 1.5·10⁻³ s times
+#: the square root of the operations; taken as 0.2 s + 2·10⁻³ s × √operations (1.3 to 3.4 times the timings).
+MMCC_SECONDS_EACH = 0.2
+MMCC_SECONDS_SQRT_OP = 2e-3
+
+
+def mmcc_seconds(s, q: float, sigmas, per_sigma: int) -> float:
+    """Estimated CPU seconds on one core of mmcc's ε rows of the run (``per_sigma`` δ at each σ of ``sigmas``): its
+    pairs found (the refusals of the run's size raised here, before any work) and its operations counted."""
+    from dpcalc.engine.matrix import mmcc  # lazy: MMCC's engine loads only for its rows
+
+    C = mmcc.causal_matrix(s)
+    pairs = mmcc.find_pairs(C, q)
+    rows = mmcc.row_work(C)
+    return sum(
+        per_sigma
+        * (MMCC_SECONDS_EACH + MMCC_SECONDS_SQRT_OP * math.sqrt(mmcc.tail_work(pairs, float(x)) + rows))
+        for x in np.atleast_1d(sigmas)
+    )
+
+
 #: The most steps of mmcc's search over the steps (C and its Gram matrix held dense at each candidate).
 MMCC_SEARCH_STEPS = 2048
 
@@ -96,6 +122,18 @@ def mc_seconds(samples: int, bins: int, noises: int = 1) -> float:
     return noises * (2.0 * samples * per + MC_SECONDS_PER_NOISE)
 
 
+def mc_count(p) -> int:
+    """The Monte Carlo samples per direction of the run ``p`` (--mc-samples, else :data:`MC_SAMPLES`)."""
+    return MC_SAMPLES if p.mc_samples is None else p.mc_samples
+
+
+def mc_check(s, part) -> None:
+    """The Monte Carlo row's refusals of one run (its bins, the work of its bins' Gram matrix), before any plan."""
+    from dpcalc.engine.matrix import balls_in_bins_mc as bb  # lazy: the sampler loads only for its rows
+
+    bb.mode_gram(s, part.b)
+
+
 def plan_mc(samples: int, bins: int, noises: int) -> None:
     """Describe the Monte Carlo row's work before any draw (:func:`dpcalc.execution.plan`: the estimate said on
     stderr when long, ``--max-seconds``' cap, the progress bar over the samples of both directions and every noise
@@ -117,14 +155,14 @@ def mc_note(samples: int, delta: float, confidence: float, finite: bool) -> str:
 
 
 def mc_rows(s, part, g, p):
-    """The Monte Carlo row's (ε upper bounds, estimates, notes): its work planned (:func:`plan_mc`) and its batches
-    run on the processes or cluster of the settings in force (the same numbers anywhere)."""
+    """The Monte Carlo row's (ε upper bounds, estimates, notes): its batches run on the processes or cluster of the
+    settings in force (the same numbers anywhere); its work is planned by the caller, with the sweep's
+    (:func:`dpcalc.commands.matrix.work`, :func:`mc_seconds`)."""
     from dpcalc.engine.matrix import balls_in_bins_mc as bb  # lazy: the sampler loads only for its rows
 
-    samples = MC_SAMPLES if p.mc_samples is None else p.mc_samples
+    samples = mc_count(p)
     confidence = MC_CONFIDENCE if p.confidence is None else p.confidence
-    K = bb.mode_gram(s, part.b) if s.nonnegative else None  # its refusals (bins, Gram work) before the plan
-    plan_mc(samples, part.b, np.unique(g["sigma"]).size)
+    K = bb.mode_gram(s, part.b) if s.nonnegative else None
     up, est = bb.epsilon_mc(
         s,
         part.b,
@@ -209,16 +247,26 @@ def mmcc_epsilon_rows(s, part, sens, g, p):
     """ε of each (σ, δ) by MMCC (:mod:`dpcalc.engine.matrix.mmcc`): (σ, upper, lower, estimate, notes)."""
     from dpcalc.engine.matrix import mmcc  # lazy: MMCC's engine loads only for its rows
 
-    res = mmcc.mmcc_epsilon(
-        mmcc.causal_matrix(s),
-        part.q,
-        g["sigma"],
-        g["delta"],
-        eps_error=p.eps_error,
-        unamplified_sensitivity=sens.value,
-        label=s.label,
-        memory_cap=p.mmcc_memory_cap,
-    )
+    C = mmcc.causal_matrix(s)
+    pairs = mmcc.find_pairs(C, part.q)
+    sig, dl = np.broadcast_arrays(np.asarray(g["sigma"], float), np.asarray(g["delta"], float))
+    # one (σ, δ) at a time (each is computed on its own, the same numbers as together): the engine's limit of
+    # operations is one evaluation's, and a sweep of many is estimated (mmcc_seconds), never refused
+    res = [
+        r
+        for x, d in zip(sig.ravel().tolist(), dl.ravel().tolist())
+        for r in mmcc.mmcc_epsilon(
+            C,
+            part.q,
+            x,
+            d,
+            eps_error=p.eps_error,
+            unamplified_sensitivity=sens.value,
+            label=s.label,
+            pairs=pairs,
+            memory_cap=p.mmcc_memory_cap,
+        )
+    ]
     sigma = g["sigma"]
     eps = np.array([r.upper for r in res])
     lower, est = (
