@@ -166,48 +166,7 @@ def test_best_runs_only_exact_where_it_answers(monkeypatch):
     assert res.columns["method"] == ["exact", "exact"]
 
 
-def test_a_sweep_past_the_limit_is_refused_up_front():
-    from dpcalc.commands.compose import MAX_TARGETS
-
-    targets = [1e-6 * (1 + i) for i in range(MAX_TARGETS + 1)]
-    with pytest.raises(
-        InputError, match=rf"^--delta: {MAX_TARGETS + 1} values, above the limit of {MAX_TARGETS}$"
-    ):
-        _compose(["laplace:scale=1"], delta=targets)
-
-
-@pytest.mark.filterwarnings("ignore::dpcalc.errors.DpcalcWarning")
-def test_pld_past_its_target_limit_is_a_note_or_alone_an_error():
-    from dpcalc.commands.compose_methods import MAX_PLD_TARGETS
-
-    targets = [1e-6 * (1 + i) for i in range(MAX_PLD_TARGETS + 1)]
-    with pytest.raises(InputError, match=rf"above the limit of {MAX_PLD_TARGETS} for --method pld"):
-        _compose(["laplace:scale=1"], delta=targets, method="pld")
-    res = _compose(["laplace:scale=1"], delta=targets, method="all")
-    notes = [n for m, n in zip(res.columns["method"], res.columns["note"]) if m == "pld"]
-    assert all(n.startswith("does not apply: --delta:") for n in notes)
-    rdp = [v for m, v in zip(res.columns["method"], res.columns["epsilon"]) if m == "rdp"]
-    assert all(v is not None and v > 0 for v in rdp)
-
-
-def test_fpr_rates_past_the_pld_limit_are_refused():
-    from dpcalc.commands.compose_tradeoff import MAX_PLD_FPR, compose_tradeoff
-
-    rates = [1e-6 * (1 + i) for i in range(MAX_PLD_FPR + 1)]
-    with pytest.raises(
-        InputError, match=rf"--fpr: {MAX_PLD_FPR + 1} rates, above the limit of {MAX_PLD_FPR}"
-    ):
-        compose_tradeoff(["sgm:q=0.01,sigma=1,count=10"], rates, "pld")
-
-
-def test_calibration_by_search_takes_a_bounded_number_of_pairs():
-    from dpcalc.commands.compose_calibration import MAX_SEARCHED_TARGETS, calibrate
-
-    eps = [1 + i / 100 for i in range(MAX_SEARCHED_TARGETS + 1)]
-    with pytest.raises(
-        InputError, match=rf"above the limit of {MAX_SEARCHED_TARGETS} for a calibration by search"
-    ):
-        calibrate(["laplace:count=10"], eps, [1e-5], "best")
+# tables past the old limits on targets are estimated, capped and computed: tests/test_heavy_compose.py
 
 
 def test_exact_calibration_scales_the_combined_sensitivity():

@@ -11,6 +11,7 @@ from dpcalc.cli.spec_complete import complete_mechanism
 from dpcalc.cli.tradeoff import refuse_with, risk_options, risk_question, tradeoff_options, with_max_tpr
 from dpcalc.cli.tuning import tuning_option
 from dpcalc.cli.types import Grid
+from dpcalc.cli.work_options import work_options
 from dpcalc.commands.choices import COMPOSE_METHODS, GROUP_SIZE_MAX
 
 MAN_EXAMPLES = [
@@ -97,10 +98,12 @@ random-allocation, below), and to the Poisson-subsampled (q=) specs of those wit
 Merging and limits: identical specs are merged (counts summed) and, for pld, all plain gaussian specs
 become one Gaussian of r = sqrt(Σ count·(Δ/σ)²) (exact: Dong, Roth and Su 2019), rounded to the safe side;
 where exact applies, best runs exact alone.  Checked up front: pld takes at most 16 distinct mechanisms
-after merging, 100 --delta/--epsilon values and 10 --fpr rates, within its memory cap and work caps
-(grid points, quadrature panels, transforms); rdp at most 256 distinct subsampled specs; compose at most
-500 --delta/--epsilon values and 1000 --fpr rates, a calibration by search at most 16 (ε, δ) pairs.  A
-method past a limit says so in note (--method pld alone: an error, exit 2).
+after merging, within its memory cap and work caps (grid points, quadrature panels, transforms); rdp at
+most 256 distinct subsampled specs; a calibration by search ε >= 0.001.  A method past a limit says so in
+note (--method pld alone: an error, exit 2).  Tables of any size are computed (at most 10^8 rows): any
+number of --delta/--epsilon values, --fpr rates and (ε, δ) pairs to calibrate.  Their work is estimated
+up front (said on stderr above 3 s; --max-seconds refuses it) and spread over every core (--jobs,
+--scheduler) in pieces fixed by the work, so the rows are the same however they run.
 
 rdp — Rényi-DP curves (Mironov 2017) summed over 225 orders from 1.01 to 1e4 and converted by the
 optimal conversion of Asoodeh et al.; applies to every kind except dp specs with δ > 0.
@@ -198,8 +201,8 @@ its loss pair that of Kε-DP where its loss is bounded.  Every method then runs 
 lower end only where every form is exact or tight).  --method all adds two rows of the generic routes over
 the whole example-level composition, the comparison people use today: rdp-group (the RDP group property of
 the summed curve) and dp-group (the (ε, δ) group conversion: the smallest ε' found with
-K·e^((K−1)ε')·δ' <= δ, ε' the certified example-level ε at δ' of the method best at δ/K, and ε = K·ε'; at
-most 10 --delta values); best weighs them too.  Calibration (--epsilon with --delta), --rdp-curve and --fpr
+K·e^((K−1)ε')·δ' <= δ, ε' the certified example-level ε at δ' of the method best at δ/K, and ε = K·ε'; a
+search per --delta value); best weighs them too.  Calibration (--epsilon with --delta), --rdp-curve and --fpr
 use the forms (no generic rows; --fpr drops clt-asymptotic).  K = 1 is the example itself; --tuning-runs
 does not go with K > 1.
 
@@ -312,6 +315,7 @@ With --rdp-curve, the summed Rényi curve of the mechanisms instead (no --delta 
 )
 @tuning_option
 @curve_options
+@work_options
 @common_options
 def command(
     mechanisms,
@@ -380,7 +384,6 @@ def command(
     from dpcalc.commands import compose as cmd
 
     if question == "tradeoff":  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
-        cmd.check_targets("--fpr", len(fpr), cmd.MAX_FPR)
         refuse_with(fpr, **{"--delta": delta, "--epsilon": epsilon, "--tuning-runs": tuning})
         refuse_with(fpr, **{"--rdp-curve": wanted(rdp_curve, alphas, out)})
         run(out, lambda: cmd.compose_tradeoff(mechanisms, fpr, method, eps_error, group_size=k))

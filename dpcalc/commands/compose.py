@@ -15,18 +15,23 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dpcalc.commands import sweep
 from dpcalc.commands.compose_calibration import calibrate
 from dpcalc.commands.compose_group import GROUP_METHODS, check_group_question
 from dpcalc.commands.compose_methods import (
+    DP_GROUP_ONE_PIECE,
     EDGE_NOTE,
-    MAX_FPR,
-    MAX_TARGETS,
     METHOD_ORDER,
     METHODS,
+    ONE_PIECE,
+    PIECE_FIXED_SECONDS,
+    PLD_ONE_PIECE,
     TUNING_REFUSAL,
     check_relations,
-    check_targets,
+    fresh_profiles,
+    pieces,
     relation_caption,
+    target_seconds,
 )
 from dpcalc.commands.compose_tradeoff import compose_tradeoff
 from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders
@@ -37,8 +42,8 @@ from dpcalc.group import person_forms, routes_caption
 from dpcalc.result import PlotSpec, Result
 from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
 
-#: What the command line reads here: the questions, and the limit of --fpr it checks first.
-__all__ = ["MAX_FPR", "calibrate", "check_targets", "compose", "compose_curve", "compose_tradeoff"]
+#: What the command line reads here: the questions.
+__all__ = ["calibrate", "compose", "compose_curve", "compose_tradeoff"]
 
 
 def compose(texts, delta, epsilon, method, eps_error=None, tuning=None, group_size=1) -> Result:
@@ -55,7 +60,6 @@ def compose(texts, delta, epsilon, method, eps_error=None, tuning=None, group_si
     opts = {"eps_error": eps_error, "strict": method == "pld", "tuning": tuning}
     want_eps = delta is not None
     targets = np.asarray(delta if want_eps else epsilon, float)
-    check_targets("--delta" if want_eps else "--epsilon", targets.size, MAX_TARGETS)
     person, methods, order, forms = specs, METHODS, METHOD_ORDER, None
     if group_size > 1:
         check_group_question(tuning)
@@ -66,30 +70,56 @@ def compose(texts, delta, epsilon, method, eps_error=None, tuning=None, group_si
     names = order if method in ("all", "best") else (method,)
     if method == "best" and tuning is None and _exact_applies(person):
         names = ("exact",)  # the exact profile: no other method can certify less, so none is run
+    n = targets.size
+    sweep.check_rows({"--delta" if want_eps else "--epsilon": n}, 1 if method == "best" else len(names))
     headline, given = ("epsilon", "delta") if want_eps else ("delta", "epsilon")
     cols: dict[str, list] = {"method": [], given: [], headline: [], "alpha": [], "note": []}
     lower_name, estimate_name = f"{headline}_lower", f"{headline}_estimate"
     per_method = {}
+    tasks, seconds = [], 0.0
     for name in names:
-        n = targets.size
         if tuning is not None and name != "rdp":
             per_method[name] = ([None] * n, [TUNING_REFUSAL] * n, [None] * n, [None] * n, [None] * n)
             continue
-        fn = methods[name]
-        values, notes, extra = fn(specs if name in GROUP_METHODS else person, want_eps, targets, opts)
+        each = target_seconds(name, specs if name in GROUP_METHODS else person, want_eps)
+        batch = name == "pld" and not want_eps  # many ε share one composition: a piece is a batch
+        one = {"pld": PLD_ONE_PIECE, "dp-group": DP_GROUP_ONE_PIECE if want_eps else ONE_PIECE}.get(
+            name, ONE_PIECE
+        )
+        cut = pieces(n, one, each, batch)
+        tasks += [(name, lo, hi, name == "pld" and len(cut) > 1) for lo, hi in cut]
+        seconds += n * each + len(cut) * PIECE_FIXED_SECONDS.get(name, 0.0)
+
+    def compute(task):
+        """One method's rows at the targets ``lo:hi`` (``fresh``: without profiles kept from other pieces)."""
+        name, lo, hi, fresh = task
+        if fresh:
+            fresh_profiles()
+        k = hi - lo
+        values, notes, extra = methods[name](
+            specs if name in GROUP_METHODS else person, want_eps, targets[lo:hi], opts
+        )
         if values is None:
-            values, notes = [None] * n, [f"does not apply: {notes}"] * n
+            values, notes = [None] * k, [f"does not apply: {notes}"] * k
         if isinstance(notes, str):
-            notes = [notes] * n
+            notes = [notes] * k
         if forms is not None and name == "pld" and not all(f.exact for f in forms):
             extra, notes = {}, [n_.replace(_PLD_BRACKET, _PLD_UPPER) for n_ in notes]
         # every method's value is an upper bound; a bracketed one also has a lower end and an estimate
         values = [None if v is None or np.isnan(v) else float(v) for v in values]
         lower, estimate = (
-            [None if v is None else float(v) for v in extra[k]] if k in extra else [None] * n
-            for k in ("lower", "estimate")
+            [None if v is None else float(v) for v in extra[key]] if key in extra else [None] * k
+            for key in ("lower", "estimate")
         )
-        per_method[name] = (values, notes, extra.get("alpha", [None] * n), lower, estimate)
+        return name, (values, list(notes), list(extra.get("alpha", [None] * k)), lower, estimate)
+
+    what = f"composition (--method {method})"
+    weights = [hi - lo for _, lo, hi, _ in tasks]
+    for name, part in sweep.run(compute, tasks, seconds=seconds, unit="bounds", what=what, weights=weights):
+        if name not in per_method:
+            per_method[name] = ([], [], [], [], [])
+        for whole, piece in zip(per_method[name], part):
+            whole.extend(piece)
     bracketed = any(v is not None for m in per_method.values() for v in m[3])
     if bracketed:
         cols[lower_name], cols[estimate_name] = [], []

@@ -37,8 +37,6 @@ from dpcalc.engine.mechanisms.group import doublings, log_group_delta, rdp_group
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
 
-#: Most --delta values the dp-group row searches (each a search over the example-level profile).
-MAX_DP_GROUP_TARGETS = 10
 #: The dp-group search: the most doublings of the step down from δ/K, the most regula-falsi steps after,
 #: and the smallest δ' tried.
 _DOUBLINGS, _SECANT, _LOG_TINY = 12, 14, math.log(1e-300)
@@ -128,13 +126,6 @@ def _dp_group(specs, want_eps, targets, opts):
         _zero_beyond_max_loss(person, targets, values)
         return [None if np.isnan(v) else float(v) for v in values], notes, {}
     zero = _zero(want_eps, targets)
-    if int(np.sum(~zero)) > MAX_DP_GROUP_TARGETS:
-        return (
-            None,
-            f"{int(np.sum(~zero))} --delta values above the limit of {MAX_DP_GROUP_TARGETS} for the (ε, δ) "
-            "group route (each a search)",
-            {},
-        )
     values, notes = [math.inf] * targets.size, [""] * targets.size
     for i in np.nonzero(~zero)[0]:
         values[i], notes[i] = _search(specs, k, float(targets[i]), opts, head)

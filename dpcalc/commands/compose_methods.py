@@ -6,8 +6,9 @@ targets (δ values when ε is asked, or ε values when δ is asked), the bound p
 target, or ``None`` and the reason the method does not apply.  Formulas live in the engine
 (:mod:`dpcalc.engine.composition`, :mod:`dpcalc.engine.mechanisms`, :mod:`dpcalc.engine.pld`,
 :mod:`dpcalc.engine.conversion`).  :func:`dpcalc.commands.compose.compose` picks among them (and
-:func:`dpcalc.commands.compose_calibration.calibrate` searches with them); the limits of the command's
-sweeps and the neighbouring relations of a list of specs are here too, shared by every compose question.
+:func:`dpcalc.commands.compose_calibration.calibrate` searches with them); the work of the command's
+tables (their pieces and work estimates) and the neighbouring relations of a list of specs are here too,
+shared by every compose question.
 """
 
 from __future__ import annotations
@@ -241,12 +242,6 @@ def _pld(specs, want_eps, targets, opts):
     """Tight numerical composition of privacy loss distributions, with a certified bracket
     (``dpcalc.engine.composition.pld``: pessimistic / optimistic discretisation, FFT composition)."""
     try:
-        check_targets(
-            "--delta" if want_eps else "--epsilon",
-            targets.size,
-            MAX_PLD_TARGETS,
-            " for --method pld (a bracket each)",
-        )
         b = compose_pld(
             specs,
             **({"delta": targets} if want_eps else {"epsilon": targets}),
@@ -294,18 +289,88 @@ def pld_dominated(specs) -> list[str]:
     return out
 
 
-#: Most targets (values of --delta or --epsilon) of one ``compose``; the pld method answers at most
-#: :data:`MAX_PLD_TARGETS` (each δ is its own bracket, each ε a point of a refined profile), and so does
-#: ``--fpr`` (:data:`MAX_FPR` rates).
-MAX_TARGETS = 500
-MAX_PLD_TARGETS = 100
-MAX_FPR = 1000
+#: The work of compose's tables (issue 40): many targets are computed, not refused.  A table of targets is cut
+#: into pieces (:func:`pieces`) fixed by the work alone, never by the processes, spread over the cores
+#: (:func:`dpcalc.commands.sweep.run`) and put back in order.  Up to these many targets a method's targets are
+#: one piece, computed exactly as before the pieces existed (they were the limits of a table): the targets
+#: of one --delta/--epsilon (:data:`ONE_PIECE`), of the pld method (:data:`PLD_ONE_PIECE`: many ε share one
+#: composition, so a piece of ε is a batch; past it, batches of this many), of --fpr (:data:`FPR_ONE_PIECE`;
+#: pld: :data:`PLD_FPR_ONE_PIECE`, a refined profile a piece) and of the dp-group route
+#: (:data:`DP_GROUP_ONE_PIECE`, a search each).
+ONE_PIECE = 500
+PLD_ONE_PIECE = 100
+FPR_ONE_PIECE = 1000
+PLD_FPR_ONE_PIECE = 10
+DP_GROUP_ONE_PIECE = 10
+#: The CPU seconds (one core) a piece of a larger table is cut to, where its targets are independent.
+PIECE_SECONDS = 1.0
+
+#: Measured CPU seconds on one core (2-core shared machine, ``time.process_time`` around each method's
+#: function on 1, 20 and 100-1000 targets, kinds gaussian, laplace, randomized-response, dp and
+#: subsampled-gaussian with count 100-1000), rounded up with a margin of about 1.5: per target, and per piece
+#: (what a piece costs whatever its targets, e.g. the Rényi curve).  pld per target and per distinct spec
+#: (after merging; plain Gaussians are one): a subsampled one costs :data:`PLD_SUBSAMPLED_SECONDS`
+#: (measured 0.04-0.09 s an ε of a batch, 0.08-0.23 s a δ), any other :data:`PLD_SPEC_SECONDS` (0.001-0.03 s);
+#: optimal per target and per release of the homogeneous count k (measured 0.12 s a δ at k = 10^6).
+TARGET_SECONDS = {
+    "exact": 2e-5,
+    "rdp": 0.012,
+    "optimal": 1e-3,
+    "advanced": 2e-5,
+    "basic": 2e-5,
+    "rdp-group": 0.012,
+    "dp-group": 1.0,  # a search of up to 26 example-level bounds at one δ (measured 0.15-0.9 s)
+}
+PIECE_FIXED_SECONDS = {"rdp": 0.08, "rdp-group": 0.15, "pld": 0.02}
+PLD_SPEC_SECONDS = 0.025
+PLD_SUBSAMPLED_SECONDS = 0.15
+OPTIMAL_RELEASE_SECONDS = 2e-7
 
 
-def check_targets(name: str, n: int, limit: int, what: str = "") -> None:
-    """One-line refusal of a sweep with more than ``limit`` values."""
-    if n > limit:
-        raise InputError(f"{name}: {n} values, above the limit of {limit}{what}")
+def _subsampled(spec) -> bool:
+    return "q" in spec.params or spec.kind in ("subsampled-gaussian", "random-allocation", "mixture-gaussian")
+
+
+def pld_target_seconds(specs) -> float:
+    """The estimated CPU seconds of one pld target (a δ, or an ε of a batch) of the composition ``specs``."""
+    plain = [s for s in specs if s.kind == "gaussian" and not _subsampled(s)]
+    others = [s for s in specs if s not in plain]
+    return (
+        PLD_SPEC_SECONDS * (bool(plain) + sum(not _subsampled(s) for s in others))
+        + PLD_SUBSAMPLED_SECONDS * sum(_subsampled(s) for s in others)
+    ) or PLD_SPEC_SECONDS
+
+
+def target_seconds(name: str, specs, want_eps: bool) -> float:
+    """The estimated CPU seconds of one target of method ``name`` (one core)."""
+    if name == "pld":
+        return pld_target_seconds(specs)
+    if name == "optimal":
+        releases = min(sum(s.count for s in specs), composition.KOV_MAX_COUNT)  # above it: does not apply
+        return TARGET_SECONDS["optimal"] + OPTIMAL_RELEASE_SECONDS * releases
+    if name == "dp-group" and not want_eps:  # δ at ε/K: the example-level methods at once, no search
+        return 0.1
+    return TARGET_SECONDS.get(name, 1e-3)
+
+
+def pieces(n: int, one_piece: int, seconds_each: float, batch: bool = False) -> list[tuple[int, int]]:
+    """``[(lo, hi), ...]``: the pieces of ``n`` targets — one up to ``one_piece`` targets; past it, pieces of
+    ``one_piece`` (``batch``: the targets of a piece are computed together) or of about
+    :data:`PIECE_SECONDS` of work (independent targets of ``seconds_each``).  The work decides them, never the
+    number of processes, so the rows are the same however they run."""
+    if n <= one_piece:
+        return [(0, n)]
+    size = one_piece if batch else max(1, int(PIECE_SECONDS / seconds_each))
+    return [(lo, min(lo + size, n)) for lo in range(0, n, size)]
+
+
+def fresh_profiles() -> None:
+    """Forget the pld privacy profiles kept for reuse (:mod:`dpcalc.engine.pld.profile`): a piece of a table
+    computed after another in the same process would read the other's shared grid, and its rows would depend
+    on where it ran."""
+    from dpcalc.engine.pld import profile
+
+    profile._CACHE.clear()
 
 
 #: Name -> method, in the order ``--method all`` shows them; ``best`` picks among them.  Adding a method

@@ -9,7 +9,18 @@ import math
 
 import numpy as np
 
-from dpcalc.commands.compose_methods import PLD_DOMINATED, check_relations, pld_dominated, relation_caption
+from dpcalc.commands import sweep
+from dpcalc.commands.compose_methods import (
+    FPR_ONE_PIECE,
+    PLD_DOMINATED,
+    PLD_FPR_ONE_PIECE,
+    check_relations,
+    fresh_profiles,
+    pieces,
+    pld_dominated,
+    pld_target_seconds,
+    relation_caption,
+)
 from dpcalc.commands.tradeoff import CLT_NOTE, exact_rows, tradeoff_result, tradeoff_row
 from dpcalc.engine import tradeoff
 from dpcalc.engine.composition.pld import compose_pld
@@ -39,8 +50,15 @@ def _compose_clt_mu(specs):
     return math.sqrt(total)
 
 
-#: Most false-positive rates of one ``compose --fpr`` with the pld method (each adds PLD brackets of δ(ε)).
-MAX_PLD_FPR = 10
+#: The work of ``compose --fpr`` (issue 40: any number of rates is computed, not refused): each method's rates
+#: are cut into pieces (:func:`~dpcalc.commands.compose_methods.pieces`: one up to FPR_ONE_PIECE rates, pld
+#: PLD_FPR_ONE_PIECE, whose rates refine one profile together) spread over the cores, the rows in order.
+#: Measured CPU seconds on one core (2-core shared machine; gaussian, laplace and subsampled-gaussian
+#: compositions, 10 and 1000 rates), rounded up: rdp 1.1-1.3 s a piece (its profile) and 1.5e-3 s a rate;
+#: pld 0.01-0.13 s a rate (:func:`~dpcalc.commands.compose_methods.pld_target_seconds`); exact and
+#: clt-asymptotic closed forms.
+RATE_SECONDS = {"exact": 2e-5, "rdp": 2e-3, "clt-asymptotic": 2e-5}
+RDP_PIECE_SECONDS = 1.5
 
 
 def compose_tradeoff(texts, fpr, method, eps_error=None, group_size=1) -> Result:
@@ -62,7 +80,11 @@ def compose_tradeoff(texts, fpr, method, eps_error=None, group_size=1) -> Result
         caption += routes_caption(forms, group_size)
         subtitle += f"; a person with {group_size} examples"
     names = COMPOSE_METHODS if method in ("all", "best") else (method,)
+    n = fpr.size
+    sweep.check_rows({"--fpr": n}, 1 if method == "best" else len(names))
     per: dict[str, list] = {}
+    curve = mu = None
+    tasks, seconds = [], 0.0
     for name in names:
         reason = None
         if name == "exact":
@@ -70,61 +92,89 @@ def compose_tradeoff(texts, fpr, method, eps_error=None, group_size=1) -> Result
             if r2 is None:
                 reason = "only for compositions of plain gaussian specs"
             else:
-                per[name] = exact_rows(fpr, math.sqrt(r2))
-        elif name == "pld":
-            try:
-                if len(fpr) > MAX_PLD_FPR:  # each rate refines the profile around its own ε
-                    raise InputError(
-                        f"--fpr: {len(fpr)} rates, above the limit of {MAX_PLD_FPR} for --method pld "
-                        "(each refines the composed profile around its own ε)"
-                    )
-                lo, est, hi = tradeoff.pld_tpr(
-                    fpr,
-                    lambda e: compose_pld(specs, epsilon=e, eps_error=eps_error),
-                    lambda d: compose_pld(specs, delta=d, eps_error=eps_error).upper,
-                )
-            except InputError as exc:
-                if method == "pld":
-                    raise
-                reason = str(exc)
-            else:
-                note = "privacy profile of the composed PLD: certified tpr_upper"
-                dominated = pld_dominated(specs)
-                if not exact_forms:  # an upper-bound form: the bracket's lower end is not the person's
-                    lo, est = [None] * len(hi), [None] * len(hi)
-                    note += " (no lower end or estimate: a person-level form is an upper bound)"
-                elif dominated:  # models above the mechanism: their lower end and estimate are not its own
-                    lo, est = [None] * len(hi), [None] * len(hi)
-                    note += f" ({PLD_DOMINATED}: {'; '.join(dominated)})"
-                per[name] = [
-                    tradeoff_row("pld", float(a), *(None if x is None else float(x) for x in t), None, note)
-                    for a, *t in zip(fpr, lo, est, hi)
-                ]
+                mu = math.sqrt(r2)
         elif name == "rdp":
             refusals = [r for s in specs if (r := rdp_refusal(s)) is not None]
             if refusals:
                 reason = refusals[0]
-            else:
-                hi = tradeoff.rdp_tpr(DEFAULT_ORDERS, total_rdp(specs, DEFAULT_ORDERS), fpr)
-                note = "privacy profile of the Rényi curve (Balle et al. and optimal conversions): an upper bound"
-                per[name] = [
-                    tradeoff_row("rdp", float(a), None, None, float(h), None, note) for a, h in zip(fpr, hi)
-                ]
-        else:  # clt-asymptotic: only where some spec is subsampled (else exact is the same, and exact)
-            mu = None if group_size > 1 else _compose_clt_mu(specs)
-            if mu is None or gaussian_r2(specs) is not None:
+        elif (
+            name == "clt-asymptotic"
+        ):  # only where some spec is subsampled (else exact is the same, and exact)
+            clt = None if group_size > 1 else _compose_clt_mu(specs)
+            if clt is None or gaussian_r2(specs) is not None:
                 continue
-            rows = exact_rows(fpr, mu, "clt-asymptotic")
-            per[name] = [
+        if reason is not None:
+            per[name] = _refused(name, fpr, reason)
+            continue
+        each = pld_target_seconds(specs) if name == "pld" else RATE_SECONDS[name]
+        cut = pieces(
+            n, PLD_FPR_ONE_PIECE if name == "pld" else FPR_ONE_PIECE, each, batch=name in ("pld", "rdp")
+        )
+        tasks += [(name, lo, hi, name == "pld" and len(cut) > 1) for lo, hi in cut]
+        seconds += n * each + (RDP_PIECE_SECONDS * len(cut) if name == "rdp" else 0.0)
+
+    def compute(task):
+        """One method's rows at the rates ``lo:hi`` (``fresh``: without profiles kept from other pieces)."""
+        nonlocal curve
+        name, lo, hi, fresh = task
+        rates = fpr[lo:hi]
+        if name == "exact":
+            return name, exact_rows(rates, mu)
+        if name == "rdp":
+            curve = total_rdp(specs, DEFAULT_ORDERS) if curve is None else curve
+            hi_ = tradeoff.rdp_tpr(DEFAULT_ORDERS, curve, rates)
+            note = "privacy profile of the Rényi curve (Balle et al. and optimal conversions): an upper bound"
+            return name, [
+                tradeoff_row("rdp", float(a), None, None, float(h), None, note) for a, h in zip(rates, hi_)
+            ]
+        if name == "clt-asymptotic":
+            rows = exact_rows(rates, _compose_clt_mu(specs), "clt-asymptotic")
+            return name, [
                 dict(r, tpr_lower=None, tpr_estimate=r["tpr"], tpr=None, tpr_upper=None, note=CLT_NOTE)
                 for r in rows
             ]
-        if reason is not None:
-            per[name] = [
-                tradeoff_row(name, float(a), None, None, None, None, f"does not apply: {reason}") for a in fpr
-            ]
+        if fresh:
+            fresh_profiles()
+        return name, _pld_rows(specs, rates, method, eps_error, exact_forms)
+
+    weights = [hi - lo for _, lo, hi, _ in tasks]
+    what = f"trade-off bounds (--method {method})"
+    for name, rows in sweep.run(compute, tasks, seconds=seconds, unit="rates", what=what, weights=weights):
+        per.setdefault(name, []).extend(rows)
+    per = {m: per[m] for m in names if m in per}  # the order of the methods
     rows = _pick(per, fpr.size) if method == "best" else [r for m in names if m in per for r in per[m]]
     return tradeoff_result(rows, "compose", "trade-off", caption, subtitle)
+
+
+def _refused(name, fpr, reason):
+    return [tradeoff_row(name, float(a), None, None, None, None, f"does not apply: {reason}") for a in fpr]
+
+
+def _pld_rows(specs, fpr, method, eps_error, exact_forms):
+    """The pld rows at the rates ``fpr`` (a piece): the composed profile's bracket, or rows saying why it does
+    not apply (--method pld alone: the error)."""
+    try:
+        lo, est, hi = tradeoff.pld_tpr(
+            fpr,
+            lambda e: compose_pld(specs, epsilon=e, eps_error=eps_error),
+            lambda d: compose_pld(specs, delta=d, eps_error=eps_error).upper,
+        )
+    except InputError as exc:
+        if method == "pld":
+            raise
+        return _refused("pld", fpr, str(exc))
+    note = "privacy profile of the composed PLD: certified tpr_upper"
+    dominated = pld_dominated(specs)
+    if not exact_forms:  # an upper-bound form: the bracket's lower end is not the person's
+        lo, est = [None] * len(hi), [None] * len(hi)
+        note += " (no lower end or estimate: a person-level form is an upper bound)"
+    elif dominated:  # models above the mechanism: their lower end and estimate are not its own
+        lo, est = [None] * len(hi), [None] * len(hi)
+        note += f" ({PLD_DOMINATED}: {'; '.join(dominated)})"
+    return [
+        tradeoff_row("pld", float(a), *(None if x is None else float(x) for x in t), None, note)
+        for a, *t in zip(fpr, lo, est, hi)
+    ]
 
 
 def _pick(per, n):
