@@ -177,7 +177,8 @@ def plan(
     s = current()
     job = Job(seconds=float(seconds), total=float(total), unit=unit, processes=processes(parallel, seconds))
     where = _where(job.processes, s)
-    count = f"{_count(total)} {unit}" + (f" of {what}" if what else "")
+    named = unit[:-1] if total == 1 and unit.endswith("s") else unit  # 1 row, 2 rows
+    count = f"{_count(total)} {named}" + (f" of {what}" if what else "")
     if s.max_seconds is not None and job.wall > s.max_seconds and not _IN_WORKER:
         raise WorkCapExceeded(
             f"--max-seconds {s.max_seconds:g}: {count} on {where} would take about {duration(job.wall)}, "
