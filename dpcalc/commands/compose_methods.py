@@ -35,6 +35,7 @@ from dpcalc.engine.mechanisms.catalogue import (
     total_rdp,
 )
 from dpcalc.engine.orders import DEFAULT_ORDERS
+from dpcalc.engine.pld import profile
 from dpcalc.engine.pld.grid import RDP_HINT
 from dpcalc.errors import InputError
 
@@ -368,8 +369,6 @@ def fresh_profiles() -> None:
     """Forget the pld privacy profiles kept for reuse (:mod:`dpcalc.engine.pld.profile`): a piece of a table
     computed after another in the same process would read the other's shared grid, and its rows would depend
     on where it ran."""
-    from dpcalc.engine.pld import profile
-
     profile._CACHE.clear()
 
 

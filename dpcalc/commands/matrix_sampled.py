@@ -11,7 +11,11 @@ from dataclasses import replace
 import numpy as np
 
 from dpcalc import execution
+from dpcalc.commands.sgd_rows import mc_needed_note
+from dpcalc.engine.dpsgd.noise_calibration import calibrate_noise
 from dpcalc.engine.matrix import accounting as acc
+from dpcalc.engine.matrix import balls_in_bins_mc as bb
+from dpcalc.engine.matrix import mmcc, mmcc_calibration
 from dpcalc.errors import InputError
 
 #: The relative tolerance of the noise calibration of the amplified rows (bandmf, mmcc).
@@ -51,7 +55,6 @@ MMCC_SECONDS_SQRT_OP = 2e-3
 def mmcc_seconds(s, q: float, sigmas, per_sigma: int) -> float:
     """Estimated CPU seconds on one core of mmcc's ε rows of the run (``per_sigma`` δ at each σ of ``sigmas``): its
     pairs found (the refusals of the run's size raised here, before any work) and its operations counted."""
-    from dpcalc.engine.matrix import mmcc  # lazy: MMCC's engine loads only for its rows
 
     C = mmcc.causal_matrix(s)
     pairs = mmcc.find_pairs(C, q)
@@ -72,7 +75,6 @@ class MmccBudget:
     (:data:`dpcalc.engine.matrix.mmcc_calibration.SEARCH_WORK`); an evaluation past it is not run."""
 
     def __init__(self, p, target, delta):
-        from dpcalc.engine.matrix import mmcc_calibration  # lazy: MMCC's engine loads only for its rows
 
         self.spent = 0.0
         self.cut = False
@@ -83,7 +85,6 @@ class MmccBudget:
         )
 
     def admits(self, s, q, sigma) -> bool:
-        from dpcalc.engine.matrix import mmcc, mmcc_calibration  # lazy: MMCC's engine loads only for its rows
 
         try:
             w = mmcc_calibration.work(mmcc.causal_matrix(s), q, float(sigma))
@@ -129,7 +130,6 @@ def mc_count(p) -> int:
 
 def mc_check(s, part) -> None:
     """The Monte Carlo row's refusals of one run (its bins, the work of its bins' Gram matrix), before any plan."""
-    from dpcalc.engine.matrix import balls_in_bins_mc as bb  # lazy: the sampler loads only for its rows
 
     bb.mode_gram(s, part.b)
 
@@ -144,8 +144,6 @@ def plan_mc(samples: int, bins: int, noises: int) -> None:
 def mc_note(samples: int, delta: float, confidence: float, finite: bool) -> str:
     """The Monte Carlo row's note; where ε is inf, how many samples would certify δ (the plain sampler's floor:
     :func:`dpcalc.engine.matrix.balls_in_bins_mc.samples_to_certify`)."""
-    from dpcalc.commands.sgd_rows import mc_needed_note  # the same wording as sgd-epsilon's mc rows
-    from dpcalc.engine.matrix import balls_in_bins_mc as bb  # lazy: the sampler loads only for its rows
 
     if finite:
         return NOTES["mc"]
@@ -158,7 +156,6 @@ def mc_rows(s, part, g, p):
     """The Monte Carlo row's (ε upper bounds, estimates, notes): its batches run on the processes or cluster of the
     settings in force (the same numbers anywhere); its work is planned by the caller, with the sweep's
     (:func:`dpcalc.commands.matrix.work`, :func:`mc_seconds`)."""
-    from dpcalc.engine.matrix import balls_in_bins_mc as bb  # lazy: the sampler loads only for its rows
 
     samples = mc_count(p)
     confidence = MC_CONFIDENCE if p.confidence is None else p.confidence
@@ -183,8 +180,6 @@ def mmcc_sigma_rows(s, part, sens, g, p):
     """The smallest σ of each (target, δ) by MMCC (:mod:`dpcalc.engine.matrix.mmcc_calibration`): searched
     from a start at DP-SGD's σ (same rate and steps) times ‖C·1‖/√n, up to the unamplified Gaussian's σ (which
     MMCC always meets)."""
-    from dpcalc.engine.dpsgd.noise_calibration import calibrate_noise  # lazy: as the mmcc engine below
-    from dpcalc.engine.matrix import mmcc, mmcc_calibration  # lazy: MMCC's engine loads only for its rows
 
     C = mmcc.causal_matrix(s)
     per_step = sens.value / math.sqrt(s.n)  # ‖C·1‖/√n: C = I gives DP-SGD's σ as the start
@@ -245,7 +240,6 @@ def mmcc_refusal(s, part, solve) -> str | None:
 
 def mmcc_epsilon_rows(s, part, sens, g, p):
     """ε of each (σ, δ) by MMCC (:mod:`dpcalc.engine.matrix.mmcc`): (σ, upper, lower, estimate, notes)."""
-    from dpcalc.engine.matrix import mmcc  # lazy: MMCC's engine loads only for its rows
 
     C = mmcc.causal_matrix(s)
     pairs = mmcc.find_pairs(C, part.q)
