@@ -138,7 +138,9 @@ def test_readme_example_as_a_table_and_with_plot(i, command, tmp_path, in_order)
         table, table_err, table_code = _run(_variant(command, "-f", "table"), table_dir)
         assert table_code in (0, 3), f"{command} -f table exited {table_code}: {table_err}"
         assert "internal error" not in table_err and "Traceback" not in table_err and table.strip()
-        errors = [ln for ln in stderr.strip().split("\n") if not ln.startswith(("Note: ", "Warning: "))]
+        errors = [
+            ln for ln in stderr.strip().split("\n") if not ln.startswith(("Note: ", "Warning: ", "dpcalc: "))
+        ]
         assert code == 2 and len(errors) == 1 and errors[0].startswith("Error: --plot: "), stderr
         assert not path.exists()
         assert not stdout or command.startswith(

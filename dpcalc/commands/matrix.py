@@ -268,11 +268,12 @@ def run_seconds(text: str, n: int | None) -> float:
     return SECONDS_RUN + SECONDS_TOEPLITZ_STEP * float(n)
 
 
-def work(p: MatrixParams, counts, parts, methods, strict, solve, rows: int):
+def work(p: MatrixParams, counts, parts, methods, strict, solve, g: dict):
     """``(runs, seconds, samples)``: the runs whose methods apply (:func:`runs`, as ``(n, text, j, method)``), the
-    estimated CPU seconds of their ``rows`` rows each on one core, and the Monte Carlo samples among them (both
-    directions, every σ).  Refusals of a single run (its size, its Monte Carlo sample's width) are raised here,
-    before any work."""
+    estimated CPU seconds of their rows (one per point of the grid ``g``) each on one core, and the Monte Carlo
+    samples among them (both directions, every σ).  Refusals of a single run (its size, its Monte Carlo sample's
+    width, an MMCC search's target or δ) are raised here, before any work or estimate."""
+    rows = g["delta"].size
     out, seconds, samples, seen = [], 0.0, 0.0, set()
     sigmas = np.unique(np.asarray(p.sigma, float)) if p.sigma is not None else np.array([])
     for n, text, j, m, s in runs(p, counts, parts, methods, strict, solve):
@@ -286,7 +287,10 @@ def work(p: MatrixParams, counts, parts, methods, strict, solve, rows: int):
             k = sigmas.size
             samples += 2.0 * sampled.mc_count(p) * k
             seconds += sampled.mc_seconds(sampled.mc_count(p), part.b, k)
-        elif m == "mmcc" and solve is None:
+        elif m == "mmcc" and solve is not None:
+            sampled.mmcc_search_check(g, p)
+            seconds += SECONDS_ROW[solve][m] * rows
+        elif m == "mmcc":
             seconds += sampled.mmcc_seconds(
                 s if s is not None else strategy(text, n), part.q, sigmas, rows // max(1, sigmas.size)
             )
@@ -346,7 +350,7 @@ def matrix(params: MatrixParams) -> Result:
     sizes = {"--steps": len(counts or [None]), "--strategy": len(p.strategies), "--participation": len(parts)}
     sizes.update({f"--{k}": int(np.size(x)) for k, x in zip(_SWEPT, _swept_values(p))})
     sweep.check_rows(sizes, len(methods), per="methods")
-    tasks, seconds, samples = work(p, counts, parts, methods, strict, solve, rows=g["delta"].size)
+    tasks, seconds, samples = work(p, counts, parts, methods, strict, solve, g)
     out: dict[str, list] = {c: [] for c in COLUMNS}
     built = _Built(p, parts)
 

@@ -70,6 +70,15 @@ def mmcc_seconds(s, q: float, sigmas, per_sigma: int) -> float:
 MMCC_SEARCH_STEPS = 2048
 
 
+def mmcc_search_check(g, p) -> None:
+    """The refusals of mmcc's searches (:func:`dpcalc.engine.matrix.mmcc_calibration.search_eps_error`: a target
+    or δ too small) for every (target, δ) of the grid ``g``, raised before any work or estimate is said."""
+    for target, delta in zip(
+        np.asarray(g["target"], float).reshape(-1), np.asarray(g["delta"], float).reshape(-1)
+    ):
+        mmcc_calibration.search_eps_error(float(target), p.eps_error, float(delta))
+
+
 class MmccBudget:
     """The work of one mmcc search over the steps, bounded as the noise search's
     (:data:`dpcalc.engine.matrix.mmcc_calibration.SEARCH_WORK`); an evaluation past it is not run."""
@@ -188,7 +197,6 @@ def mmcc_sigma_rows(s, part, sens, g, p):
     note = []
     for i in range(n):
         target, delta = float(g["target"][i]), float(g["delta"][i])
-        mmcc_calibration.search_eps_error(target, p.eps_error, delta)  # its refusals, before any work
         hi = float(acc.unamplified_sigma(sens.value, target, delta)) * (1 + SIGMA_RTOL)
         guess, _ = calibrate_noise(part.q, s.n, delta, target, accountant="rdp", rtol=1e-3)
         res = mmcc_calibration.mmcc_sigma(
