@@ -5,6 +5,7 @@ the same order); the Monte Carlo row gives the same bits on one process or two, 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from dpcalc import execution
@@ -49,7 +50,7 @@ def test_a_sweep_past_the_old_limit_is_estimated_and_capped_before_any_work(invo
         ["gaussian"],
         False,
         None,
-        rows=60,
+        {"delta": np.full(60, 1e-6)},
     )
     assert len(runs) == 202 and samples == 0 and 202 * 0.05 < seconds < 202 * (0.05 + 60 * 0.002 + 0.01)
     _refused(
