@@ -131,6 +131,22 @@ def test_processes_follow_the_work():
         assert execution.processes(seconds=0.1) == 3 and execution.processes(parallel=2) == 2
 
 
+def test_a_sweep_dropped_half_read_ends_its_settings_in_the_collector():
+    # sweep.run holds its settings across its yields; a reader that stops early (-q, a budget check) leaves
+    # the block to end when the generator is collected, out of order with newer blocks, with no harm
+    import gc
+
+    from dpcalc.commands import sweep
+
+    rows = sweep.run(lambda x: x, [1, 2, 3], seconds=0.0, settings={"jobs": 1})
+    assert next(rows) == 1 and execution.current().jobs == 1
+    with execution.using(jobs=3):
+        del rows
+        gc.collect()
+        assert execution.current().jobs == 3  # the newer block keeps its settings
+    assert execution.current() == execution.Settings()
+
+
 def test_a_scheduler_without_the_extra_is_one_line(invoke, monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed fails
     res = invoke([*BIG[:6], "100", "--delta", "1e-5", "--scheduler", "tcp://127.0.0.1:9"])
@@ -205,14 +221,15 @@ def test_a_bar_on_a_terminal_and_none_in_a_pipe_or_under_ci():
     assert piped.stdout == out and b"rows/s" in piped.stderr  # --progress: a bar even in a pipe
 
 
-def test_the_library_spreads_a_broadcast_with_the_same_values():
+def test_the_library_spreads_a_broadcast_with_the_same_values(monkeypatch):
     import numpy as np
 
     from dpcalc import api
     from dpcalc.api import spread
     from dpcalc.errors import InputError
 
-    q = np.linspace(0.001, 0.05, spread.PIECE + 10)  # two pieces
+    monkeypatch.setattr(spread, "PIECE", 64)  # pieces of 64 values (4,096 in use): the same cut, cheaper
+    q = np.linspace(0.001, 0.05, 3 * spread.PIECE + 10)  # four pieces
     one = api.sgd_epsilon(q, 1.1, 1000, 1e-5, jobs=1)
     two = api.sgd_epsilon(q, 1.1, 1000, 1e-5, jobs=2)
     assert np.array_equal(one.value, two.value) and np.array_equal(one.alpha, two.alpha)

@@ -15,8 +15,8 @@ estimate goes to ``Settings.announce`` (the command line: one stderr line) and t
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import os
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -58,14 +58,19 @@ class Settings:
 
 
 _DEFAULT = Settings()
-_SETTINGS: contextvars.ContextVar[Settings | None] = contextvars.ContextVar("dpcalc_execution", default=None)
+#: The blocks of settings in force, per thread (``stack``: the innermost last).  Not a ContextVar: a block of :func:`using` often sits in a generator
+#: (:func:`dpcalc.commands.sweep.run`) that a reader may drop half-read, so the block can end in the garbage
+#: collector; resetting a ContextVar there can corrupt the context's HAMT on CPython < 3.12 (a segfault in
+#: the next ``numpy.errstate``: python/cpython#148891).  A plain attribute is safe to restore anywhere.
+_LOCAL = threading.local()
 #: Set in a worker (a forked process or a dask task): work inside a piece runs serially.
 _IN_WORKER = False
 
 
 def current() -> Settings:
     """The settings in force."""
-    return _SETTINGS.get() or _DEFAULT
+    stack = getattr(_LOCAL, "stack", None)
+    return stack[-1] if stack else _DEFAULT
 
 
 @contextlib.contextmanager
@@ -73,14 +78,20 @@ def using(**changes):
     """A block with these settings changed (fields of :class:`Settings`).  The job planned in the block (its
     progress bar) ends with it, and so do the cluster clients it connected to."""
 
-    token = _SETTINGS.set(replace(current(), **changes))
+    mine = replace(current(), **changes)
+    stack = _LOCAL.__dict__.setdefault("stack", [])
+    stack.append(mine)
     job, clients = _JOB, cluster.owned()
     try:
-        yield current()
+        yield mine
     finally:
         if _JOB is not job:
             finish()
-        _SETTINGS.reset(token)
+        # this block's own entry: a block that ends out of order (collected later) leaves the newer ones
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is mine:
+                del stack[i]
+                break
         cluster.close_owned(keep=clients)
 
 
