@@ -160,24 +160,18 @@ def test_extreme_inputs_give_numbers_not_nan(query):
         assert r[answer] != "" or r.get("note")
 
 
-def test_sweep_above_the_row_limit_is_refused_up_front(invoke):
-    # issue 27: rows are held together (about 10 KB each); 10^5 steps grew past 1 GB
-    from dpcalc.commands.iterate import MAX_ROWS
+def test_sweep_above_the_old_row_limit_is_estimated_not_refused(invoke, monkeypatch):
+    # issue 40: the 20,000-row limit (rows held together) is gone: the rows stream in chunks; the work is
+    # estimated and capped by --max-seconds before anything is computed
+    from dpcalc import execution
 
-    res = invoke(
-        [
-            "iterate",
-            "--sigma",
-            "5",
-            "--lipschitz",
-            "1",
-            "--lr",
-            "0.05",
-            "--steps",
-            "1:100000:1",
-            "--delta",
-            "1e-5",
-        ]
-    )
+    def fail(*a, **k):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(execution, "map_ordered", fail)
+    args = ["iterate", "--sigma", "5", "--lipschitz", "1", "--lr", "0.05", "--steps", "1:100000:1"]
+    res = invoke([*args, "--delta", "1e-5", "--max-seconds", "1", "--jobs", "1"])
     assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
-    assert "--steps" in res.stderr and f"{MAX_ROWS:,}" in res.stderr
+    assert res.stderr.startswith(
+        "Error: --max-seconds 1: 300,000 rows of privacy amplification by iteration (--method all) on 1 process"
+    )

@@ -155,10 +155,15 @@ def test_extreme_inputs_give_numbers_not_nan(sigma):
         assert r["rdp" if up else "rdp_lower"] != ""
 
 
-def test_sweep_above_the_row_limit_is_refused_up_front(invoke):
-    # issue 27: rows are held together (about 15 KB each); 2·10^5 steps grew past 1.6 GB
-    from dpcalc.commands.langevin import MAX_ROWS
+def test_sweep_above_the_old_row_limit_is_estimated_not_refused(invoke, monkeypatch):
+    # issue 40: the 20,000-row limit (rows held together) is gone: the rows stream in chunks; the work is
+    # estimated and capped by --max-seconds before anything is computed
+    from dpcalc import execution
 
+    def fail(*a, **k):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(execution, "map_ordered", fail)
     args = [
         "--sigma",
         "0.02",
@@ -171,6 +176,11 @@ def test_sweep_above_the_row_limit_is_refused_up_front(invoke):
         "--smoothness",
         "1",
     ]
-    res = invoke(["langevin", *args, "--dataset-size", "5000", "--steps", "1:200000:1", "--delta", "1e-5"])
+    res = invoke(
+        ["langevin", *args, "--dataset-size", "5000", "--steps", "1:200000:1", "--delta", "1e-5"]
+        + ["--max-seconds", "1", "--jobs", "1"]
+    )
     assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
-    assert "--steps" in res.stderr and f"{MAX_ROWS:,}" in res.stderr
+    assert res.stderr.startswith(
+        "Error: --max-seconds 1: 600,000 rows of Langevin privacy dynamics (--method all) on 1 process"
+    )

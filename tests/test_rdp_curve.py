@@ -592,10 +592,15 @@ def test_engine_refuses_orders_above_the_limit():
     assert np.all(np.isfinite(sgm_poisson.rdp_poisson(0.01, 1.0, [2.0, ORDER_MAX])))
 
 
-def test_curve_configurations_above_the_limit_are_refused_up_front(invoke):
-    # the configurations' inputs are held while the rows stream: 10^6 took about 500 MB (issue 27)
-    from dpcalc.commands.curve import MAX_CONFIGS
+def test_curve_configurations_above_the_old_limit_are_estimated_not_refused(invoke, monkeypatch):
+    # issue 40: langevin's and iterate's configurations are formed per chunk (no limit of 200,000 of them):
+    # the work is estimated and capped by --max-seconds before anything is computed
+    from dpcalc import execution
 
+    def fail(*a, **k):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(execution, "map_ordered", fail)
     args = [
         "--sigma",
         "0.02",
@@ -610,7 +615,9 @@ def test_curve_configurations_above_the_limit_are_refused_up_front(invoke):
     ]
     res = invoke(
         ["langevin", *args, "--dataset-size", "5000", "--steps", "1:300000:1", "--rdp-curve", "--alphas", "2"]
+        + ["--max-seconds", "0.5", "--jobs", "1"]
     )
     assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
-    assert "--steps" in res.stderr and f"{MAX_CONFIGS:,} configurations" not in res.stderr
-    assert f"more than {MAX_CONFIGS:,}" in res.stderr and "configurations" in res.stderr
+    assert res.stderr.startswith(
+        "Error: --max-seconds 0.5: 900,000 rows of langevin Rényi curves on 1 process"
+    )

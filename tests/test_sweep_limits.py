@@ -1,9 +1,10 @@
-"""convert --from dp is bounded by memory (its rows are held together); the option checks of audit and --seed
-that were internal errors.  (The work of a sweep is estimated, said and capped, not refused: test_heavy.py.)"""
+"""convert --from dp is estimated and capped, not refused (its rows stream); the option checks of audit and
+--seed that were internal errors.  (The work of a sweep is estimated, said and capped, not refused: test_heavy.py,
+test_heavy_sweeps.py.)"""
 
 import pytest
 
-from dpcalc.commands.convert import FROM_DP_MAX_ROWS
+from dpcalc import execution
 from dpcalc.commands.sgd_epsilon import SgdEpsilonParams, sgd_epsilon
 from dpcalc.errors import InputError
 
@@ -17,9 +18,16 @@ def _refused(res, *parts):
     return lines[0]
 
 
-def test_convert_from_dp_is_bounded_by_memory(invoke):
-    res = invoke(["convert", "--from", "dp", "--alpha", "2:1e6:1", "--epsilon", "1", "--delta", "1e-5"])
-    _refused(res, "--alpha (999,999)", f"more than {FROM_DP_MAX_ROWS['optimal']:,}", "--from dp")
+def test_convert_from_dp_past_the_old_limit_is_estimated_not_refused(invoke, monkeypatch):
+    def fail(*a, **k):
+        raise AssertionError("work started")
+
+    with monkeypatch.context() as m:
+        m.setattr(execution, "map_ordered", fail)
+        args = ["convert", "--from", "dp", "--alpha", "2:1e6:1", "--epsilon", "1", "--delta", "1e-5"]
+        res = invoke([*args, "--max-seconds", "1", "--jobs", "1"])
+        line = _refused(res, "--max-seconds 1: 999,999 rows of DP → RDP conversions on 1 process")
+        assert "would take about" in line
     ok = invoke(
         ["convert", "--from", "dp", "--alpha", "2:200:1", "--epsilon", "1", "--delta", "1e-5", "-f", "csv"]
     )

@@ -8,6 +8,7 @@ import click
 from dpcalc.cli.common import common_options, run
 from dpcalc.cli.tradeoff import refuse_with, risk_options, risk_question, tradeoff_options, with_max_tpr
 from dpcalc.cli.types import Grid
+from dpcalc.cli.work_options import work_options
 from dpcalc.commands.choices import CONVERSIONS
 from dpcalc.textinput import open_error
 
@@ -125,6 +126,7 @@ HELP_METHOD = (
 @click.option("--rho", type=Grid(lo=0), default=None, metavar="R", help="With --from zcdp: ρ > 0 of ρ-zCDP.")
 @tradeoff_options
 @risk_options()
+@work_options
 @common_options
 def command(
     alpha,
@@ -147,9 +149,9 @@ def command(
 
     Give --alpha and --rdp (or --curve FILE) and either --delta (to get ε) or --epsilon (to get δ).
     With --from dp, give --alpha, --epsilon and --delta to get the RDP level that certifies them.
-    Every numeric option takes sweeps; the output has one row per combination and method, up to
-    100,000 points with the optimal conversion and 1,000,000 with the others (20,000 and 200,000
-    rows with --from dp); a larger sweep is refused up front.
+    Every numeric option takes sweeps; the output has one row per combination and method, streamed
+    as it is computed on every core (a sweep estimated above a few seconds says so first; --max-seconds
+    caps it; more than 10^8 rows is refused up front).
     """
     out = with_max_tpr(out, fpr, max_tpr)
     out, risk = risk_question(out, fpr, advantage, prior, max_advantage)
@@ -190,7 +192,10 @@ def command(
         raise click.UsageError(
             "--from zcdp answers --fpr, --advantage and --prior; for ε use 'dpcalc compose zcdp:rho=R --delta D'"
         )
-    run(out, lambda: _convert(params, lambda: cmd.convert_stream(params)))
+    # the rows stream as they are computed; --from dp with a budget check is judged whole before any row is
+    # written, as it always was (a budget no row can judge is refused with nothing printed)
+    whole = source == "dp" and (out.max_epsilon is not None or out.max_delta is not None)
+    run(out, lambda: _convert(params, lambda: cmd.convert(params) if whole else cmd.convert_stream(params)))
 
 
 def _convert(params, compute):

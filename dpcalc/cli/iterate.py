@@ -8,6 +8,7 @@ import click
 from dpcalc.cli.common import common_options, run
 from dpcalc.cli.rdp_curve import curve_options, wanted
 from dpcalc.cli.types import Grid
+from dpcalc.cli.work_options import work_options
 from dpcalc.commands.choices import CONVERSIONS, ITERATE_METHODS
 
 #: Why --delta must be > 0 (docs/math.md §2.7).
@@ -146,6 +147,7 @@ are converted over continuous α, so dpcalc convert --curve of a curve on a grid
     help="Smoothness β of the loss: checks feldman's condition η <= 2/β.",
 )
 @curve_options
+@work_options
 @common_options
 def command(
     sigma,
@@ -196,4 +198,7 @@ def command(
     if curve:
         run(out, lambda: cmd.iterate_curve(params, alphas, stream=True))
         return
-    run(out, lambda: cmd.iterate(params))
+    # the rows stream as they are computed; with a budget check the result is judged whole before any row
+    # is written (a budget no row can judge is refused with nothing printed)
+    budget = out.max_epsilon is not None or out.max_delta is not None
+    run(out, lambda: cmd.iterate(params) if budget else cmd.iterate_stream(params))

@@ -8,6 +8,7 @@ import click
 from dpcalc.cli.common import common_options, run
 from dpcalc.cli.rdp_curve import curve_options, wanted
 from dpcalc.cli.types import Grid
+from dpcalc.cli.work_options import work_options
 from dpcalc.commands.choices import CONVERSIONS, LANGEVIN_METHODS
 
 #: Why --delta must be > 0 (docs/math.md §2.7).
@@ -119,6 +120,7 @@ a grid of orders gives its ε or above (to a few ulps at best_alpha, with conver
     help="RDP → (ε, δ) conversion for the dynamics bound with --delta (see 'dpcalc convert').",
 )
 @curve_options
+@work_options
 @common_options
 def command(
     sigma,
@@ -166,4 +168,7 @@ def command(
     if curve:
         run(out, lambda: cmd.langevin_curve(params, alphas, stream=True))
         return
-    run(out, lambda: cmd.langevin(params))
+    # the rows stream as they are computed; with a budget check the result is judged whole before any row
+    # is written (a budget no row can judge is refused with nothing printed)
+    budget = out.max_epsilon is not None or out.max_delta is not None
+    run(out, lambda: cmd.langevin(params) if budget else cmd.langevin_stream(params))

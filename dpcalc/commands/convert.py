@@ -18,11 +18,11 @@ import numpy as np
 
 from dpcalc.commands import sweep
 from dpcalc.commands.choices import CONVERSIONS
+from dpcalc.commands.curve import grid_part
 from dpcalc.commands.schema import conform, names, tradeoff_names
 from dpcalc.commands.tradeoff import tradeoff_plot
 from dpcalc.curvefile import load_curve
 from dpcalc.engine.conversion import methods as conversions
-from dpcalc.engine.grid import product
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result, Stream
 
@@ -65,12 +65,19 @@ def convert(params: ConvertParams) -> Result:
     Raises :class:`~dpcalc.errors.InputError` for an impossible combination, a malformed curve, or a
     curve file that cannot be read (naming ``--curve PATH``).
     """
+    out = _convert(params, CHUNK)
+    return out.collect() if isinstance(out, Stream) else out
+
+
+def _convert(params: ConvertParams, chunk: int | None):
+    """:func:`convert`: a sweep of points or ``--from dp`` as a Stream of chunks of at most ``chunk`` points
+    (None: one chunk), a curve as a Result."""
     p = params
     methods = METHODS if p.method == "all" else (p.method,)
     if p.source == "dp":
         _require(alpha=p.alpha, epsilon=p.epsilon, delta=p.delta)
         _forbid("with --from dp", rdp=p.rdp, curve=p.curve)
-        return _zero_note(_from_dp(p.alpha, p.epsilon, p.delta, methods), p.delta, ZERO_DELTA_DP_NOTE)
+        return _zero_note(_from_dp(p.alpha, p.epsilon, p.delta, methods, chunk), p.delta, ZERO_DELTA_DP_NOTE)
     if p.curve is not None:
         _forbid("with --curve", alpha=p.alpha, rdp=p.rdp)
     else:
@@ -80,7 +87,7 @@ def convert(params: ConvertParams) -> Result:
     if p.curve is not None:
         alphas, zetas = read_curve(p.curve)
         return _zero_note(_from_curve(alphas, zetas, p.delta, p.epsilon, methods), p.delta)
-    return _zero_note(_points(p.alpha, p.rdp, p.delta, p.epsilon, methods), p.delta)
+    return _zero_note(_points(p.alpha, p.rdp, p.delta, p.epsilon, methods, chunk), p.delta)
 
 
 #: The note where δ = 0 is asked (docs/math.md §2.7): a Rényi bound at finite orders bounds no privacy loss.
@@ -124,41 +131,45 @@ CHUNK = 8192
 
 
 def convert_stream(params: ConvertParams, *, chunk: int | None = 0):
-    """:func:`convert`, with a sweep of (α, ζ, δ or ε) points delivered as a :class:`~dpcalc.result.Stream`
-    of chunks of ``chunk`` points (0: :data:`CHUNK`), written as they are computed; a curve or
-    ``--from dp`` gives a :class:`~dpcalc.result.Result` as :func:`convert` does."""
-    p = params
-    if p.source == "dp" or p.curve is not None or p.alpha is None or p.rdp is None:
-        return convert(p)
-    if (p.delta is None) == (p.epsilon is None):
-        return convert(p)  # the usual error
-    methods = METHODS if p.method == "all" else (p.method,)
-    stream = _points(p.alpha, p.rdp, p.delta, p.epsilon, methods, chunk=CHUNK if chunk == 0 else chunk)
-    return _zero_note(stream, p.delta)
+    """:func:`convert`, with a sweep of (α, ζ, δ or ε) points, or of (α, ε, δ) with ``--from dp``, delivered as
+    a :class:`~dpcalc.result.Stream` of chunks of at most ``chunk`` points (0: :data:`CHUNK`, fewer where
+    points are expensive; None: one chunk), written as they are computed; a curve gives a
+    :class:`~dpcalc.result.Result` as :func:`convert` does."""
+    return _convert(params, CHUNK if chunk == 0 else chunk)
 
 
-#: CPU seconds per point (α, ζ, target) of each conversion, measured (benchmarks/) with a margin: the
-#: optimal conversion solves for its best shape per point; the others are closed forms.
-POINT_SECONDS_EACH = {"optimal": 5e-5, "asoodeh": 5e-6, "balle": 5e-6, "mironov": 5e-6}
-#: --from dp: the most rows (combinations × methods) one run computes; they are held in memory together
-#: (about 1 KB a row, 4 KB with the optimal conversion's grid: 1e6 rows took 0.9 GB).
-FROM_DP_MAX_ROWS = {"optimal": 20_000, "asoodeh": 200_000, "balle": 200_000, "mironov": 200_000}
+#: CPU seconds per point (α, ζ, target) of each conversion, measured with a margin (time.process_time of
+#: :func:`convert` on 3,000 orders, and of the engine's conversions on 3,000 random points, α in [1.01, 1000],
+#: ζ in [0, 20], δ in [1e-12, 0.1], ε in [0, 10], the packing of the rows included): the optimal conversion
+#: solves for its best shape per point (40-60 µs); the others are closed forms (about 1 µs).
+POINT_SECONDS_EACH = {"optimal": 1.5e-4, "asoodeh": 5e-6, "balle": 5e-6, "mironov": 5e-6}
+#: --from dp: CPU seconds per row (α, ε, δ), measured the same way: the optimal ζ is solved for (about 8 µs),
+#: the others are closed forms (0.2-0.4 µs).
+FROM_DP_SECONDS_EACH = {"optimal": 3e-5, "asoodeh": 2e-6, "balle": 2e-6, "mironov": 2e-6}
 
 
 def _points(alpha, rdp, delta, epsilon, methods, chunk=None):
-    """One row per (method, α, ζ, δ or ε) combination: a Result (``chunk`` None) or a Stream of chunks."""
+    """One row per (method, α, ζ, δ or ε) combination: a Stream of chunks of at most ``chunk`` points (fewer
+    where points are expensive; None: one chunk), each chunk's points formed from the axes when computed."""
     want_eps = delta is not None
     target = delta if want_eps else epsilon
     sizes = {"--alpha": len(alpha), "--rdp": len(rdp), "--delta" if want_eps else "--epsilon": len(target)}
     sweep.check_rows(sizes, len(methods))
-    seconds = sum(POINT_SECONDS_EACH[m] for m in methods) * math.prod(sizes.values())
-    g = product(alpha=np.asarray(alpha, float), rdp=np.asarray(rdp, float), target=np.asarray(target, float))
+    n = math.prod(sizes.values())
+    seconds = sum(POINT_SECONDS_EACH[m] for m in methods) * n
+    axes = {
+        "alpha": np.asarray(alpha, float),
+        "rdp": np.asarray(rdp, float),
+        "target": np.asarray(target, float),
+    }
     headline = "epsilon" if want_eps else "delta"
-    tasks = [(m, lo, hi) for m in methods for lo, hi in sweep.slices(g["alpha"].size, chunk)]
+    pieces = sweep.slices(n, sweep.chunk_rows(chunk, seconds, n * len(methods)))
+    tasks = [(m, lo, hi) for m in methods for lo, hi in pieces]
 
     def compute(task):
         m, lo, hi = task
-        a, z, t = g["alpha"][lo:hi], g["rdp"][lo:hi], g["target"][lo:hi]
+        g = grid_part(axes, lo, hi)
+        a, z, t = g["alpha"], g["rdp"], g["target"]
         fn = getattr(conversions, f"eps_{m}" if want_eps else f"delta_{m}")
         value = np.asarray(fn(a, z, t), dtype=float).tolist()
         cols = {
@@ -174,7 +185,7 @@ def _points(alpha, rdp, delta, epsilon, methods, chunk=None):
         result.plot = _points_plot(alpha, rdp, target, want_eps, methods, len(result))
         return result
 
-    stream = Stream(
+    return Stream(
         names("convert"),
         sweep.run(
             compute, tasks, seconds=seconds, what="RDP conversions", weights=[hi - lo for _, lo, hi in tasks]
@@ -183,7 +194,6 @@ def _points(alpha, rdp, delta, epsilon, methods, chunk=None):
         title="RDP → (ε, δ)",
         finish=finish,
     )
-    return stream if chunk is not None else stream.collect()
 
 
 def _points_plot(alpha, rdp, target, want_eps, methods, rows):
@@ -264,61 +274,88 @@ def _from_curve(alphas, zetas, delta, epsilon, methods) -> Result:
     return result
 
 
-def _from_dp(alpha, epsilon, delta, methods) -> Result:
+def _from_dp(alpha, epsilon, delta, methods, chunk=None) -> Stream:
     """DP → RDP: the largest ζ at α such that every (α, ζ)-RDP mechanism is (ε, δ)-DP
-    (docs/math.md §1.3, §1.4)."""
-    sweep.check_rows(
-        {"--alpha": len(alpha), "--epsilon": len(epsilon), "--delta": len(delta)},
-        len(methods),
-        limit=min(FROM_DP_MAX_ROWS[m] for m in methods),
-        per="methods",
-        why=f" for --from dp --method {'all' if len(methods) > 1 else methods[0]} (held in memory)",
-    )
-    g = product(
-        alpha=np.asarray(alpha, float), epsilon=np.asarray(epsilon, float), delta=np.asarray(delta, float)
-    )
-    fns = {
-        "optimal": conversions.zeta_opt,
-        "asoodeh": lambda a, e, d: np.maximum(conversions.zeta_f(a, e, d), conversions.zeta_g(a, e, d)),
-        "balle": conversions.zeta_g,
-        "mironov": conversions.zeta_mironov,
+    (docs/math.md §1.3, §1.4), in chunks of at most ``chunk`` rows (None: one), each chunk's (α, ε, δ)
+    formed from the axes when computed."""
+    sizes = {"--alpha": len(alpha), "--epsilon": len(epsilon), "--delta": len(delta)}
+    sweep.check_rows(sizes, len(methods), per="methods")
+    n = math.prod(sizes.values())
+    seconds = sum(FROM_DP_SECONDS_EACH[m] for m in methods) * n
+    axes = {
+        "alpha": np.asarray(alpha, float),
+        "epsilon": np.asarray(epsilon, float),
+        "delta": np.asarray(delta, float),
     }
-    cols: dict[str, list] = {"method": [], "alpha": [], "epsilon": [], "delta": [], "rdp": []}
-    for m in methods:
-        value = np.maximum(np.asarray(fns[m](g["alpha"], g["epsilon"], g["delta"]), float), 0.0)
-        cols["method"] += [m] * value.size
-        cols["alpha"] += list(g["alpha"])
-        cols["epsilon"] += list(g["epsilon"])
-        cols["delta"] += list(g["delta"])
-        cols["rdp"] += list(value)
+    pieces = sweep.slices(n, sweep.chunk_rows(chunk, seconds, n * len(methods)))
+    tasks = [(m, lo, hi) for m in methods for lo, hi in pieces]
+
+    def compute(task):
+        m, lo, hi = task
+        g = grid_part(axes, lo, hi)
+        value = np.maximum(np.asarray(_ZETA[m](g["alpha"], g["epsilon"], g["delta"]), float), 0.0)
+        cols = {
+            "method": [m] * value.size,
+            "alpha": list(g["alpha"]),
+            "epsilon": list(g["epsilon"]),
+            "delta": list(g["delta"]),
+            # a *lower* bound on what certifies (ε, δ): never rounded up in tables
+            "rdp_certifying": list(value),
+        }
+        return Result(conform(cols, "convert"), headline="rdp_certifying", title="(ε, δ)-DP → RDP")
+
+    def finish(result):
+        result.plot = _from_dp_plot(alpha, epsilon, delta, methods, len(result))
+        return result
+
+    return Stream(
+        names("convert"),
+        sweep.run(
+            compute,
+            tasks,
+            seconds=seconds,
+            what="DP → RDP conversions",
+            weights=[hi - lo for _, lo, hi in tasks],
+        ),
+        headline="rdp_certifying",
+        title="(ε, δ)-DP → RDP",
+        caption="rdp_certifying: every (alpha, rdp_certifying)-RDP mechanism is (epsilon, delta)-DP",
+        finish=finish,
+    )
+
+
+def _zeta_asoodeh(a, e, d):
+    return np.maximum(conversions.zeta_f(a, e, d), conversions.zeta_g(a, e, d))
+
+
+#: --from dp: each method's largest certifying ζ (module-level functions: a chunk's work is picklable).
+_ZETA = {
+    "optimal": conversions.zeta_opt,
+    "asoodeh": _zeta_asoodeh,
+    "balle": conversions.zeta_g,
+    "mironov": conversions.zeta_mironov,
+}
+
+
+def _from_dp_plot(alpha, epsilon, delta, methods, rows):
+    """--plot of --from dp: ζ against the first swept of α, ε, δ (the other swept ones split the lines)."""
+    if rows < 2:
+        return None
     axes = {"alpha": alpha, "epsilon": epsilon, "delta": delta}
     swept = [k for k, v in axes.items() if len(v) > 1]
     x = swept[0] if swept else "alpha"
-    plot = None
-    if len(cols["method"]) > 1:
-        plot = PlotSpec(
-            x=x,
-            y="rdp",
-            series="method" if len(methods) > 1 else None,
-            group=tuple(swept[1:]),
-            logx=x == "delta",
-            autolog=True,
-            xlabel=_AXIS[x],
-            ylabel="largest certifying Rényi DP ζ (nats)",
-            title="(ε, δ)-DP → RDP: " + (f"by {_WORD[x]}" if swept else "by conversion method"),
-            subtitle="every (α, ζ)-RDP mechanism is (ε, δ)-DP; "
-            + ", ".join(f"{_SYM[k]} = {v[0]:g}" for k, v in axes.items() if len(v) == 1),
-        )
-    # The rdp column here is a *lower* bound on what certifies (ε, δ): never rounded up in tables.
-    cols["rdp_certifying"] = cols.pop("rdp")
-    if plot:
-        plot.y = "rdp_certifying"
-    return Result(
-        conform(cols, "convert"),
-        headline="rdp_certifying",
-        title="(ε, δ)-DP → RDP",
-        plot=plot,
-        caption="rdp_certifying: every (alpha, rdp_certifying)-RDP mechanism is (epsilon, delta)-DP",
+    return PlotSpec(
+        x=x,
+        y="rdp_certifying",
+        series="method" if len(methods) > 1 else None,
+        group=tuple(swept[1:]),
+        logx=x == "delta",
+        autolog=True,
+        xlabel=_AXIS[x],
+        ylabel="largest certifying Rényi DP ζ (nats)",
+        title="(ε, δ)-DP → RDP: " + (f"by {_WORD[x]}" if swept else "by conversion method"),
+        subtitle="every (α, ζ)-RDP mechanism is (ε, δ)-DP; "
+        + ", ".join(f"{_SYM[k]} = {v[0]:g}" for k, v in axes.items() if len(v) == 1),
     )
 
 

@@ -50,17 +50,35 @@ def orders(alphas: Sequence[float] | None):
     return a
 
 
-def check_curve_rows(sizes: dict[str, int], orders: int, methods: int = 1) -> None:
-    """Refuse a curve of more rows than a sweep may make, or of more than :data:`MAX_CONFIGS`
-    configurations (before anything is computed)."""
+def check_curve_rows(sizes: dict[str, int], orders: int, methods: int = 1, *, whole: bool = True) -> None:
+    """Refuse a curve of more rows than a sweep may make (before anything is computed); with ``whole`` (a
+    caller that holds its configurations' inputs whole), also one of more than :data:`MAX_CONFIGS`
+    configurations.  A caller that forms them per chunk (``configs`` a function of :func:`curve_result`:
+    iterate, langevin) has no limit but the rows'."""
     sweep.check_rows({**sizes, "--alphas": orders, "--method": methods})
-    # the configurations' inputs are held whole (one Python value each), the rows are streamed
-    sweep.check_rows(sizes, limit=MAX_CONFIGS, unit="configurations")
+    if whole:
+        sweep.check_rows(sizes, limit=MAX_CONFIGS, unit="configurations")
 
 
-#: The most configurations (combinations of the swept inputs) of one curve command: their inputs are held
-#: in memory while the rows stream (a million took about 500 MB).
+#: The most configurations (combinations of the swept inputs) of a curve whose caller holds their inputs
+#: whole (one Python value each) while the rows stream (a million took about 500 MB): kept for those callers
+#: only (sgd-epsilon's curve); iterate's and langevin's form each chunk's configurations from the axes.
 MAX_CONFIGS = 200_000
+
+#: CPU seconds per row (one configuration at one order) of a curve whose caller gives no cost of its own:
+#: iterate's and langevin's curves (closed forms) took 0.9-1.7 µs a row on one core (a 2,000- to
+#: 5,000-configuration sweep over the 225 default orders, timed with time.process_time), the packing of
+#: the rows included; with a margin.
+CURVE_SECONDS_PER_ROW = 5e-6
+
+
+def grid_part(axes: dict, lo: int, hi: int) -> dict:
+    """Combinations ``lo`` to ``hi`` of the cartesian product of ``axes`` (name -> 1-D array; the first
+    varies slowest, as :func:`dpcalc.engine.grid.product`), as flat arrays: only those are formed, so a
+    chunk's memory does not grow with the sweep."""
+    shape = tuple(np.asarray(a).size for a in axes.values())
+    index = np.unravel_index(np.arange(lo, hi), shape) if shape else ()
+    return {k: np.asarray(a).reshape(-1)[i] for (k, a), i in zip(axes.items(), index)}
 
 
 #: Rows per chunk of a curve: a large sweep is written as it is computed, in memory bounded by a chunk.
@@ -92,7 +110,7 @@ def _rows(configs: dict, method: str, values: dict, a, extra: dict | None = None
 
 def curve_result(
     command,
-    configs: dict,
+    configs,
     methods,
     values,
     a,
@@ -104,19 +122,37 @@ def curve_result(
     notes=(),
     subtitle="",
     extra=None,
+    count=None,
+    seconds_per_row=None,
 ):
-    """The curves of ``command``: for each method and configuration (``configs``: column -> n values),
-    ``values(method, lo, hi)`` (column -> (hi − lo, m) array) over the orders ``a``; ``extra(method)``:
-    columns holding one value per method.  A :class:`~dpcalc.result.Stream` of chunks of about
-    :data:`CHUNK_ROWS` rows (``stream``), else the whole :class:`~dpcalc.result.Result`."""
+    """The curves of ``command``: for each method and configuration, ``values(method, lo, hi)`` (column ->
+    (hi − lo, m) array) over the orders ``a``; ``extra(method)``: columns holding one value per method.
+    ``configs``: column -> n values (held whole), or a function ``configs(lo, hi)`` giving the columns of
+    configurations ``lo`` to ``hi`` of ``count`` (formed per chunk: memory bounded by the chunk).  A
+    :class:`~dpcalc.result.Stream` of chunks of at most about :data:`CHUNK_ROWS` rows (``stream``), else the
+    whole :class:`~dpcalc.result.Result`.
+
+    With ``seconds_per_row`` (CPU seconds per row, one configuration at one order) the work is estimated,
+    capped and spread (:func:`dpcalc.commands.sweep.run`: ``--max-seconds``, ``--jobs``, ``--scheduler``),
+    the chunks cut to :data:`~dpcalc.commands.sweep.CHUNK_SECONDS` of work where rows are expensive (the
+    same chunks however many processes compute them); without it the chunks are computed here, in order."""
     names = curve_names(command)
-    n = len(next(iter(configs.values()))) if configs else 1
-    pieces = sweep.slices(n, per_chunk(a))
+    formed = callable(configs)
+    if formed:
+        n = count
+    else:
+        n = len(next(iter(configs.values()))) if configs else 1
+    chunk = per_chunk(a)
+    seconds = None
+    if seconds_per_row is not None:
+        seconds = seconds_per_row * n * a.size * len(methods)
+        chunk = sweep.chunk_rows(chunk, seconds, n * len(methods))
+    pieces = sweep.slices(n, chunk)
     tasks = [(m, lo, hi) for m in methods for lo, hi in pieces]
 
-    def chunk(task):
+    def chunk_of(task):
         m, lo, hi = task
-        part = {k: col[lo:hi] for k, col in configs.items()}
+        part = configs(lo, hi) if formed else {k: col[lo:hi] for k, col in configs.items()}
         cols = _rows(part, m, values(m, lo, hi), a, extra(m) if extra else None)
         rows = len(cols["alpha"])
         return Result({k: cols.get(k, [None] * rows) for k in names}, headline=headline, title=TITLE)
@@ -138,9 +174,19 @@ def curve_result(
             )
         return result
 
+    if seconds is None:
+        chunks = (chunk_of(t) for t in tasks)
+    else:
+        chunks = sweep.run(
+            chunk_of,
+            tasks,
+            seconds=seconds,
+            what=f"{command} Rényi curves",
+            weights=[(hi - lo) * a.size for _, lo, hi in tasks],
+        )
     out = Stream(
         names,
-        (chunk(t) for t in tasks),
+        chunks,
         headline=headline,
         title=TITLE,
         caption=caption,

@@ -8,6 +8,7 @@ packs the answer into a :class:`~dpcalc.result.Result`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,14 +16,20 @@ import numpy as np
 
 from dpcalc.commands import sweep
 from dpcalc.commands.choices import ITERATE_METHODS
-from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders
-from dpcalc.commands.schema import conform
-from dpcalc.engine.grid import product
+from dpcalc.commands.curve import (
+    CURVE_SECONDS_PER_ROW,
+    FOR_CONVERT,
+    check_curve_rows,
+    curve_result,
+    grid_part,
+    orders,
+)
+from dpcalc.commands.schema import conform, names
 from dpcalc.engine.hidden_state import iteration as it
 from dpcalc.engine.hidden_state import langevin as lg
 from dpcalc.errors import InputError
 from dpcalc.render.cells import rounded
-from dpcalc.result import PlotSpec, Result
+from dpcalc.result import PlotSpec, Result, Stream
 
 METHODS = ITERATE_METHODS
 _SYMBOL = {"sigma": "σ", "lipschitz": "L", "lr": "η", "steps": "T", "diameter": "D", "initial_distance": "R"}
@@ -67,6 +74,16 @@ def iterate(params: IterateParams) -> Result:
     """One row per method and combination of the values given: ε, δ and/or the Rényi bound of the
     randomly-stopped iterate.  Raises :class:`~dpcalc.errors.InputError` for an impossible
     combination."""
+    return iterate_stream(params).collect()
+
+
+def iterate_stream(params: IterateParams, *, chunk: int | None = None) -> Stream:
+    """:func:`iterate` as a :class:`~dpcalc.result.Stream`: the sweep in chunks of at most ``chunk``
+    combinations (None: :data:`CHUNK`, or fewer where rows are expensive: :func:`dpcalc.commands.sweep.
+    chunk_rows`), each formed from the axes when computed, so memory is bounded by the chunk, not by the
+    sweep.  The checks run at once; the estimate (and ``--max-seconds``' cap) when the first chunk is asked
+    for; the chunks are spread over the processes of the execution settings in force (:mod:`dpcalc.execution`),
+    the same chunks however many there are."""
     p = params
     query = profile_question(p.alpha, p.delta, p.epsilon)
     if p.method == "cni" and p.initial_distance is None:
@@ -79,8 +96,14 @@ def iterate(params: IterateParams) -> Result:
     grid = dict(sigma=p.sigma, lipschitz=p.lipschitz, lr=p.lr, steps=p.steps, diameter=p.diameter)
     if p.initial_distance is not None:
         grid["initial_distance"] = p.initial_distance
-    _check_rows({**grid, "alpha": p.alpha, "target": target}, len(methods))
-    return _compute(grid, query, target, p.alpha, methods, p.conversion, p.feldman_log, p.smoothness)
+    sizes = {f"--{k.replace('_', '-')}": len(v) for k, v in grid.items()}
+    sizes.update({"--alpha": len(p.alpha or ()), f"--{query}": len(target or ())})
+    rows = sweep.check_rows({k: v for k, v in sizes.items() if v}, len(methods), per="methods")
+    _check_smoothness(p.lr, p.smoothness, methods)
+    seconds = (
+        rows / len(methods) * sum(row_seconds(m, query, p.alpha is not None, p.conversion) for m in methods)
+    )
+    return _stream(grid, query, target, p.alpha, methods, p.conversion, p.feldman_log, seconds, chunk)
 
 
 def profile_question(alpha, delta, epsilon=None, epsilon_option: bool = True) -> str | None:
@@ -101,15 +124,41 @@ def profile_question(alpha, delta, epsilon=None, epsilon_option: bool = True) ->
 _EITHER = {True: "one of the others (one row reports both)", False: "--delta (one row reports both)"}
 
 
-#: The most rows (combinations × methods) one run computes: the rows are held in memory together
-#: (about 10 KB each with their Rényi curves: 20,000 rows take about 250 MB).
-MAX_ROWS = 20_000
+#: Combinations per chunk of a sweep (at most; fewer where rows are expensive): memory is bounded by the
+#: chunk, not by the sweep (a row took about 10 KB while computed, with its Rényi curve).
+CHUNK = 8192
+
+#: CPU seconds per row on one core, measured with a margin (time.process_time of :func:`iterate` on sweeps
+#: of 2,000-5,000 random configurations, σ in [0.3, 20], L in [0.1, 3], η in [0.001, 1], T up to 10^6, the
+#: packing of the rows included): a Rényi bound at α (closed forms, any method: 1-4 µs);
+RDP_SECONDS = 1e-5
+#: ε at δ or δ at ε of asoodeh (a bisection on its closed form: 15-40 µs) and of composition (the exact
+#: Gaussian: 5-10 µs);
+PROFILE_SECONDS = {"asoodeh": 1e-4, "composition": 3e-5}
+#: and of feldman and cni, a Rényi curve converted order by order and minimised over α, by --conversion
+#: (asoodeh 70-110 µs, balle 40-60 µs, mironov 30-35 µs; optimal, solved numerically at each order,
+#: 15-130 ms).  langevin's dynamics bound is converted the same way (dpcalc.commands.langevin).
+CONVERSION_SECONDS = {"asoodeh": 3e-4, "balle": 2e-4, "mironov": 1e-4, "optimal": 0.3}
 
 
-def _check_rows(grid: dict, methods: int) -> None:
-    """Refuse, before any work, a sweep of more than :data:`MAX_ROWS` rows (naming the swept options)."""
-    sizes = {f"--{k.replace('_', '-')}": len(v) for k, v in grid.items() if v is not None}
-    sweep.check_rows(sizes, methods, limit=MAX_ROWS, per="methods")
+def row_seconds(method: str, query: str | None, rdp: bool, conversion: str) -> float:
+    """The estimated CPU seconds of one row of ``method``: the Rényi bound (``rdp``: --alpha given) and the
+    (ε, δ) answer (``query``: "delta", "epsilon" or None)."""
+    seconds = RDP_SECONDS if rdp else 0.0
+    if query is not None:
+        seconds += CONVERSION_SECONDS[conversion] if method in ("feldman", "cni") else PROFILE_SECONDS[method]
+    return seconds
+
+
+def _check_smoothness(lr, smoothness, methods) -> None:
+    """feldman's condition η <= 2/β (with --smoothness), checked before any work."""
+    if smoothness is not None and "feldman" in methods:
+        worst = float(max(lr)) * float(max(smoothness))
+        if worst > 2.0:
+            raise InputError(
+                f"--lr: feldman needs the step size η <= 2/β (a contractive gradient step), "
+                f"got η = {float(max(lr))!r} with β = {float(max(smoothness))!r}"
+            )
 
 
 def _rdp_at(m, a, s, lip, t, feldman_log):
@@ -182,24 +231,114 @@ def _cni_noise(lr, s):
     return np.where(gone, 1.0, np.minimum(noise, 1e308)), gone
 
 
-def _compute(params, query, target, alpha, methods, conversion, feldman_log, smoothness) -> Result:
+def _stream(params, query, target, alpha, methods, conversion, feldman_log, seconds, chunk=None) -> Stream:
+    """The rows of :func:`iterate_stream` (``params``: the swept inputs, by name)."""
     axes = {k: np.asarray(v, float) for k, v in params.items()}
     if alpha is not None:
         axes["alpha"] = np.asarray(alpha, float)
     if query is not None:
         axes["target"] = np.asarray(target, float)
-    g = product(**axes)
-    s, lip, lr, t, diam = (g[k] for k in ("sigma", "lipschitz", "lr", "steps", "diameter"))
-    dist = g.get("initial_distance")
-    if smoothness is not None and "feldman" in methods:
-        worst = float(np.max(lr)) * float(np.max(smoothness))
-        if worst > 2.0:
-            raise InputError(
-                f"--lr: feldman needs the step size η <= 2/β (a contractive gradient step), "
-                f"got η = {float(np.max(lr))!r} with β = {float(np.max(smoothness))!r}"
-            )
+    n = math.prod(x.size for x in axes.values())
     answer = {"delta": "epsilon", "epsilon": "delta", None: "rdp"}[query]
     both = alpha is not None and query is not None  # one row: the Rényi bound at α and the (ε, δ) answer
+    caption = (
+        "randomly-stopped projected noisy SGD, one pass (T = n), replace-one; "
+        "feldman: convex β-smooth loss, η <= 2/β"
+        + (
+            f", converted with {conversion}, {'best_alpha' if both else 'alpha'} = best order"
+            if query is not None
+            else ""
+        )
+        + "; asoodeh: K of diameter D; composition: every iterate released"
+        + ("; cni: same data, starts R apart" if "cni" in methods else "")
+    )
+    pieces = sweep.slices(n, sweep.chunk_rows(CHUNK if chunk is None else chunk, seconds, n * len(methods)))
+    tasks = [(m, lo, hi) for m in methods for lo, hi in pieces]
+
+    def compute(task):
+        m, lo, hi = task
+        cols, notes = _columns(params, axes, lo, hi, query, alpha, (m,), conversion, feldman_log)
+        return Result(
+            conform(cols, "iterate"),
+            headline=answer,
+            title="Privacy amplification by iteration",
+            caption=caption,
+            notes=notes,
+        )
+
+    def finish(result):
+        _fill_notes(result)
+        result.plot = _plot(params, query, target, alpha, answer, both, len(result))
+        return result
+
+    notes: list[str] = []
+    chunks = sweep.run(
+        compute,
+        tasks,
+        seconds=seconds,
+        what=f"privacy amplification by iteration (--method {'all' if len(methods) > 1 else methods[0]})",
+        weights=[hi - lo for _, lo, hi in tasks],
+    )
+    if n * len(methods) <= WHOLE_ROWS:  # the rows held together, judged as one result
+        chunks = _whole(gathered(chunks, notes))
+    else:
+        chunks = gathered(chunks, notes)
+    return Stream(
+        names("iterate"),
+        chunks,
+        headline=answer,
+        title="Privacy amplification by iteration",
+        caption=caption,
+        finish=finish,
+        notes=notes,
+    )
+
+
+#: A sweep of at most this many rows is written as one result, its chunks joined (the rows of a few MB), as
+#: before issue 40: a row without a note has an empty note where another row has one, none where no row has
+#: one.  A larger sweep streams chunk by chunk, each chunk (one method, some combinations) deciding that for
+#: its own rows (the same in CSV, TSV, tables and -q; in JSON, "" or null).
+WHOLE_ROWS = 20_000
+
+
+def _fill_notes(result: Result) -> Result:
+    """``result`` with an empty note on every row without one when some row has one."""
+    note = result.column("note")
+    if any(note):
+        result.columns["note"] = ["" if x is None else x for x in note]
+    return result
+
+
+def _whole(chunks):
+    """The chunks joined into one result (:func:`_fill_notes`)."""
+    parts = list(chunks)
+    if len(parts) == 1:
+        yield _fill_notes(parts[0])
+        return
+    first = parts[0]
+    cols = {k: [v for part in parts for v in part.column(k)] for k in first.names}
+    yield _fill_notes(
+        Result(cols, headline=first.headline, title=first.title, caption=first.caption, notes=first.notes)
+    )
+
+
+def gathered(chunks, notes: list):
+    """The chunks, their notes (computed where the chunk was) added to ``notes`` once each, in order."""
+    for chunk in chunks:
+        for note in chunk.notes:
+            if note not in notes:
+                notes.append(note)
+        yield chunk
+
+
+def _columns(params, axes, lo, hi, query, alpha, methods, conversion, feldman_log):
+    """The columns of combinations ``lo`` to ``hi`` under each of ``methods`` (method first), and the
+    caption-level notes they raise."""
+    g = grid_part(axes, lo, hi)
+    s, lip, lr, t, diam = (g[k] for k in ("sigma", "lipschitz", "lr", "steps", "diameter"))
+    dist = g.get("initial_distance")
+    answer = {"delta": "epsilon", "epsilon": "delta", None: "rdp"}[query]
+    both = alpha is not None and query is not None
     # every input is a column (one schema); a table moves constant ones to its caption
     shown = list(params)
     cols: dict[str, list] = {
@@ -260,48 +399,34 @@ def _compute(params, query, target, alpha, methods, conversion, feldman_log, smo
     for k in ("delta", "epsilon", "alpha", "rdp", "best_alpha"):
         if all(v is None for v in cols[k]):
             del cols[k]
-    caption = (
-        "randomly-stopped projected noisy SGD, one pass (T = n), replace-one; "
-        "feldman: convex β-smooth loss, η <= 2/β"
-        + (
-            f", converted with {conversion}, {'best_alpha' if both else 'alpha'} = best order"
-            if query is not None
-            else ""
-        )
-        + "; asoodeh: K of diameter D; composition: every iterate released"
-        + ("; cni: same data, starts R apart" if "cni" in methods else "")
-    )
-    result = Result(
-        conform(cols, "iterate"),
-        headline=answer,
-        title="Privacy amplification by iteration",
-        caption=caption,
-        notes=notes,
-    )
-    # --plot: against T if swept, else the target, else another swept parameter; the other swept ones
-    # split the lines; nothing swept: the methods side by side (a dot chart)
+    return cols, notes
+
+
+def _plot(params, query, target, alpha, answer, both, rows):
+    """--plot: against T if swept, else the target, else another swept parameter; the other swept ones
+    split the lines; nothing swept: the methods side by side (a dot chart)."""
+    if rows < 2:
+        return None
     key = query or "alpha"
     axes = {"steps": params["steps"], key: target if query is not None else alpha, **params}
     if both:
         axes["alpha"] = alpha
     swept = [k for k, v in axes.items() if len(v) > 1]
     x = swept[0] if swept else key
-    if len(cols["method"]) > 1:
-        result.plot = PlotSpec(
-            x=x,
-            y=answer,
-            series="method",
-            group=tuple(swept[1:]),
-            logx=x in ("steps", "delta"),
-            logy=answer != "epsilon",
-            autolog=True,
-            xlabel=_AXIS.get(x, ""),
-            ylabel=_AXIS["rdp" if answer == "rdp" else answer],
-            title=f"Hidden iterates: {_WORD[answer]} " + (f"by {_WORD[x]}" if swept else "by method"),
-            subtitle=", ".join(f"{_WORD[k]} = {v[0]:g}" for k, v in axes.items() if len(v) == 1)
-            + "; projected noisy SGD, one pass, replace-one",
-        )
-    return result
+    return PlotSpec(
+        x=x,
+        y=answer,
+        series="method",
+        group=tuple(swept[1:]),
+        logx=x in ("steps", "delta"),
+        logy=answer != "epsilon",
+        autolog=True,
+        xlabel=_AXIS.get(x, ""),
+        ylabel=_AXIS["rdp" if answer == "rdp" else answer],
+        title=f"Hidden iterates: {_WORD[answer]} " + (f"by {_WORD[x]}" if swept else "by method"),
+        subtitle=", ".join(f"{_WORD[k]} = {v[0]:g}" for k, v in axes.items() if len(v) == 1)
+        + "; projected noisy SGD, one pass, replace-one",
+    )
 
 
 # -- --rdp-curve ----------------------------------------------------------------------------------------
@@ -335,22 +460,19 @@ def iterate_curve(params, alphas: Sequence[float] | None = None, *, stream: bool
         methods = [m for m in ITERATE_CURVES if m != "cni" or p.initial_distance is not None]
     else:
         methods = [p.method]
-    if p.smoothness is not None and "feldman" in methods:
-        worst = max(p.lr) * max(p.smoothness)
-        if worst > 2.0:
-            raise InputError(
-                f"--lr: feldman needs the step size η <= 2/β (a contractive gradient step), "
-                f"got η = {float(max(p.lr))!r} with β = {float(max(p.smoothness))!r}"
-            )
+    _check_smoothness(p.lr, p.smoothness, methods)
     a = orders(alphas)
     grid = dict(sigma=p.sigma, lipschitz=p.lipschitz, lr=p.lr, steps=p.steps)
     if p.initial_distance is not None:
         grid["initial_distance"] = p.initial_distance
-    check_curve_rows({f"--{k.replace('_', '-')}": len(v) for k, v in grid.items()}, a.size, len(methods))
-    g = product(**{k: np.asarray(v, float) for k, v in grid.items()})
+    check_curve_rows(
+        {f"--{k.replace('_', '-')}": len(v) for k, v in grid.items()}, a.size, len(methods), whole=False
+    )
+    axes = {k: np.asarray(v, float) for k, v in grid.items()}
 
     def values(m, lo, hi):
-        s, lip, lr, t = (g[k][lo:hi, None] for k in ("sigma", "lipschitz", "lr", "steps"))
+        g = grid_part(axes, lo, hi)
+        s, lip, lr, t = (g[k][:, None] for k in ("sigma", "lipschitz", "lr", "steps"))
         if m == "feldman":
             return {"rdp": it.rdp_feldman(a, s, lip, t, log_form=p.feldman_log)}
         if m == "composition":
@@ -360,10 +482,13 @@ def iterate_curve(params, alphas: Sequence[float] | None = None, *, stream: bool
             noise = lr * s
         gone = noise == 0
         noise = np.where(gone, 1.0, np.minimum(noise, 1e308))
-        dist = g["initial_distance"][lo:hi, None]
+        dist = g["initial_distance"][:, None]
         return {"rdp": np.where(gone, np.inf, it.rdp_contractive_iteration(a, dist, noise, t))}
 
-    configs = {k: ([int(v) for v in g[k]] if k == "steps" else g[k].tolist()) for k in grid}
+    def configs(lo, hi):
+        g = grid_part(axes, lo, hi)
+        return {k: ([int(v) for v in g[k]] if k == "steps" else g[k].tolist()) for k in grid}
+
     swept = [k for k, v in grid.items() if len(v) > 1]
     caption = (
         "randomly-stopped projected noisy SGD, one pass (T = n), replace-one; feldman: convex β-smooth loss, "
@@ -380,6 +505,8 @@ def iterate_curve(params, alphas: Sequence[float] | None = None, *, stream: bool
         a,
         caption,
         stream=stream,
+        count=math.prod(x.size for x in axes.values()),
+        seconds_per_row=CURVE_SECONDS_PER_ROW,
         swept=swept,
         subtitle=", ".join(f"{symbols[k]} = {v[0]:g}" for k, v in grid.items() if len(v) == 1),
     )

@@ -8,6 +8,8 @@ combination of the values given, and packs the answer into a :class:`~dpcalc.res
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,13 +17,19 @@ import numpy as np
 
 from dpcalc.commands import sweep
 from dpcalc.commands.choices import LANGEVIN_METHODS
-from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders
-from dpcalc.commands.iterate import profile_question
-from dpcalc.commands.schema import conform
-from dpcalc.engine.grid import product
+from dpcalc.commands.curve import (
+    CURVE_SECONDS_PER_ROW,
+    FOR_CONVERT,
+    check_curve_rows,
+    curve_result,
+    grid_part,
+    orders,
+)
+from dpcalc.commands.iterate import CONVERSION_SECONDS, profile_question
+from dpcalc.commands.schema import conform, names
 from dpcalc.engine.hidden_state import langevin as lg
 from dpcalc.errors import InputError
-from dpcalc.result import PlotSpec, Result
+from dpcalc.result import PlotSpec, Result, Stream
 
 METHODS = LANGEVIN_METHODS
 _SYMBOL = {
@@ -63,25 +71,50 @@ def langevin(params: LangevinParams) -> Result:
     """One row per method and combination of the values given: the Rényi bound and/or ε of the
     last model.  Raises :class:`~dpcalc.errors.InputError` for an impossible combination or a
     violated condition of the theorem (naming it)."""
+    return langevin_stream(params).collect()
+
+
+def langevin_stream(params: LangevinParams, *, chunk: int | None = None) -> Stream:
+    """:func:`langevin` as a :class:`~dpcalc.result.Stream`: the sweep in chunks of at most ``chunk``
+    combinations (None: :data:`CHUNK`, or fewer where rows are expensive), each formed from the axes when
+    computed, so memory is bounded by the chunk, not by the sweep.  The checks (the theorem's conditions
+    included) run at once; the estimate (and ``--max-seconds``' cap) when the first chunk is asked for; the
+    chunks are spread over the processes of the execution settings in force (:mod:`dpcalc.execution`)."""
     p = params
     if (p.sensitivity is None) == (p.lipschitz is None):
         raise InputError("give exactly one of --sensitivity (S_g) or --lipschitz (S_g = 2L)")
     profile_question(p.alpha, p.delta, epsilon_option=False)  # iterate's rule: --alpha, --delta, or both
     methods = METHODS if p.method == "all" else (p.method,)
     grid = setting_grid(p)
-    _check_rows({**grid, "alpha": p.alpha, "delta": p.delta}, len(methods))
-    return _compute(grid, p.alpha, p.delta, methods, p.conversion, p.lipschitz is not None)
+    sizes = {
+        f"--{k.replace('_', '-')}": len(v)
+        for k, v in {**grid, "alpha": p.alpha, "delta": p.delta}.items()
+        if v
+    }
+    rows = sweep.check_rows(sizes, len(methods), per="methods")
+    seconds = rows / len(methods) * sum(_row_seconds(m, p) for m in methods)
+    return _stream(grid, p.alpha, p.delta, methods, p.conversion, p.lipschitz is not None, seconds, chunk)
 
 
-#: The most rows (combinations × methods) one run computes: the rows are held in memory together
-#: (about 15 KB each: 20,000 rows take about 300 MB).
-MAX_ROWS = 20_000
+#: Combinations per chunk of a sweep (at most; fewer where rows are expensive): memory is bounded by the
+#: chunk, not by the sweep (a row took about 15 KB while computed).
+CHUNK = 8192
+
+#: CPU seconds per row on one core, measured with a margin (time.process_time of :func:`langevin` on a sweep of
+#: 5,000 step counts, and of the engine's conversions on 200 random coefficients, the packing of the rows
+#: included): a Rényi bound at α (closed forms: about 1 µs), ε at δ of the lower bound and of composition
+#: (exact Gaussians: about 6 µs); the dynamics bound's ε is converted order by order like iterate's feldman
+#: (:data:`dpcalc.commands.iterate.CONVERSION_SECONDS`, by --conversion).
+RDP_SECONDS = 1e-5
+PROFILE_SECONDS = {"lower": 3e-5, "composition": 3e-5}
 
 
-def _check_rows(grid: dict, methods: int) -> None:
-    """Refuse, before any work, a sweep of more than :data:`MAX_ROWS` rows (naming the swept options)."""
-    sizes = {f"--{k.replace('_', '-')}": len(v) for k, v in grid.items() if v is not None}
-    sweep.check_rows(sizes, methods, limit=MAX_ROWS, per="methods")
+def _row_seconds(method: str, p) -> float:
+    """The estimated CPU seconds of one row of ``method``."""
+    seconds = RDP_SECONDS if p.alpha is not None else 0.0
+    if p.delta is not None:
+        seconds += CONVERSION_SECONDS[p.conversion] if method == "dynamics" else PROFILE_SECONDS[method]
+    return seconds
 
 
 def setting_grid(p) -> dict:
@@ -98,7 +131,8 @@ def setting_grid(p) -> dict:
     )
 
 
-def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Result:
+def _stream(params, alpha, delta, methods, conversion, from_lipschitz, seconds, chunk=None) -> Stream:
+    """The rows of :func:`langevin_stream` (``params``: the swept inputs of the setting, by name)."""
     lg.check_conditions(
         np.asarray(params["lr"])[:, None, None],
         np.asarray(params["strong_convexity"])[None, :, None],
@@ -110,7 +144,74 @@ def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Resul
         axes["alpha"] = np.asarray(alpha, float)
     if delta is not None:
         axes["delta"] = np.asarray(delta, float)
-    g = product(**axes)
+    n = math.prod(x.size for x in axes.values())
+    lam, lr = axes["strong_convexity"], axes["lr"]
+    notes = []
+    # every (λ, η) pair of the sweep, in order: the first three named
+    pairs = itertools.product(sorted({float(v) for v in lam}), sorted({float(v) for v in lr}))
+    for lam_v, lr_v in itertools.islice(pairs, 3):
+        k_star = float(lg.crossing_steps(lr_v, lam_v))
+        notes.append(
+            f"λ = {lam_v:g}, η = {lr_v:g}: the dynamics bound is below composition for K > {k_star:.6g} "
+            f"in Rényi terms at every order (crossing_steps); composition is smaller before"
+        )
+    count = len({float(v) for v in lam}) * len({float(v) for v in lr})
+    if count > 3:
+        notes.append(f"... and {count - 3} more (λ, η) pairs: see the crossing_steps column")
+    if "lower" in methods and (np.any(lam > 1.0) or np.any(axes["smoothness"] < 1.0)):  # _outside somewhere
+        notes.append(OUTSIDE_NOTE)
+    caption = (
+        "noisy GD, last model released, replace-one; S_g = sensitivity of the gradient sum"
+        + (" = 2L (from --lipschitz)" if from_lipschitz else "")
+        + "; lower = a lower bound for ℓ = ‖θ−x‖²/2, not a guarantee"
+    )
+    headline = "epsilon" if delta is not None else "rdp"
+    if methods == ("lower",):
+        headline += "_lower"
+    pieces = sweep.slices(n, sweep.chunk_rows(CHUNK if chunk is None else chunk, seconds, n * len(methods)))
+    tasks = [(m, lo, hi) for m in methods for lo, hi in pieces]
+
+    def compute(task):
+        m, lo, hi = task
+        cols = _columns(params, axes, lo, hi, alpha, delta, m, conversion)
+        return Result(
+            conform(cols, "langevin"), headline=headline, title="Langevin privacy dynamics", caption=caption
+        )
+
+    def finish(result):
+        for key in _DROPPED:  # a column no row has a value in does not apply (e.g. --method dynamics)
+            col = result.columns[key]
+            if all(v is None or v != v for v in col):
+                result.columns[key] = [None] * len(col)
+        result.plot = _plot(params, alpha, delta, methods, result)
+        return result
+
+    chunks = sweep.run(
+        compute,
+        tasks,
+        seconds=seconds,
+        what=f"Langevin privacy dynamics (--method {'all' if len(methods) > 1 else methods[0]})",
+        weights=[hi - lo for _, lo, hi in tasks],
+    )
+    return Stream(
+        names("langevin"),
+        chunks,
+        headline=headline,
+        title="Langevin privacy dynamics",
+        caption=caption,
+        finish=finish,
+        notes=notes,
+    )
+
+
+#: Columns left empty where no row of the result has a value in them (all nan: e.g. rdp_lower without the
+#: lower bound).
+_DROPPED = ("rdp", "rdp_lower", "epsilon", "epsilon_lower", "best_alpha")
+
+
+def _columns(params, axes, lo, hi, alpha, delta, m, conversion) -> dict:
+    """The columns of method ``m`` at combinations ``lo`` to ``hi`` of ``axes``."""
+    g = grid_part(axes, lo, hi)
     s, sg, lr, lam, n, k = (
         g[x] for x in ("sigma", "sensitivity", "lr", "strong_convexity", "dataset_size", "steps")
     )
@@ -119,8 +220,8 @@ def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Resul
         "lower": lambda: lg.coef_lower(s, sg, lr, n, k),
         "composition": lambda: lg.coef_composition(s, sg, lr, n, k),
     }
-    # parameters given one value go to the caption; swept ones (and steps, the main axis) are columns
-    shown = list(params)  # every input is a column (one schema); a table moves constant ones to its caption
+    # every input is a column (one schema); a table moves constant ones to its caption
+    shown = list(params)
     names = ["method", "bound", *shown]
     if alpha is not None:
         names += ["alpha", "rdp", "rdp_lower"]
@@ -131,101 +232,78 @@ def _compute(params, alpha, delta, methods, conversion, from_lipschitz) -> Resul
     nan = np.full(s.shape, np.nan)
     crossing = lg.crossing_steps(lr, lam)
     outside = _outside(lam, g["smoothness"])
-    for m in methods:
-        c = np.asarray(coefs[m](), float)
-        lower = m == "lower"
-        if lower:  # the squared loss it is computed for is not in a class with λ > 1 or β < 1: no lower end
-            c = np.where(outside, np.nan, c)  # (and no ε below)
-        cols["method"] += [m] * s.size
-        cols["bound"] += ["lower" if lower else "upper"] * s.size
-        for key in shown:
-            cols[key] += [int(v) for v in g[key]] if key in ("dataset_size", "steps") else list(g[key])
-        if alpha is not None:
-            with np.errstate(over="ignore"):
-                r = g["alpha"] * c if lower else np.asarray(lg.rdp(g["alpha"], c), float)
-            cols["alpha"] += list(g["alpha"])
-            cols["rdp"] += list(nan if lower else r)
-            cols["rdp_lower"] += list(r if lower else nan)
-        if delta is not None:
-            best = nan
-            if m == "dynamics":
-                eps, best = lg.eps_linear_curve(g["delta"], c, conversion=conversion)
-            elif m == "composition":
-                eps = lg.eps_gaussian_coef(g["delta"], c)
-            else:
-                eps = lg.eps_gaussian_coef_lower(g["delta"], np.where(outside, 0.0, c))
-                eps = np.where(outside, np.nan, eps)
-            eps = np.broadcast_to(np.asarray(eps, float), s.shape)
-            cols["delta"] += list(g["delta"])
-            cols["epsilon"] += list(nan if lower else eps)
-            cols["epsilon_lower"] += list(eps if lower else nan)
-            cols["best_alpha"] += list(np.broadcast_to(np.asarray(best, float), s.shape))
-        cols["crossing_steps"] += list(np.broadcast_to(np.asarray(crossing, float), s.shape))
-    for key in ("rdp", "rdp_lower", "epsilon", "epsilon_lower", "best_alpha"):
-        if key in cols and all(v != v for v in cols[key]):  # all NaN: drop (e.g. --method dynamics)
+    c = np.asarray(coefs[m](), float)
+    lower = m == "lower"
+    if lower:  # the squared loss it is computed for is not in a class with λ > 1 or β < 1: no lower end
+        c = np.where(outside, np.nan, c)  # (and no ε below)
+    cols["method"] += [m] * s.size
+    cols["bound"] += ["lower" if lower else "upper"] * s.size
+    for key in shown:
+        cols[key] += [int(v) for v in g[key]] if key in ("dataset_size", "steps") else list(g[key])
+    if alpha is not None:
+        with np.errstate(over="ignore"):
+            r = g["alpha"] * c if lower else np.asarray(lg.rdp(g["alpha"], c), float)
+        cols["alpha"] += list(g["alpha"])
+        cols["rdp"] += list(nan if lower else r)
+        cols["rdp_lower"] += list(r if lower else nan)
+    if delta is not None:
+        best = nan
+        if m == "dynamics":
+            eps, best = lg.eps_linear_curve(g["delta"], c, conversion=conversion)
+        elif m == "composition":
+            eps = lg.eps_gaussian_coef(g["delta"], c)
+        else:
+            eps = lg.eps_gaussian_coef_lower(g["delta"], np.where(outside, 0.0, c))
+            eps = np.where(outside, np.nan, eps)
+        eps = np.broadcast_to(np.asarray(eps, float), s.shape)
+        cols["delta"] += list(g["delta"])
+        cols["epsilon"] += list(nan if lower else eps)
+        cols["epsilon_lower"] += list(eps if lower else nan)
+        cols["best_alpha"] += list(np.broadcast_to(np.asarray(best, float), s.shape))
+    cols["crossing_steps"] += list(np.broadcast_to(np.asarray(crossing, float), s.shape))
+    for key in _DROPPED:
+        if key in cols and all(v != v for v in cols[key]):  # all nan here: empty
             del cols[key]
-    notes = []
-    pairs = sorted({(float(a), float(b)) for a, b in zip(lam, lr)})
-    for lam_v, lr_v in pairs[:3]:
-        k_star = float(lg.crossing_steps(lr_v, lam_v))
-        notes.append(
-            f"λ = {lam_v:g}, η = {lr_v:g}: the dynamics bound is below composition for K > {k_star:.6g} "
-            f"in Rényi terms at every order (crossing_steps); composition is smaller before"
-        )
-    if len(pairs) > 3:
-        notes.append(f"... and {len(pairs) - 3} more (λ, η) pairs: see the crossing_steps column")
-    if "lower" in methods and np.any(outside):
-        notes.append(OUTSIDE_NOTE)
-    caption = (
-        "noisy GD, last model released, replace-one; S_g = sensitivity of the gradient sum"
-        + (" = 2L (from --lipschitz)" if from_lipschitz else "")
-        + "; lower = a lower bound for ℓ = ‖θ−x‖²/2, not a guarantee"
-    )
-    headline = "epsilon" if delta is not None else "rdp"
-    if methods == ("lower",):
-        headline += "_lower"
-    result = Result(
-        conform(cols, "langevin"),
-        headline=headline,
-        title="Langevin privacy dynamics",
-        caption=caption,
-        notes=notes,
-    )
-    # --plot: against K if swept, else α or δ, else another swept parameter (the other swept ones
-    # split the lines), the lower bound dashed, K* dotted; nothing swept: a dot chart
+    return cols
+
+
+def _plot(params, alpha, delta, methods, result):
+    """--plot: against K if swept, else α or δ, else another swept parameter (the other swept ones split the
+    lines), the lower bound dashed, K* dotted; nothing swept: a dot chart."""
+    if len(result) < 2:
+        return None
     y = "epsilon" if delta is not None else "rdp"
+    has_y = any(v is not None and v == v for v in result.columns[y])
     axes = {"steps": params["steps"], "alpha": alpha or (), "delta": delta or (), **params}
     swept = [k for k, v in axes.items() if len(v) > 1]
     x = swept[0] if swept else "steps"
-    if len(s) * len(methods) > 1:
-        result.plot = PlotSpec(
-            x=x,
-            y=y if y in cols else f"{y}_lower",
-            y_extra=(f"{y}_lower",),
-            series="method",
-            group=tuple(swept[1:]),
-            logx=x == "delta",
-            autolog=True,
-            xref="crossing_steps" if x == "steps" else None,
-            labels={
-                "dynamics": "dynamics (last model only)",
-                "lower": "lower bound, ℓ = ‖θ−x‖²/2",
-                "composition": "composition (every iterate)",
-                "crossing_steps": "crossing K*",
-            },
-            xlabel={"steps": "iterations K", "alpha": "Rényi order α", "delta": "δ (probability)"}.get(x, ""),
-            ylabel="ε (nats)" if delta is not None else "Rényi DP ε(α) (nats)",
-            title="Privacy dynamics vs composition: "
-            + ("ε" if delta is not None else "Rényi bound")
-            + (f" by {_SYMBOL.get(x, x) if x != 'delta' else 'δ'}" if swept else " by method"),
-            subtitle=", ".join(
-                f"{_SYMBOL.get(k, {'alpha': 'α', 'delta': 'δ'}.get(k, k))} = {v[0]:g}"
-                for k, v in axes.items()
-                if len(v) == 1
-            )
-            + "; noisy GD, last model released, replace-one",
+    return PlotSpec(
+        x=x,
+        y=y if has_y else f"{y}_lower",
+        y_extra=(f"{y}_lower",),
+        series="method",
+        group=tuple(swept[1:]),
+        logx=x == "delta",
+        autolog=True,
+        xref="crossing_steps" if x == "steps" else None,
+        labels={
+            "dynamics": "dynamics (last model only)",
+            "lower": "lower bound, ℓ = ‖θ−x‖²/2",
+            "composition": "composition (every iterate)",
+            "crossing_steps": "crossing K*",
+        },
+        xlabel={"steps": "iterations K", "alpha": "Rényi order α", "delta": "δ (probability)"}.get(x, ""),
+        ylabel="ε (nats)" if delta is not None else "Rényi DP ε(α) (nats)",
+        title="Privacy dynamics vs composition: "
+        + ("ε" if delta is not None else "Rényi bound")
+        + (f" by {_SYMBOL.get(x, x) if x != 'delta' else 'δ'}" if swept else " by method"),
+        subtitle=", ".join(
+            f"{_SYMBOL.get(k, {'alpha': 'α', 'delta': 'δ'}.get(k, k))} = {v[0]:g}"
+            for k, v in axes.items()
+            if len(v) == 1
         )
-    return result
+        + "; noisy GD, last model released, replace-one",
+    )
 
 
 #: The note where some setting's class leaves the squared loss out (:func:`_outside`).
@@ -270,17 +348,20 @@ def langevin_curve(params, alphas: Sequence[float] | None = None, *, stream: boo
     a = orders(alphas)
     names = {"sensitivity": "--lipschitz" if p.lipschitz is not None else "--sensitivity"}
     check_curve_rows(
-        {names.get(k, f"--{k.replace('_', '-')}"): len(v) for k, v in grid.items()}, a.size, len(methods)
+        {names.get(k, f"--{k.replace('_', '-')}"): len(v) for k, v in grid.items()},
+        a.size,
+        len(methods),
+        whole=False,
     )
-    g = product(**{k: np.asarray(v, float) for k, v in grid.items()})
+    axes = {k: np.asarray(v, float) for k, v in grid.items()}
 
     def values(m, lo, hi):
+        g = grid_part(axes, lo, hi)
         s, sg, lr, lam, n, k = (
-            g[x][lo:hi, None]
-            for x in ("sigma", "sensitivity", "lr", "strong_convexity", "dataset_size", "steps")
+            g[x][:, None] for x in ("sigma", "sensitivity", "lr", "strong_convexity", "dataset_size", "steps")
         )
         if m == "lower":  # a lower bound, never a guarantee: its own column (none outside the class)
-            c = np.where(_outside(lam, g["smoothness"][lo:hi, None]), np.nan, lg.coef_lower(s, sg, lr, n, k))
+            c = np.where(_outside(lam, g["smoothness"][:, None]), np.nan, lg.coef_lower(s, sg, lr, n, k))
             with np.errstate(over="ignore"):
                 return {"rdp_lower": a * np.asarray(c, float)}
         coef = (
@@ -290,10 +371,15 @@ def langevin_curve(params, alphas: Sequence[float] | None = None, *, stream: boo
         )
         return {"rdp": np.asarray(lg.rdp(a, np.asarray(coef, float)), float)}
 
-    configs = {x: ([int(v) for v in g[x]] if x in ("dataset_size", "steps") else g[x].tolist()) for x in grid}
+    def configs(lo, hi):
+        g = grid_part(axes, lo, hi)
+        return {
+            x: ([int(v) for v in g[x]] if x in ("dataset_size", "steps") else g[x].tolist()) for x in grid
+        }
+
     notes = []
-    if "lower" in methods and np.any(_outside(g["strong_convexity"], g["smoothness"])):
-        notes.append(OUTSIDE_NOTE)
+    if "lower" in methods and (np.any(axes["strong_convexity"] > 1.0) or np.any(axes["smoothness"] < 1.0)):
+        notes.append(OUTSIDE_NOTE)  # _outside somewhere in the sweep
     caption = (
         "noisy GD, last model released, replace-one; S_g = sensitivity of the gradient sum"
         + (" = 2L (from --lipschitz)" if p.lipschitz is not None else "")
@@ -309,6 +395,8 @@ def langevin_curve(params, alphas: Sequence[float] | None = None, *, stream: boo
         a,
         caption,
         stream=stream,
+        count=math.prod(x.size for x in axes.values()),
+        seconds_per_row=CURVE_SECONDS_PER_ROW,
         headline="rdp_lower" if methods == ["lower"] else "rdp",
         swept=[x for x, v in grid.items() if len(v) > 1],
         notes=notes,
