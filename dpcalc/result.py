@@ -146,13 +146,13 @@ def rounding(name: str) -> str:
 class PlotSpec:
     """How to draw a result (used by ``--plot``): x and y columns, one line per ``series`` value.
 
-    Everything after ``ylabel`` is optional (see :mod:`dpcalc.plot`): ``y_extra`` columns are drawn
+    Everything after ``ylabel`` is optional (see :mod:`dpcalc.plot.draw`): ``y_extra`` columns are drawn
     as further lines (a lower bound, a comparison value), ``band`` = (lower, upper) columns shade a
     bracket, ``group`` columns (swept parameters) split each series into one line per value,
     ``xref`` is a column whose value(s) are drawn as vertical reference lines, ``hlines`` are
     horizontal reference lines ``(value, label)``, ``labels`` maps series values and column names to
     display names, ``subtitle`` holds the fixed parameters, and ``autolog`` draws axes whose values
-    span decades on a log scale (the rule is in :mod:`dpcalc.plot`); ``valid`` names a boolean
+    span decades on a log scale (the rule is in :mod:`dpcalc.plot.draw`); ``valid`` names a boolean
     column: rows where it is false are drawn hollow and dotted, labelled as not a bound; ``diagonal``
     labels a grey line y = x.  Where
     every line has one point (a comparison at one setting), ``--plot`` draws a dot chart.
@@ -176,7 +176,7 @@ class PlotSpec:
     autolog: bool = False
     valid: str | None = None
     diagonal: str | None = None  # the label of a reference line y = x (a trade-off curve's guessing)
-    #: a points chart (``dpcalc audit``, drawn by :mod:`dpcalc.plot_audit` instead of the columns):
+    #: a points chart (``dpcalc audit``, drawn by :mod:`dpcalc.plot.audit` instead of the columns):
     #: ``points`` = ((label, x, y, x_lo, x_hi, y_lo, y_hi), ...), a point with its confidence box;
     #: ``curves`` = ((label, xs, ys, kind), ...), lines drawn beneath them (kind: claim, profile, proved)
     points: tuple = ()

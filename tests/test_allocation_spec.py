@@ -18,7 +18,7 @@ from dpcalc.engine.mechanisms.catalogue import rdp_curve
 from dpcalc.engine.mechanisms.random_allocation.rdp import rdp_random_allocation
 from dpcalc.engine.samplers.allocation import epsilon_random_allocation
 from dpcalc.errors import InputError
-from dpcalc.spec import parse_mechanism as parse_spec
+from dpcalc.input.spec import parse_mechanism as parse_spec
 
 
 def _rows(args):

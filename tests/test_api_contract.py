@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from dpcalc import api
 from dpcalc.errors import InputError, UncertifiedError
-from dpcalc.spec import MechanismSpec
+from dpcalc.input.spec import MechanismSpec
 
 #: values no numeric parameter of the library accepts: signs, zero, nan, infinities, counts past 2^53,
 #: wrong types, empty and mismatched arrays (each refused before any work)

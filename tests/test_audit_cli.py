@@ -338,7 +338,7 @@ def test_claim_errors_exit_2_naming_the_options(invoke, args, words):
 # -- --plot (docs/math.md §11.6) --------------------------------------------------------------------
 def test_plot_spec_boxes_and_curves():
     """The boxes are scipy's exact intervals at the printed level; the claimed curve is the closed form."""
-    from dpcalc.commands.audit import AuditParams, audit
+    from dpcalc.commands.audit.command import AuditParams, audit
 
     res = audit(
         AuditParams(tp=[412], fn=[588], fp=[0], tn=[991], delta=[1e-5, 1e-3], claimed_epsilon=8.0, plot=True)
@@ -371,7 +371,7 @@ def test_plot_spec_boxes_and_curves():
 def test_plot_spec_of_a_sgd_claim_has_its_pld_profile():
     """The run's certified PLD curve lies under its claimed (ε, δ) curve (that pair is one of its profile's)
     and above guessing."""
-    from dpcalc.commands.audit import AuditParams, audit
+    from dpcalc.commands.audit.command import AuditParams, audit
 
     p = AuditParams(
         tp=[30],

@@ -326,7 +326,7 @@ def test_bad_claims_are_one_line_exit_2(invoke, tmp_path, extra, words):
         assert w in lines[0], (w, lines[0])
 
 
-# -- hostile input goes through the shared readers (dpcalc.textinput) ---------------------------------------
+# -- hostile input goes through the shared readers (dpcalc.input.text) ---------------------------------------
 def _run(args, *, stdin=subprocess.DEVNULL, closed=False):
     cmd = [sys.executable, "-m", "dpcalc", *args]
     if closed:

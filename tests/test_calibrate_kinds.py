@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcalc.commands.compose import compose
-from dpcalc.commands.compose_calibration import calibrate
+from dpcalc.commands.compose.calibration import calibrate
+from dpcalc.commands.compose.command import compose
 from dpcalc.errors import DpcalcWarning, InputError
 
 

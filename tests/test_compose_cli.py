@@ -12,7 +12,7 @@ import pytest
 from dpcalc.engine.mechanisms.catalogue import total_rdp
 from dpcalc.engine.mechanisms.gaussian_exact import delta_gaussian, eps_gaussian
 from dpcalc.engine.orders import DP_ACCOUNTING_ORDERS
-from dpcalc.spec import parse_mechanisms
+from dpcalc.input.spec import parse_mechanisms
 
 
 def _rows(res):

@@ -16,7 +16,7 @@ from dpcalc.engine.mechanisms.catalogue import gaussian_r2, per_release_dp, rdp_
 from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
-from dpcalc.spec import parse_mechanism as P
+from dpcalc.input.spec import parse_mechanism as P
 
 mpmath.mp.dps = 40
 

@@ -16,7 +16,7 @@ from dpcalc.engine.mechanisms import catalogue
 from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
 from dpcalc.engine.pld import grid
 from dpcalc.errors import InputError
-from dpcalc.spec import parse_mechanisms
+from dpcalc.input.spec import parse_mechanisms
 
 GAUSSIANS = ["gaussian:sigma=2,count=10", "gaussian:sigma=3,sensitivity=2,count=5", "gaussian:sigma=1.7"]
 
@@ -149,7 +149,7 @@ def test_merge_module_cites_the_composition_theorem():
 
 
 def _compose(texts, **kw):
-    from dpcalc.commands.compose import compose
+    from dpcalc.commands.compose.command import compose
 
     kw.setdefault("delta", None)
     kw.setdefault("epsilon", None)
@@ -158,7 +158,7 @@ def _compose(texts, **kw):
 
 
 def test_best_runs_only_exact_where_it_answers(monkeypatch):
-    from dpcalc.commands import compose as cmd
+    from dpcalc.commands.compose import command as cmd
 
     for name in ("pld", "rdp"):
         monkeypatch.setitem(cmd.METHODS, name, lambda *a: pytest.fail("a slow method ran"))
@@ -170,7 +170,7 @@ def test_best_runs_only_exact_where_it_answers(monkeypatch):
 
 
 def test_exact_calibration_scales_the_combined_sensitivity():
-    from dpcalc.commands.compose_calibration import calibrate
+    from dpcalc.commands.compose.calibration import calibrate
 
     res = calibrate(["gaussian:count=1e12,sensitivity=1e300"], [1.0], [1e-5], "exact")
     one = calibrate(["gaussian:sensitivity=1"], [1.0], [1e-5], "exact")

@@ -2,7 +2,7 @@
 
 import json
 
-from dpcalc.spec import merge_identical, parse_mechanisms
+from dpcalc.input.spec import merge_identical, parse_mechanisms
 
 
 def test_specs_from_a_file_and_stdin_equal_the_command_line(invoke, tmp_path):

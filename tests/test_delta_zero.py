@@ -15,7 +15,7 @@ import pytest
 from dpcalc.engine.composition.pld import compose_pld
 from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 from dpcalc.engine.mechanisms.catalogue import CATALOGUE, max_loss
-from dpcalc.spec import parse_mechanism, parse_mechanisms
+from dpcalc.input.spec import parse_mechanism, parse_mechanisms
 
 mpmath.mp.dps = 50
 

@@ -18,7 +18,7 @@ from dpcalc.engine.mechanisms.discrete_gaussian import rdp_discrete_gaussian
 from dpcalc.engine.mechanisms.discrete_laplace import loss_model as dl_model
 from dpcalc.engine.mechanisms.discrete_laplace import rdp_discrete_laplace
 from dpcalc.engine.orders import DEFAULT_ORDERS
-from dpcalc.spec import parse_mechanism
+from dpcalc.input.spec import parse_mechanism
 
 mp.mp.dps = 40
 

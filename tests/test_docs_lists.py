@@ -6,9 +6,10 @@ import re
 
 from click.testing import CliRunner
 
-from dpcalc import readme, spec
+from dpcalc import readme
 from dpcalc.cli import COMMANDS, _kinds, main
 from dpcalc.engine.mechanisms.catalogue import CATALOGUE, KIND_ALIASES
+from dpcalc.input import spec
 
 KINDS = list(CATALOGUE)
 

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcalc.commands.compose import compose
+from dpcalc.commands.compose.command import compose
 from dpcalc.engine.mechanisms.exponential import loss_model, profile, rdp_exponential
 from dpcalc.engine.mechanisms.randomized_response import rdp_randomized_response
 from dpcalc.errors import InputError
-from dpcalc.spec import parse_mechanism
+from dpcalc.input.spec import parse_mechanism
 
 mp.mp.dps = 40
 

@@ -15,8 +15,8 @@ from dpcalc.engine.mechanisms.catalogue import total_rdp
 from dpcalc.engine.mechanisms.group import doublings, group_dp, rdp_group, scaled_up
 from dpcalc.engine.mechanisms.mixture_gaussian import binomial_weights
 from dpcalc.errors import InputError
-from dpcalc.group import person_form, person_forms
-from dpcalc.spec import parse_mechanism, parse_mechanisms
+from dpcalc.input.group import person_form, person_forms
+from dpcalc.input.spec import parse_mechanism, parse_mechanisms
 
 SGM = "subsampled-gaussian:sigma=1,q=0.05,count=20"
 
@@ -229,6 +229,6 @@ def test_api_group_size_errors():
 def test_group_size_limit_is_one_number():
     """The command line's --group-size range (pure Python, read at --help) and the library's check agree."""
     from dpcalc.commands.choices import GROUP_SIZE_MAX
-    from dpcalc.group import MAX_GROUP_SIZE
+    from dpcalc.input.group import MAX_GROUP_SIZE
 
     assert GROUP_SIZE_MAX == MAX_GROUP_SIZE

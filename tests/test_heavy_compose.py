@@ -78,9 +78,9 @@ def test_small_tables_past_the_old_limits_run(invoke):
 
 
 def test_the_dp_group_route_searches_past_ten_deltas():
-    from dpcalc.commands.compose_group import GROUP_METHODS
-    from dpcalc.group import person_forms
-    from dpcalc.spec import parse_mechanisms
+    from dpcalc.commands.compose.group import GROUP_METHODS
+    from dpcalc.input.group import person_forms
+    from dpcalc.input.spec import parse_mechanisms
 
     specs = parse_mechanisms(["dp:epsilon=0.5,delta=1e-7,count=3"])
     opts = {"group_size": 2, "person": [f.spec for f in person_forms(specs, 2)], "eps_error": None}
@@ -104,7 +104,7 @@ def test_rows_are_the_same_on_one_process_and_two(invoke, args):
 
 
 def test_pieces_depend_on_the_work_only():
-    from dpcalc.commands.compose_methods import pieces
+    from dpcalc.commands.compose.methods import pieces
 
     assert pieces(500, 500, 1.0) == [(0, 500)]  # up to the old limit: one piece, computed as before
     assert pieces(250, 100, 0.3, batch=True) == [(0, 100), (100, 200), (200, 250)]

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from dpcalc import execution
-from dpcalc.commands import matrix as cmd
-from dpcalc.commands import matrix_risk
+from dpcalc.commands.matrix import command as cmd
+from dpcalc.commands.matrix import risk as matrix_risk
 
 #: 2 strategies × 101 step counts × 60 noise multipliers: 12,120 rows (the old limit was 10,000), all gaussian.
 BIG = ["matrix", "--strategy", "identity", "--strategy", "sqrt:bands=4", "--steps", "100:10100:100"]

@@ -10,7 +10,10 @@ import tracemalloc
 import pytest
 
 from dpcalc import execution
-from dpcalc.commands import convert, curve, iterate, langevin
+from dpcalc.commands import curve
+from dpcalc.commands.convert import command as convert
+from dpcalc.commands.iterate import command as iterate
+from dpcalc.commands.langevin import command as langevin
 
 _LANGEVIN = ["--sigma", "0.02", "--sensitivity", "4", "--lr", "0.02", "--strong-convexity", "1"]
 _LANGEVIN += ["--smoothness", "1", "--dataset-size", "5000"]

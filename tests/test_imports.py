@@ -87,7 +87,8 @@ def test_the_checks_see_a_bare_local_import():
 def test_the_choices_the_command_line_offers_are_the_commands_own():
     """The options declare their choices from dpcalc.commands.choices (pure Python, read at --help); the
     commands implement exactly those."""
-    from dpcalc.commands import choices, compose_methods
+    from dpcalc.commands import choices
+    from dpcalc.commands.compose import methods as compose_methods
     from dpcalc.engine.conversion import methods as conversions
     from dpcalc.engine.dpsgd import accounting
 

@@ -6,7 +6,7 @@ one error line, and an events or curve file in error leaves stdout empty."""
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpcalc import ledger as L
+from dpcalc.ledger import file as L
 
 BOM = b"\xef\xbb\xbf"
 ENDS = [b"\n", b"\r\n", b"\r"]

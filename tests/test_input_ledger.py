@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from dpcalc import ledger as L
-from dpcalc.textinput import BOM
+from dpcalc.input.text import BOM
+from dpcalc.ledger import file as L
 
 ADD = ["--add", "gaussian:sigma=5", "--delta", "1e-6"]
 

@@ -1,4 +1,4 @@
-"""dpcalc.textinput, the one reader of every text input: BOM, line ends, UTF-8 errors, bounds,
+"""dpcalc.input.text, the one reader of every text input: BOM, line ends, UTF-8 errors, bounds,
 streaming, files that are not files."""
 
 import io
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcalc import textinput as T
 from dpcalc.errors import InputError
+from dpcalc.input import text as T
 
 
 def lines_of(data: bytes, chunk: int | None = None, name="IN"):

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from dpcalc import ledger as L
+from dpcalc.ledger import file as L
 
 WORKERS, APPENDS = 8, 50
 
@@ -114,7 +114,7 @@ def test_concurrent_jobs_sharing_a_head_file_never_refuse_each_other_and_it_ends
     """Every job reads, checks and replaces the head file under the ledger's lock (the first ones race
     to create the ledger): no job sees a false rollback, every printed head is extended by the final
     ledger, and the head file ends at the ledger's head."""
-    from dpcalc import ledger_head as H
+    from dpcalc.ledger import head as H
 
     path, head_file = str(tmp_path / "ci.ledger"), str(tmp_path / "ci.head")
     ctx = multiprocessing.get_context("fork")
@@ -216,8 +216,8 @@ def test_a_held_lock_is_waited_for_a_bounded_time_then_exit_1(tmp_path, monkeypa
 
     from click.testing import CliRunner
 
-    from dpcalc import ledger as L
     from dpcalc.cli import main
+    from dpcalc.ledger import file as L
 
     path = tmp_path / "run.ledger"
     runner = CliRunner()
@@ -247,7 +247,7 @@ def test_flock_waits_for_a_lock_released_within_the_timeout(tmp_path):
     import fcntl
     import threading
 
-    from dpcalc import ledger as L
+    from dpcalc.ledger import file as L
 
     path = tmp_path / "f"
     path.write_text("x")
@@ -273,8 +273,8 @@ def test_a_long_wait_for_the_lock_is_said_on_stderr(tmp_path, monkeypatch):
 
     from click.testing import CliRunner
 
-    from dpcalc import ledger as L
     from dpcalc.cli import main
+    from dpcalc.ledger import file as L
 
     path = tmp_path / "run.ledger"
     runner = CliRunner()

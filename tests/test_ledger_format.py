@@ -1,4 +1,4 @@
-"""The ledger file (dpcalc.ledger): format, checksums, damage detection, torn lines, repair, fuzzing."""
+"""The ledger file (dpcalc.ledger.file): format, checksums, damage detection, torn lines, repair, fuzzing."""
 
 import os
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpcalc import ledger as L
 from dpcalc.errors import InputError
+from dpcalc.ledger import file as L
 
 HEADER = L.Header(1e-6, (1.5, 2.0, 4.0, 8.0, 32.0), "paper")
 

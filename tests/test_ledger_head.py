@@ -1,4 +1,4 @@
-"""Pinned heads (dpcalc.ledger_head, odometer --head/--expect-head/--head-file): truncation, rollback,
+"""Pinned heads (dpcalc.ledger.head, odometer --head/--expect-head/--head-file): truncation, rollback,
 splice, duplicate, reorder and rewrite are each refused where the README says, and only there."""
 
 import hashlib
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcalc import ledger as L
-from dpcalc import ledger_head as H
 from dpcalc.errors import InputError
+from dpcalc.ledger import file as L
+from dpcalc.ledger import head as H
 
 HEADER = L.Header(1e-6, (1.5, 2.0, 4.0, 8.0, 32.0), "paper")
 

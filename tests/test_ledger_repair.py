@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dpcalc import ledger as L
+from dpcalc.ledger import file as L
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = L.Header(1e-6, (1.5, 2.0, 4.0, 8.0, 32.0), "paper")

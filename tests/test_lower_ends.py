@@ -219,7 +219,7 @@ def _choices(command: str, option: str) -> tuple[str, ...]:
 
 def test_every_method_is_classified():
     """Every accountant, method, sampler, source and mechanism kind the commands offer is in a table above."""
-    from dpcalc.commands.compose_group import GROUP_METHODS
+    from dpcalc.commands.compose.group import GROUP_METHODS
 
     kinds = set(CATALOGUE)
     own_q = {k for k, m in CATALOGUE.items() if "q" in {key.name for key in m.keys}}

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from dpcalc import execution
-from dpcalc.commands.matrix import MatrixParams, matrix
-from dpcalc.commands.sgd_epsilon import SgdEpsilonParams, sgd_epsilon
-from dpcalc.commands.sgd_rows import _count_up
+from dpcalc.commands.matrix.command import MatrixParams, matrix
+from dpcalc.commands.sgd.epsilon import SgdEpsilonParams, sgd_epsilon
+from dpcalc.commands.sgd.rows import _count_up
 from dpcalc.engine.dpsgd import balls_in_bins_mc as bib
 from dpcalc.engine.dpsgd import balls_in_bins_samples as bs
 from dpcalc.engine.matrix import balls_in_bins_mc as bb
@@ -304,6 +304,6 @@ def test_matrix_many_samples_are_estimated_and_capped_up_front():
         matrix(params)
     assert time.perf_counter() - start < 5.0
     assert "--max-seconds 60" in str(err.value) and "samples of Monte Carlo" in str(err.value)
-    from dpcalc.commands.matrix_sampled import mc_seconds
+    from dpcalc.commands.matrix.sampled import mc_seconds
 
     assert mc_seconds(100_000_000, 200) > 60.0 * execution.cpu_count()

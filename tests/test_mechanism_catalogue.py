@@ -9,7 +9,7 @@ from dpcalc.engine.mechanisms import catalogue
 from dpcalc.engine.mechanisms.base import DOMAINS, Key, Mechanism, check_alphas, up
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
-from dpcalc.spec import parse_mechanism
+from dpcalc.input.spec import parse_mechanism
 
 EXAMPLES = {
     "gaussian": "gaussian:sigma=2,count=3",

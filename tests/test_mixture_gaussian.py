@@ -17,7 +17,7 @@ from dpcalc.engine.mechanisms.mixture_gaussian_quad import quad_log_moment
 from dpcalc.engine.mechanisms.mixture_gaussian_rdp import rdp_mixture
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
-from dpcalc.spec import parse_mechanism
+from dpcalc.input.spec import parse_mechanism
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MOG = CATALOGUE["mixture-gaussian"]

@@ -171,7 +171,7 @@ def test_malformed_row_exits_2_naming_the_line_after_earlier_rows(invoke):
 def test_filter_rows_say_which_steps_run(invoke):
     from dpcalc.engine.adaptive import odometer as o
     from dpcalc.engine.mechanisms.catalogue import rdp_curve
-    from dpcalc.spec import parse_mechanism
+    from dpcalc.input.spec import parse_mechanism
 
     mechs = ["gaussian:sigma=3"] * 3 + ["gaussian:sigma=0.5", "gaussian:sigma=3", "gaussian:sigma=3"]
     args = [x for m in mechs for x in ("--event", m)]

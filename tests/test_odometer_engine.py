@@ -261,8 +261,8 @@ def test_odometer_and_filter_bounds_hold_for_gaussian_runs(sigmas, delta):
 
 # -- the plain RDP column, computed incrementally (dpcalc.engine.adaptive.plain) ------------------
 def _curves(kind, n, alphas):
-    from dpcalc.commands.odometer import Curves
-    from dpcalc.spec import parse_mechanism
+    from dpcalc.commands.odometer.command import Curves
+    from dpcalc.input.spec import parse_mechanism
 
     specs = {
         "gaussians": [f"gaussian:sigma={20 + i % 7}" for i in range(n)],

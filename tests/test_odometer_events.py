@@ -1,4 +1,4 @@
-"""EVENTS parsing (dpcalc.events): modes, line numbers in errors, fuzzing."""
+"""EVENTS parsing (dpcalc.input.events): modes, line numbers in errors, fuzzing."""
 
 import contextlib
 
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcalc.errors import DpcalcWarning, InputError
-from dpcalc.events import iter_events
+from dpcalc.input.events import iter_events
 
 
 def parse(text):

@@ -13,7 +13,7 @@ import pytest
 
 from dpcalc.engine.composition.pld import compose_pld
 from dpcalc.errors import InputError
-from dpcalc.spec import parse_mechanisms
+from dpcalc.input.spec import parse_mechanisms
 
 mp.mp.dps = 40
 

@@ -65,7 +65,7 @@ def num(text: str) -> float:
 @pytest.fixture
 def figures(monkeypatch):
     """Keep every figure that --plot saves, to look at what was drawn."""
-    from dpcalc import plot
+    from dpcalc.plot import draw as plot
 
     saved = []
     real = plot._save_atomically
@@ -206,7 +206,7 @@ def test_dot_chart_one_point_per_method(kind, tmp_path, figures):
 
 def test_band_and_reference_lines(tmp_path, figures):
     """PlotSpec features no command uses yet: a shaded [lower, upper] band and horizontal lines."""
-    from dpcalc.plot import draw
+    from dpcalc.plot.draw import draw
     from dpcalc.result import PlotSpec, Result
 
     steps = [1, 2, 4, 8, 16]
@@ -307,7 +307,7 @@ def test_matplotlib_loads_only_with_plot(tmp_path):
 
 def test_rows_outside_their_conditions_are_drawn_apart(tmp_path, figures):
     """A ``valid`` column: false rows are a separate hollow, dotted line labelled as not a bound."""
-    from dpcalc.plot import draw
+    from dpcalc.plot.draw import draw
     from dpcalc.result import PlotSpec, Result
 
     result = Result(

@@ -10,7 +10,7 @@ from dpcalc.engine.mechanisms import catalogue
 from dpcalc.engine.mechanisms.gaussian import rdp_gaussian
 from dpcalc.engine.mechanisms.rdp_curve import rdp_step
 from dpcalc.engine.orders import DEFAULT_ORDERS
-from dpcalc.spec import parse_mechanism
+from dpcalc.input.spec import parse_mechanism
 
 SGD = ["sgd-epsilon", "--sigma", "1.1", "--sample-rate", "0.004267", "--steps", "14063"]
 

@@ -1,6 +1,6 @@
 """Every reader of ``-``, of JSON and of CSV refuses a closed standard input, excessive nesting and over-long
 fields in one line naming the input and the limit (exit 2), never ``internal error`` (issue 39); they
-share one reader (:mod:`dpcalc.textinput`).  Also: Ctrl-C ends the odometer with 130 in every mode, a
+share one reader (:mod:`dpcalc.input.text`).  Also: Ctrl-C ends the odometer with 130 in every mode, a
 refused ``-q`` append prints nothing, and the odometer's notes on its orders are one kind of line."""
 
 import io
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from dpcalc import textinput
 from dpcalc.errors import InputError
+from dpcalc.input import text as textinput
 
 ROOT = Path(__file__).resolve().parents[1]
 GAUSS = '{"class_name": "GaussianDpEvent", "noise_multiplier": 1.0}'
@@ -168,7 +168,7 @@ def test_a_schedule_names_its_real_line_after_comments(tmp_path):
 
 
 # -- one reader -----------------------------------------------------------------------------------
-#: The readers outside dpcalc/textinput.py that are not this issue's (dpcalc.api's own state reader
+#: The readers outside dpcalc/input/text.py that are not this issue's (dpcalc.api's own state reader
 #: takes a string from Python code, not a file): each is listed in the issue's report.
 ALLOWED = {"dpcalc/api/accountant.py": "json.loads"}
 
@@ -180,7 +180,7 @@ def test_every_reader_shares_the_one_helper():
     found = []
     for path in (ROOT / "dpcalc").rglob("*.py"):
         rel = path.relative_to(ROOT).as_posix()
-        if rel == "dpcalc/textinput.py":
+        if rel == "dpcalc/input/text.py":
             continue
         for m in pattern.finditer(path.read_text(encoding="utf-8")):
             if ALLOWED.get(rel) != m.group(0).rstrip("("):

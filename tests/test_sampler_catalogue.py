@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from dpcalc.commands.choices import SGD_SAMPLINGS
-from dpcalc.commands.sgd_epsilon import SgdEpsilonParams, sgd_epsilon
+from dpcalc.commands.sgd.epsilon import SgdEpsilonParams, sgd_epsilon
 from dpcalc.engine.conversion.of_curve import eps_of_curve
 from dpcalc.engine.dpsgd import accounting
 from dpcalc.engine.mechanisms import catalogue as mechanisms
@@ -14,7 +14,7 @@ from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.samplers import catalogue
 from dpcalc.engine.samplers.base import Sampler
 from dpcalc.errors import InputError
-from dpcalc.spec import parse_mechanism
+from dpcalc.input.spec import parse_mechanism
 
 
 def test_the_command_line_offers_the_table_in_order():

@@ -340,7 +340,7 @@ def test_sigma_tiny_gives_finite_or_inf_never_nan():
 )
 def test_tiny_target_is_refused_up_front_when_solving_for_sigma_or_rate(invoke, accountant, left_out):
     # issue 27: --target-epsilon 1e-300 --method pld ran for more than 300 s
-    from dpcalc.commands.sgd_epsilon import TARGET_MIN
+    from dpcalc.commands.sgd.epsilon import TARGET_MIN
 
     args = ["sgd-epsilon", *left_out, "--delta", "1e-5", "--method", accountant]
     res = invoke([*args, "--target-epsilon", "1e-300"])

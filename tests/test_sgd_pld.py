@@ -135,7 +135,7 @@ def test_plot_with_bracket(invoke, tmp_path):
 def test_certified_zero_equals_the_pld(invoke, neighbors, q, sigma, steps, delta):
     # where the Rényi bound certifies ε = 0 the pld row skips the PLD (issue 27: 11 s and 450 MB at
     # δ = 0.236): its answer must be the one the PLD itself gives
-    from dpcalc.commands.sgd_rows import ZERO_NOTE
+    from dpcalc.commands.sgd.rows import ZERO_NOTE
     from dpcalc.engine.dpsgd import accounting
     from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 

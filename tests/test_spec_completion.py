@@ -11,7 +11,7 @@ import pytest
 from dpcalc.cli._kinds import ALIASES, KINDS
 from dpcalc.cli.spec_complete import candidates
 from dpcalc.engine.mechanisms.catalogue import CATALOGUE
-from dpcalc.spec import parse_mechanism
+from dpcalc.input.spec import parse_mechanism
 
 
 def test_table_lists_every_kind_and_alias_of_the_catalogue():

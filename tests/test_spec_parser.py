@@ -1,4 +1,4 @@
-"""The MECHANISM spec parser (dpcalc.spec): canonical values, aliases, and one test per kind of mistake."""
+"""The MECHANISM spec parser (dpcalc.input.spec): canonical values, aliases, and one test per kind of mistake."""
 
 import math
 
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcalc.errors import InputError
-from dpcalc.spec import KINDS, MAX_COUNT, parse_mechanism, parse_mechanisms
+from dpcalc.input.spec import KINDS, MAX_COUNT, parse_mechanism, parse_mechanisms
 
 
 def test_every_kind_parses_with_defaults():

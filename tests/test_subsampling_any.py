@@ -26,7 +26,7 @@ from dpcalc.engine.mechanisms.gaussian import rdp_gaussian
 from dpcalc.engine.mechanisms.subsampling import rdp_amplified
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
-from dpcalc.spec import parse_mechanism
+from dpcalc.input.spec import parse_mechanism
 
 ORDERS = np.array([1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 7.5, 16.0, 32.0, 64.0, 256.0, 2000.0, np.inf])
 

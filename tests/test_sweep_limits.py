@@ -5,7 +5,7 @@ test_heavy_sweeps.py.)"""
 import pytest
 
 from dpcalc import execution
-from dpcalc.commands.sgd_epsilon import SgdEpsilonParams, sgd_epsilon
+from dpcalc.commands.sgd.epsilon import SgdEpsilonParams, sgd_epsilon
 from dpcalc.errors import InputError
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from dpcalc.commands import sweep
-from dpcalc.commands.sgd_epsilon import SgdEpsilonParams, sgd_epsilon, sgd_epsilon_stream
+from dpcalc.commands.sgd.epsilon import SgdEpsilonParams, sgd_epsilon, sgd_epsilon_stream
 from dpcalc.errors import InputError
 from dpcalc.render import ChunkWriter, render
 
@@ -67,7 +67,7 @@ def test_worker_processes_give_the_same_rows_in_the_same_order():
 
 
 def test_the_command_line_streams_and_judges_the_budget_after_every_row(invoke, monkeypatch):
-    from dpcalc.commands import sgd_epsilon as command
+    from dpcalc.commands.sgd import epsilon as command
 
     monkeypatch.setattr(command, "CHUNK", 7)  # several chunks, and a pool of two processes
     args = [
@@ -128,7 +128,7 @@ def test_pool_only_for_big_work():
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])
 def test_convert_sweeps_stream_the_bytes_of_the_whole_result(fmt):
-    from dpcalc.commands.convert import ConvertParams, convert, convert_stream
+    from dpcalc.commands.convert.command import ConvertParams, convert, convert_stream
 
     params = ConvertParams(alpha=[1.5, 2, 10, 100], rdp=[0.001, 0.1, 1, 10], delta=[1e-5, 1e-9], method="all")
     whole = io.StringIO()

@@ -17,7 +17,7 @@ from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.engine.mechanisms import sgm
 from dpcalc.engine.mechanisms.gaussian_exact import delta_gaussian
 from dpcalc.engine.orders import DEFAULT_ORDERS
-from dpcalc.spec import parse_mechanisms
+from dpcalc.input.spec import parse_mechanisms
 
 mpmath.mp.dps = 40
 ALPHAS = np.array([1e-12, 1e-9, 1e-6, 1e-4, 1e-2, 0.1, 0.5, 0.9, 0.999999])

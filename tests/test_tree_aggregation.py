@@ -18,7 +18,7 @@ from dpcalc.engine.mechanisms.gaussian_loss import gaussian_loss
 from dpcalc.engine.mechanisms.tree_aggregation import rdp_tree_aggregation, tree_depth
 from dpcalc.engine.orders import DEFAULT_ORDERS, DP_ACCOUNTING_ORDERS
 from dpcalc.errors import InputError
-from dpcalc.spec import parse_mechanism
+from dpcalc.input.spec import parse_mechanism
 
 ORDERS = np.array([1.0, 1.01, 1.5, 2.0, 2.5, 3.0, 7.25, 10.0, 32.0, 256.0, 1e4])
 CASES = [(0.5, 1, 1), (1.0, 2, 1), (1.0, 3, 1), (2.3, 7, 4), (2.3, 8, 4), (0.8, 100, 3), (5.0, 1023, 10)]

@@ -425,7 +425,7 @@ def test_spec_key_equals_sgd_epsilon():
 
 
 def test_spec_key_label_and_refusals():
-    from dpcalc.spec import parse_mechanism
+    from dpcalc.input.spec import parse_mechanism
 
     s = parse_mechanism(SPEC.replace("dataset_size", "n") + ",count=3")
     assert s.label() == (

@@ -12,8 +12,8 @@ from dpcalc.engine.composition.pld import compose_pld
 from dpcalc.engine.mechanisms import gaussian_exact
 from dpcalc.engine.mechanisms.catalogue import gaussian_r2, total_rdp
 from dpcalc.errors import InputError
-from dpcalc.group import check_group_size, person_forms
-from dpcalc.spec import MechanismSpec, parse_mechanism, parse_mechanisms
+from dpcalc.input.group import check_group_size, person_forms
+from dpcalc.input.spec import MechanismSpec, parse_mechanism, parse_mechanisms
 
 
 @contract
@@ -25,7 +25,7 @@ def mechanism(text: str):
 
 
 def as_specs(mechanisms):
-    """``mechanisms`` (a spec's text, a :class:`~dpcalc.spec.MechanismSpec`, a DpEvent of dp-accounting or its
+    """``mechanisms`` (a spec's text, a :class:`~dpcalc.input.spec.MechanismSpec`, a DpEvent of dp-accounting or its
     JSON object, or a list of them) as parsed specs; a DpEvent stands for the specs of its mechanisms
     (:mod:`dpcalc.api.dp_events`, docs/math.md §2.16)."""
     if isinstance(mechanisms, (str, MechanismSpec)) or is_event(mechanisms):
@@ -81,7 +81,7 @@ def compose(
     ``delta`` (in [0, 1]) or ``epsilon`` (>= 0) may be arrays.  docs/math.md §2, §7.
 
     ``group_size`` K (a whole number in [1, 10000]): the guarantee for a person who contributed K examples,
-    each mechanism by its person-level form (:func:`dpcalc.group.person_form`, docs/math.md §2.15: the
+    each mechanism by its person-level form (:func:`dpcalc.input.group.person_form`, docs/math.md §2.15: the
     Gaussian and Laplace kinds with sensitivity KΔ, the Poisson-subsampled Gaussian as the mixture of
     Ganesh 2024, upper bounds for the rest); ``lower`` and ``estimate`` are ``None`` where a form is an
     upper bound only (the bracket's lower end would not be the person's).

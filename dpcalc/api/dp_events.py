@@ -1,17 +1,17 @@
 """DpEvents given to the library: a ``DpEvent`` object of dp-accounting (or jax_privacy, whose events are
 dp-accounting's), or its JSON object, as the MECHANISM specs it stands for (docs/math.md §2.16).
 
-The object becomes the JSON object ``compose --dp-event FILE`` reads (:mod:`dpcalc.dpevent`): its named tuple
-(``to_named_tuple()``) with every named tuple as an object and every sequence as a list; dpcalc.dpevent then
+The object becomes the JSON object ``compose --dp-event FILE`` reads (:mod:`dpcalc.input.dpevent`): its named tuple
+(``to_named_tuple()``) with every named tuple as an object and every sequence as a list; dpcalc.input.dpevent then
 reads that structure as it reads a file, so an event means the same in ``api.compose`` and on the command line.
 dp-accounting itself is not imported: an object is an event when it has ``to_named_tuple``.
 """
 
 from __future__ import annotations
 
-from dpcalc.dpevent import MAX_DEPTH, specs_of_event
 from dpcalc.errors import InputError
-from dpcalc.spec import MechanismSpec, parse_mechanism
+from dpcalc.input.dpevent import MAX_DEPTH, specs_of_event
+from dpcalc.input.spec import MechanismSpec, parse_mechanism
 
 #: The deepest named-tuple structure converted: an object and a list per event, and a list of numbers.
 MAX_LEVELS = 2 * (MAX_DEPTH + 1) + 1

@@ -11,7 +11,7 @@ from dpcalc.engine.dpsgd.pld_calibration import calibrate_noise_pld, max_sample_
 from dpcalc.engine.samplers import catalogue
 from dpcalc.engine.samplers.person import grouped_sampler, person_sampler
 from dpcalc.errors import InputError
-from dpcalc.group import check_group_size
+from dpcalc.input.group import check_group_size
 
 _SGD_CONVERSIONS = ("optimal", "balle", "mironov")
 

@@ -1,5 +1,5 @@
 """``dpcalc audit``: the options of an empirical lower bound on ε from an attack's outcome
-(docs/math.md §11); the work is :func:`dpcalc.commands.audit.audit`."""
+(docs/math.md §11); the work is :func:`dpcalc.commands.audit.command.audit`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dpcalc.cli.common import BudgetExceeded, common_options, run, single
 from dpcalc.cli.run_options import run_options
 from dpcalc.cli.spec_complete import complete_mechanism
 from dpcalc.cli.types import SEED_MAX, Grid
-from dpcalc.textinput import open_error
+from dpcalc.input.text import open_error
 
 #: The confidence's distance from 0 and 1: closer to 1, the level 1 − (1 − c)/2 of each one-sided
 #: Clopper–Pearson interval rounds to 1 (an interval with no end).
@@ -329,7 +329,7 @@ def command(
         "epochs": single(epochs, "--epochs"),
     }
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
-    from dpcalc.commands import audit as cmd
+    from dpcalc.commands.audit import command as cmd
 
     params = cmd.AuditParams(
         tp=tp,

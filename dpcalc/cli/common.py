@@ -35,7 +35,7 @@ from dpcalc.cli.types import SEED_MAX, Grid
 from dpcalc.errors import DpcalcWarning
 from dpcalc.execution import allocator
 from dpcalc.exitcodes import ExitCode
-from dpcalc.plot import draw
+from dpcalc.plot.draw import draw
 from dpcalc.render import FORMATS, ChunkWriter, pick_columns, render, resolve_format
 from dpcalc.render.cells import for_terminal
 from dpcalc.render.configs import Tightest, sound_row  # noqa: F401  (sound_row: re-exported)

@@ -1,4 +1,4 @@
-"""``dpcalc compose``: the command line (click options); the computation is :mod:`dpcalc.commands.compose`."""
+"""``dpcalc compose``: the command line (click options); the computation is :mod:`dpcalc.commands.compose.command`."""
 
 from __future__ import annotations
 
@@ -363,7 +363,7 @@ def command(
         if wanted(rdp_curve, alphas, out):
             raise click.UsageError("--rdp-curve cannot be used with --advantage/--prior")
         # lazy: the command's work
-        from dpcalc.commands.compose_risk import compose_risk, compose_target_advantage
+        from dpcalc.commands.compose.risk import compose_risk, compose_target_advantage
 
         if target_advantage is not None:
             if advantage or prior is not None:
@@ -381,7 +381,7 @@ def command(
     if k > 1 and tuning is not None:
         raise click.UsageError("--group-size cannot be used with --tuning-runs")
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
-    from dpcalc.commands import compose as cmd
+    from dpcalc.commands.compose import command as cmd
 
     if question == "tradeoff":  # the trade-off curve: TPR at each false-positive rate (docs/math.md §10)
         refuse_with(fpr, **{"--delta": delta, "--epsilon": epsilon, "--tuning-runs": tuning})

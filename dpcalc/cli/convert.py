@@ -1,5 +1,5 @@
 """``dpcalc convert``: the options of the conversions between Rényi DP and (ε, δ)-DP (docs/math.md §1);
-the work is :func:`dpcalc.commands.convert.convert`."""
+the work is :func:`dpcalc.commands.convert.command.convert`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dpcalc.cli.tradeoff import refuse_with, risk_options, risk_question, tradeo
 from dpcalc.cli.types import Grid
 from dpcalc.cli.work_options import work_options
 from dpcalc.commands.choices import CONVERSIONS
-from dpcalc.textinput import open_error
+from dpcalc.input.text import open_error
 
 MAN_EXAMPLES = [
     (
@@ -162,8 +162,8 @@ def command(
     if (mu is not None) != (source == "gdp") or (rho is not None) != (source == "zcdp"):
         raise click.UsageError("--mu goes with --from gdp, --rho with --from zcdp (and each needs its own)")
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
-    from dpcalc.commands import convert as cmd
-    from dpcalc.commands import convert_profiles as prof  # lazy: as the line above
+    from dpcalc.commands.convert import command as cmd
+    from dpcalc.commands.convert import profiles as prof  # lazy: as the line above
 
     params = cmd.ConvertParams(
         alpha=alpha,
@@ -200,7 +200,7 @@ def command(
 
 def _convert(params, compute):
     """``compute()`` (a convert question); a --curve file that cannot be opened or read is bad input (exit 2), like a
-    malformed one (dpcalc.textinput names it; an OSError that escapes it is mapped the same way)."""
+    malformed one (dpcalc.input.text names it; an OSError that escapes it is mapped the same way)."""
     try:
         return compute()
     except OSError as exc:

@@ -1,5 +1,5 @@
 """``dpcalc iterate``: the options of privacy amplification by iteration (docs/math.md §4); the work is
-:func:`dpcalc.commands.iterate.iterate`."""
+:func:`dpcalc.commands.iterate.command.iterate`."""
 
 from __future__ import annotations
 
@@ -178,7 +178,7 @@ def command(
     """
     curve = wanted(rdp_curve, alphas, out)
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
-    from dpcalc.commands import iterate as cmd
+    from dpcalc.commands.iterate import command as cmd
 
     params = cmd.IterateParams(
         sigma=sigma,

@@ -1,5 +1,5 @@
 """``dpcalc langevin``: the options of the privacy dynamics of noisy gradient descent (docs/math.md §5);
-the work is :func:`dpcalc.commands.langevin.langevin`."""
+the work is :func:`dpcalc.commands.langevin.command.langevin`."""
 
 from __future__ import annotations
 
@@ -149,7 +149,7 @@ def command(
     """
     curve = wanted(rdp_curve, alphas, out)
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
-    from dpcalc.commands import langevin as cmd
+    from dpcalc.commands.langevin import command as cmd
 
     params = cmd.LangevinParams(
         sigma=sigma,

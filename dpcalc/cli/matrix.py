@@ -1,5 +1,5 @@
 """``dpcalc matrix``: the options of the matrix mechanism's accounting (docs/math.md §12); the work is
-:func:`dpcalc.commands.matrix.matrix`."""
+:func:`dpcalc.commands.matrix.command.matrix`."""
 
 from __future__ import annotations
 
@@ -247,7 +247,7 @@ def command(
         ctx = click.get_current_context()
         raise click.MissingParameter(ctx=ctx, param=next(q for q in ctx.command.params if q.name == "delta"))
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
-    from dpcalc.commands import matrix as cmd
+    from dpcalc.commands.matrix import command as cmd
 
     params = cmd.MatrixParams(
         strategies=list(strategies),
@@ -263,7 +263,7 @@ def command(
         seed=seed,
     )
     if risk or fpr is not None:  # an attacker's terms (docs/math.md §10, §10.4, §12.6)
-        from dpcalc.commands import matrix_risk  # lazy: with the command's work
+        from dpcalc.commands.matrix import risk as matrix_risk  # lazy: with the command's work
 
         if target is not None:
             at = None if target_tpr is None else float(fpr[0])

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import click
 
-from dpcalc import ledger_head as H
 from dpcalc.cli.common import common_options, single
 from dpcalc.cli.spec_complete import complete_mechanism
 from dpcalc.cli.types import Grid, parse_values
 from dpcalc.commands.choices import CONVERSIONS
+from dpcalc.ledger import head as H
 
 MAN_EXAMPLES = [
     (

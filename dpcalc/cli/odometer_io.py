@@ -1,7 +1,7 @@
 """What ``dpcalc odometer`` does once its options are checked (:mod:`dpcalc.cli.odometer`): events read as
 they arrive and their rows written as they are accounted (a file, a pipe, ``--follow``), or a ledger
 reported, added to or repaired.  Loaded by the command's callback only: it imports the command's work,
-:mod:`dpcalc.commands.odometer` (numpy, the engine)."""
+:mod:`dpcalc.commands.odometer.command` (numpy, the engine)."""
 
 from __future__ import annotations
 
@@ -15,16 +15,16 @@ import warnings
 
 import click
 
-from dpcalc import ledger as L
-from dpcalc import ledger_head as H
-from dpcalc import textinput
 from dpcalc.cli import _quiet_broken_pipe
 from dpcalc.cli.common import BudgetExceeded, emit, run
-from dpcalc.commands import odometer as session
 from dpcalc.commands.dp_events import sourced_event_specs
+from dpcalc.commands.odometer import command as session
 from dpcalc.errors import DpcalcWarning, InputError
-from dpcalc.events import Event, follow_lines, iter_events, stream_lines
 from dpcalc.exitcodes import ExitCode
+from dpcalc.input import text as textinput
+from dpcalc.input.events import Event, follow_lines, iter_events, stream_lines
+from dpcalc.ledger import file as L
+from dpcalc.ledger import head as H
 from dpcalc.render import RowWriter, render
 from dpcalc.render.cells import for_terminal, table_cell
 from dpcalc.result import Result

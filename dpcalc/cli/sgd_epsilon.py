@@ -1,5 +1,5 @@
 """``dpcalc sgd-epsilon``: the options of DP-SGD accounting (docs/math.md §3); the work is
-:func:`dpcalc.commands.sgd_epsilon.sgd_epsilon`."""
+:func:`dpcalc.commands.sgd.epsilon.sgd_epsilon`."""
 
 from __future__ import annotations
 
@@ -263,7 +263,7 @@ def command(
         ctx = click.get_current_context()
         raise click.MissingParameter(ctx=ctx, param=next(q for q in ctx.command.params if q.name == "delta"))
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
-    from dpcalc.commands import sgd as cmd
+    from dpcalc.commands.sgd import command as cmd
 
     params = cmd.SgdEpsilonParams(
         delta=delta,
@@ -370,7 +370,7 @@ def _with_delta(params):
 def _schedule(
     path, out, delta, accountant, neighbors, conversion, eps_error, sampling, dataset_size, target, **others
 ):
-    """``--schedule FILE``: the phases of a run, ε after each (dpcalc.commands.sgd_schedule)."""
+    """``--schedule FILE``: the phases of a run, ε after each (dpcalc.commands.sgd.schedule)."""
     for option, value in others.items():
         if value is not None:
             raise click.UsageError(f"--schedule cannot be used with {option} (the schedule gives the run)")
@@ -383,7 +383,7 @@ def _schedule(
     if dataset_size is not None and len(dataset_size) != 1:
         raise click.UsageError("--schedule: --dataset-size takes a single value")
     # lazy: the command's work (numpy, the engine) loads when it runs, never for --help or completion
-    from dpcalc.commands import sgd_schedule as cmd
+    from dpcalc.commands.sgd import schedule as cmd
 
     text = cmd.schedule_text(path)  # a file, or - (standard input): one reader for every input
     n = dataset_size[0] if dataset_size is not None else None

@@ -13,7 +13,7 @@ CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
 SGD_CONVERSIONS = ("optimal", "balle", "mironov")
 #: sgd-epsilon's --method (besides "all"): each an entry of
 #: :data:`dpcalc.engine.dpsgd.accounting.ACCOUNTANTS`, or pld (:mod:`dpcalc.engine.pld`), or mc (balls-in-bins).
-#: rdp-group and dp-group are the generic group routes of --group-size (dpcalc.commands.sgd_group).
+#: rdp-group and dp-group are the generic group routes of --group-size (dpcalc.commands.sgd.group).
 SGD_ACCOUNTANTS = ("rdp", "pld", "abadi", "bassily", "mc", "rdp-group", "dp-group")
 
 #: sgd-epsilon's --sampling: the names of the sampler table :data:`dpcalc.engine.samplers.catalogue.CATALOGUE`,
@@ -27,7 +27,7 @@ SGD_SAMPLINGS = (
     "random-allocation",
 )
 
-#: compose's --method (besides "best" and "all"): the entries of :data:`dpcalc.commands.compose_methods.METHODS`.
+#: compose's --method (besides "best" and "all"): the entries of :data:`dpcalc.commands.compose.methods.METHODS`.
 COMPOSE_METHODS = ("exact", "pld", "rdp", "optimal", "advanced", "basic")
 
 #: iterate's --method (besides "cni", which needs --initial-distance, and "all").
@@ -39,5 +39,5 @@ LANGEVIN_METHODS = ("dynamics", "lower", "composition")
 #: compose's --group-size (and dpcalc.api.compose's group_size): the largest group of one person's examples.
 GROUP_SIZE_MAX = 10_000
 
-#: matrix's --method (besides "all"): dpcalc.commands.matrix.MATRIX_METHODS.
+#: matrix's --method (besides "all"): dpcalc.commands.matrix.command.MATRIX_METHODS.
 MATRIX_METHODS = ("gaussian", "bandmf-rdp", "bandmf-pld", "mmcc", "mc")

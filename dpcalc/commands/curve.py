@@ -8,8 +8,8 @@ configuration of the swept inputs and per method.  The columns are
 :data:`dpcalc.commands.schema.CURVE_SCHEMAS` (a fixed list per command, always holding ``alpha`` and
 ``rdp``), so the CSV of one curve is accepted as it is by ``dpcalc convert --curve -``, which then
 gives the command's own RDP ε (see each command's curve function for where the two can differ:
-:func:`dpcalc.commands.sgd_curve.sgd_curve`, :func:`dpcalc.commands.compose.compose_curve`,
-:func:`dpcalc.commands.iterate.iterate_curve`, :func:`dpcalc.commands.langevin.langevin_curve`).
+:func:`dpcalc.commands.sgd.curve.sgd_curve`, :func:`dpcalc.commands.compose.command.compose_curve`,
+:func:`dpcalc.commands.iterate.command.iterate_curve`, :func:`dpcalc.commands.langevin.command.langevin_curve`).
 
 An order where a bound gives nothing (Feldman et al. above α*, an unbounded mechanism) prints ``inf``;
 ``convert --curve`` skips such orders.  Options that only act on the conversion to (ε, δ)

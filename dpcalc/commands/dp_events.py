@@ -1,5 +1,5 @@
 """``compose --dp-event FILE`` and ``--write-dp-event``: a composition read from, or written as, a DpEvent of
-dp-accounting / jax_privacy (:mod:`dpcalc.dpevent`, docs/math.md §2.16)."""
+dp-accounting / jax_privacy (:mod:`dpcalc.input.dpevent`, docs/math.md §2.16)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 
 import numpy as np
 
-from dpcalc.commands.sgd_checks import checked
-from dpcalc.dpevent import event_of_specs, read_event, specs_of_event_object
+from dpcalc.commands.sgd.checks import checked
 from dpcalc.errors import InputError
-from dpcalc.spec import expand_sources, merge_identical, parse_mechanisms
+from dpcalc.input.dpevent import event_of_specs, read_event, specs_of_event_object
+from dpcalc.input.spec import expand_sources, merge_identical, parse_mechanisms
 
 
 def event_specs(sources) -> tuple[str, ...]:
@@ -28,7 +28,7 @@ def sourced_event_specs(sources) -> list[tuple[str, str]]:
             if stdin_used:
                 raise InputError("--dp-event -: standard input can be read once")
             stdin_used = True
-        obj = read_event(source)  # "-": standard input (dpcalc.textinput: a closed one is refused)
+        obj = read_event(source)  # "-": standard input (dpcalc.input.text: a closed one is refused)
         out += [(source, s.label()) for s in specs_of_event_object(obj, source)]
     return out
 

@@ -1,7 +1,7 @@
 """``--fpr``: the largest true-positive rate of any membership test at a false-positive rate (docs/math.md
 §10; the engine is :mod:`dpcalc.engine.tradeoff`) — the rows, the result and the figure that the trade-off
-of every command shares: ``compose`` (:mod:`dpcalc.commands.compose_tradeoff`), ``sgd-epsilon``
-(:mod:`dpcalc.commands.sgd_tradeoff`) and ``convert`` (:func:`dpcalc.commands.convert.convert_tradeoff`).
+of every command shares: ``compose`` (:mod:`dpcalc.commands.compose.tradeoff`), ``sgd-epsilon``
+(:mod:`dpcalc.commands.sgd.tradeoff`) and ``convert`` (:func:`dpcalc.commands.convert.command.convert_tradeoff`).
 
 Rows (one per false-positive rate, per configuration and per method):
 

@@ -2,7 +2,7 @@
 
 * :func:`compose_pld` — heterogeneous lists of mechanisms (gaussian, laplace, randomized-response, dp,
   subsampled-gaussian, …: every kind whose :func:`~dpcalc.engine.mechanisms.catalogue.pld_pair` is
-  offered), each with a count; ``MechanismSpec`` objects from :mod:`dpcalc.spec`, or
+  offered), each with a count; ``MechanismSpec`` objects from :mod:`dpcalc.input.spec`, or
   ``(kind, params, count)`` tuples / dicts.
 * :func:`calibrate_compose_pld` — the smallest σ (or the extreme value of another parameter) whose
   certified ε meets a target (docs/math.md §7), by the search of :mod:`dpcalc.engine.pld.search`.

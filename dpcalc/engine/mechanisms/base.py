@@ -4,7 +4,7 @@ A kind of mechanism is one module in this package that defines ``MECHANISM``, an
 :class:`Mechanism` subclass.  It states, in one place:
 
 * its MECHANISM-spec grammar (``kind``, kind ``aliases``, ``keys`` with domains, defaults and key
-  aliases, keys of which exactly ``one_of`` must be given) — read by :mod:`dpcalc.spec`;
+  aliases, keys of which exactly ``one_of`` must be given) — read by :mod:`dpcalc.input.spec`;
 * its Rényi-DP curve per release (:meth:`Mechanism.rdp`) — read by ``compose --method rdp``,
   ``odometer`` and the ledger;
 * its privacy-loss-distribution pair (:meth:`Mechanism.pld_pair`: the pessimistic and optimistic
@@ -37,7 +37,7 @@ from dpcalc.errors import InputError
 
 _EPS = float(np.finfo(float).eps)
 
-#: Domains a key's value may be checked against (by :mod:`dpcalc.spec`), and how they read in errors.
+#: Domains a key's value may be checked against (by :mod:`dpcalc.input.spec`), and how they read in errors.
 DOMAINS = {
     "pos": "a finite number > 0",
     "nonneg": "a finite number >= 0",

@@ -3,9 +3,9 @@
 Each module named in :data:`KIND_MODULES` defines one kind, ``MECHANISM`` (a
 :class:`~dpcalc.engine.mechanisms.base.Mechanism`); :data:`CATALOGUE` maps each kind name to it, in
 their ``order``.  The spec parser
-(:mod:`dpcalc.spec`), ``compose``, ``odometer`` and the accountants all read this one catalogue.
+(:mod:`dpcalc.input.spec`), ``compose``, ``odometer`` and the accountants all read this one catalogue.
 
-Questions of a parsed spec (:class:`dpcalc.spec.MechanismSpec`: ``kind``, ``params``, ``count``):
+Questions of a parsed spec (:class:`dpcalc.input.spec.MechanismSpec`: ``kind``, ``params``, ``count``):
 
 * :func:`rdp_curve` / :func:`total_rdp` — the Rényi-DP curve of ``count`` releases, and of several specs
   (composition adds curves: Mironov 2017, arXiv:1702.07476, Prop. 1; docs/math.md §2.4);

@@ -19,7 +19,7 @@ tighter person-level form: subsampled kinds other than the Poisson-subsampled Ga
 random allocation, Rényi curves read from a file, the mixture of Gaussians); the catalogue answers a spec
 through it when its params hold ``group_size`` (:func:`dpcalc.engine.mechanisms.catalogue.mechanism`).
 The tighter per-kind forms (the Gaussian with sensitivity KΔ, the mixture of Ganesh 2024, ...) are specs of
-the existing kinds, made by :mod:`dpcalc.group`.
+the existing kinds, made by :mod:`dpcalc.input.group`.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 Spec ``rdp-curve:file=PATH`` (a relative ``PATH`` is relative to the current directory; not ``-``:
 standard input may be the EVENTS of the odometer).  The file is a CSV with the columns ``alpha,rdp`` (one row per order; other columns, such
 as the configuration columns ``--rdp-curve`` prints, are allowed but must keep one value: one curve
-per file), read by :mod:`dpcalc.textinput` and parsed by :func:`dpcalc.curvefile.read_curve`, as
-``dpcalc convert --curve`` reads it.  The file is read once, when the spec is parsed.
+per file), read once, when the spec is parsed, by :func:`dpcalc.input.curves.file_curve` (the input floor:
+the engine reads no file), as ``dpcalc convert --curve`` reads it; this module takes the orders and values
+it read.
 
 The curve at an order α (``count=K`` multiplies it, as for every kind):
 
@@ -24,30 +25,9 @@ account never silently changes with the file: a moved or edited curve makes the 
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-from dpcalc.curvefile import read_curve
 from dpcalc.engine.mechanisms.base import Key, Mechanism, check_alphas
-from dpcalc.errors import InputError
-from dpcalc.textinput import read_lines
-
-
-def _sha256(path: str) -> str:
-    """The SHA-256 of the file's bytes (it was just read as text, so it is a readable regular file)."""
-    import hashlib  # lazy: only an rdp-curve spec reads a file (hashlib's OpenSSL costs ~3 ms of every start)
-
-    with open(path, "rb") as fh:
-        return hashlib.sha256(fh.read()).hexdigest()
-
-
-def load(path: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """The curve of the file ``path``, sorted by order (errors name ``file PATH`` and the line)."""
-    source = f"file {path}"
-    alphas, rdps = read_curve(read_lines(path, source), source, single=True)
-    order = sorted(range(len(alphas)), key=alphas.__getitem__)
-    return tuple(alphas[i] for i in order), tuple(rdps[i] for i in order)
 
 
 def rdp_step(orders, values, alphas) -> np.ndarray:
@@ -66,26 +46,10 @@ class RdpCurve(Mechanism):
     order = 55
 
     def complete(self, params, given, fail):
-        if params["file"] == "-":
-            fail("file=- (standard input) is not read here: give the curve as a file")
-        try:
-            orders, values = load(params["file"])
-        except InputError as exc:
-            fail(str(exc))
-        digest = _sha256(params["file"])
-        if params["sha256"] and params["sha256"].lower() != digest:
-            fail(
-                f"file {params['file']} is not the curve recorded (its sha256 is {digest}, not "
-                f"{params['sha256']}): the file changed since"
-            )
-        # the label (what a ledger records) names the file absolutely and pins its contents
-        return {
-            **params,
-            "file": os.path.abspath(params["file"]),
-            "sha256": digest,
-            "orders": orders,
-            "values": values,
-        }
+        # the file was read by the spec's parser (dpcalc.input.curves.file_curve): its orders, values and digest
+        if "orders" not in params or "values" not in params:
+            fail("the curve's file was not read (parse the spec with dpcalc.input.spec)")
+        return params
 
     def rdp(self, params, alphas):
         return rdp_step(params["orders"], params["values"], alphas)

@@ -71,7 +71,7 @@ class Sampler:
     #: Whether an epoch is ⌊N/B⌋ steps (a run of E epochs ⌈E·⌊N/B⌋⌉ steps) rather than ⌈E/q⌉ steps.
     whole_epochs: bool = False
     #: Whether the rdp accountant's inverse questions are vectorised over the rows (else one monotone
-    #: search per configuration, :mod:`dpcalc.commands.sgd_searched`).
+    #: search per configuration, :mod:`dpcalc.commands.sgd.searched`).
     vectorised_inverse: bool = False
     #: Whether the pld accountant's models only dominate the run (a pair no instance of it attains): an upper
     #: end, no lower end and no estimate (those would be of the models, not of the run); and what the models

@@ -1,0 +1,4 @@
+"""``dpcalc iterate``: privacy amplification by iteration, the intermediate iterates hidden (docs/math.md §4).
+
+* :mod:`.command`: the entry: one row per method and combination, streamed in chunks.
+"""
