@@ -26,6 +26,11 @@ ILLUSTRATED = [
     if not checked
 ]
 EXAMPLES = [(cmd, shown) for doc, _, cmd, shown in CHECKED if doc == "README.md"]
+#: The eight commands' guide pages.
+COMMAND_PAGES = [
+    f"docs/guide/{c}.md"
+    for c in ("sgd-epsilon", "convert", "compose", "iterate", "langevin", "odometer", "audit", "matrix")
+]
 
 
 def _ids(rows):
@@ -50,6 +55,12 @@ def in_order(tmp_path_factory):
 
 def test_readme_has_examples():
     assert len(EXAMPLES) >= 3
+
+
+def test_every_command_page_has_examples():
+    assert set(COMMAND_PAGES) <= set(STEPS)
+    for page in COMMAND_PAGES:
+        assert any(checked for _, _, checked in STEPS[page]), page
 
 
 @pytest.mark.parametrize("doc,i,command,shown", CHECKED, ids=_ids(CHECKED))
