@@ -258,6 +258,9 @@ def man_page(name: str | None) -> str:
     if name:
         others.insert(0, "\\fBdpcalc\\fR(1)")
     lines.append(",\n".join(others))
+    # the guide: the command's page, or the README's contents that list every page
+    guide = f"\\fI{esc(f'docs/guide/{name}.md')}\\fR" if name else "\\fIREADME.md\\fR and \\fIdocs/guide/\\fR"
+    lines += [".PP", f"{guide} in the dpcalc repository"]
     return "\n".join(lines) + "\n"
 
 

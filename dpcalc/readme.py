@@ -1,14 +1,17 @@
-"""Keep the README's examples true: every ``$ dpcalc ...`` line in a ```console block is run and the
-output below it must be exactly what dpcalc prints.
+"""Keep the examples of the README and of the guide true: every ``$ dpcalc ...`` line in a ```console block is
+run and the output below it must be exactly what dpcalc prints.
 
-    python -m dpcalc.readme update   # rerun every example and rewrite its output in README.md
-    python -m dpcalc.readme check    # exit 1 if any example's shown output is stale
+    python -m dpcalc.readme update [DOC ...]  # rerun every example and rewrite its output in each document
+    python -m dpcalc.readme check [DOC ...]   # exit 1 if any example's shown output is stale
 
-The examples run in the README's order, in one fresh directory, as a reader following them would run them:
-a file one example writes (a ledger) is there for the examples after it.  The repository's ``docs`` is
-reachable from that directory (``docs/examples/...``), and nothing is written into the repository.  A
-``$ dpcalc ...`` line of a ```text block runs in its turn too (it changes what the next examples see), but its
-output is only illustrated (a ledger's head holds the time of its entries) and is never rewritten.
+The documents (:func:`documents`) are README.md and every page of ``docs/guide/``; DOC names some of them
+(a path, as ``docs/guide/compose.md``).  Each document's examples run in its own order, in a fresh directory of
+its own, as a reader following that page would run them: a file one example writes (a ledger) is there for
+the examples after it on the same page, and never for another page's, so each page is self-contained.  The
+repository's ``docs`` is reachable from that directory (``docs/examples/...``), and nothing is written into
+the repository.  A ``$ dpcalc ...`` line of a ```text block runs in its turn too (it changes what the next
+examples see), but its output is only illustrated (a ledger's head holds the time of its entries) and is
+never rewritten.
 
 A ```shell block holds heavy examples (a million rows, hours of Monte Carlo, a cluster): its ``$ dpcalc ...``
 lines (:func:`estimated`) are not run to the end by the tests but up to their estimate, under a cap
@@ -35,17 +38,29 @@ from dpcalc import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+#: The guide's pages: one per command and one per question that spans them.
+GUIDE = ROOT / "docs" / "guide"
 FENCE = re.compile(r"^```(console|text)\s*$")
 #: What of the repository the examples' directory reaches (a symbolic link to it).
 LINKED = ("docs",)
 
 
+def documents() -> list[Path]:
+    """The documents whose examples are run and checked: README.md, then the guide's pages by name."""
+    return [README, *sorted(GUIDE.glob("*.md"))]
+
+
+def name(path: Path) -> str:
+    """A document's name: its path in the repository (``README.md``, ``docs/guide/compose.md``)."""
+    return Path(path).resolve().relative_to(ROOT).as_posix()
+
+
 def workdir(directory: Path) -> Path:
-    """Make ``directory`` a place to run the README's examples in: the repository's :data:`LINKED` reachable."""
+    """Make ``directory`` a place to run a document's examples in: the repository's :data:`LINKED` reachable."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    for name in LINKED:
-        (directory / name).symlink_to(ROOT / name, target_is_directory=True)
+    for linked in LINKED:
+        (directory / linked).symlink_to(ROOT / linked, target_is_directory=True)
     return directory
 
 
@@ -127,7 +142,7 @@ def examples(text: str) -> list[tuple[str, str]]:
 
 
 class InOrder:
-    """The README's :func:`steps`, run in order in one directory (made by :func:`workdir`), each at most once and
+    """A document's :func:`steps`, run in order in one directory (made by :func:`workdir`), each at most once and
     only when a result at or after it is asked for."""
 
     def __init__(self, text: str, directory: Path):
@@ -190,24 +205,36 @@ def update(text: str) -> str:
     return "\n".join(p for p in pieces)
 
 
-def main(argv: list[str]) -> int:
-    what = argv[1] if len(argv) > 1 else "check"
-    text = README.read_text()
-    if what == "update":
-        new = update(text)
-        if new != text:
-            README.write_text(new)
-            print("README.md updated")
-        return 0
+def stale(text: str) -> list[str]:
+    """The commands of ``text``'s ```console examples whose shown output is not what they print (run in order,
+    in a fresh directory)."""
     with tempfile.TemporaryDirectory(prefix="dpcalc-readme-") as tmp:
-        stale = [
+        return [
             cmd
             for cmd, shown, checked, stdout, _code in InOrder(text, Path(tmp))
             if checked and stdout.rstrip("\n") != shown
         ]
-    for cmd in stale:
-        print(f"stale example: {cmd}", file=sys.stderr)
-    return 1 if stale else 0
+
+
+def main(argv: list[str]) -> int:
+    what = argv[1] if len(argv) > 1 else "check"
+    if what not in ("update", "check"):
+        print(f"usage: python -m dpcalc.readme update|check [DOC ...] (not {what!r})", file=sys.stderr)
+        return 2
+    paths = [Path(arg).resolve() for arg in argv[2:]] or documents()
+    failed = False
+    for path in paths:
+        text = path.read_text()
+        if what == "update":
+            new = update(text)
+            if new != text:
+                path.write_text(new)
+                print(f"{name(path)} updated")
+            continue
+        for cmd in stale(text):
+            print(f"stale example: {name(path)}: {cmd}", file=sys.stderr)
+            failed = True
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""DpEvents of dp-accounting itself, into dpcalc: the README's ``dp_event_json`` helper writes the JSON that
+"""DpEvents of dp-accounting itself, into dpcalc: the guide's ``dp_event_json`` helper (docs/guide/compose.md) writes the JSON that
 ``--dp-event`` reads (exactly what ``--write-dp-event`` writes), and ``dpcalc.api`` takes the event objects
 directly, with the same answers as their specs and as the command line."""
 
@@ -17,11 +17,12 @@ dp_event = pytest.importorskip("dp_accounting.dp_event")  # a test extra: CI has
 
 
 def _readme_helper():
-    """``dp_event_json`` as the README defines it (its python block, run)."""
-    blocks = re.findall(r"```python\n(.*?)```", readme.README.read_text(), flags=re.S)
+    """``dp_event_json`` as the guide's compose page defines it (its python block, run)."""
+    page = readme.GUIDE / "compose.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)
     [block] = [b for b in blocks if "def dp_event_json" in b]
     namespace = {}
-    exec(compile(block, "README.md", "exec"), namespace)
+    exec(compile(block, readme.name(page), "exec"), namespace)
     return namespace["dp_event_json"]
 
 
@@ -70,7 +71,7 @@ IDS = [type(ev).__name__ for ev, _ in EVENTS]
 
 
 def test_readme_helper_writes_what_write_dp_event_writes(invoke):
-    """The README's helper gives, key for key, the JSON dpcalc writes for the same run."""
+    """The guide's helper gives, key for key, the JSON dpcalc writes for the same run."""
     helper = _readme_helper()
     event = dp_event.SelfComposedDpEvent(
         dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(1.1)), 1000

@@ -1,4 +1,4 @@
-"""Claims the README and dpcalc(1) make about output, checked against what dpcalc does."""
+"""Claims the README, its guide and dpcalc(1) make about output, checked against what dpcalc does."""
 
 import json
 
@@ -10,7 +10,7 @@ def test_the_readme_error_example_is_the_error_dpcalc_prints(invoke):
     assert res.exit_code == 2
     line = res.stderr.strip()
     assert line.startswith("Error: mechanism 'gausian:sigma=1': unknown kind")
-    assert f"`{line}`" in readme.README.read_text()
+    assert f"`{line}`" in (readme.GUIDE / "compose.md").read_text()  # the guide's compose page
 
 
 def test_the_man_page_says_what_json_writes_for_inf(invoke):

@@ -1,6 +1,6 @@
 """The lists the documentation shows are the program's own: the README's command table and the package
 description name every command; compose --help, dpcalc-compose(1), the generated completion table and the
-README's error example name every kind and alias the spec parser accepts, in the catalogue's order."""
+error example of the guide's compose page name every kind and alias the spec parser accepts, in the catalogue's order."""
 
 import re
 
@@ -97,6 +97,6 @@ def test_compose_man_page_lists_every_kind_and_alias():
 
 
 def test_readme_unknown_kind_example_lists_the_parsers_kinds():
-    text = readme.README.read_text()
+    text = (readme.GUIDE / "compose.md").read_text()  # the guide's compose page
     shown = re.search(r"unknown kind 'gausian' \(expected one of ([a-z, -]+);", text).group(1).split(", ")
     assert shown == KINDS

@@ -1,5 +1,6 @@
 """Pinned heads (dpcalc.ledger.head, odometer --head/--expect-head/--head-file): truncation, rollback,
-splice, duplicate, reorder and rewrite are each refused where the README says, and only there."""
+splice, duplicate, reorder and rewrite are each refused where the guide says (docs/guide/odometer.md), and only
+there."""
 
 import hashlib
 import os
@@ -97,7 +98,7 @@ def test_malformed_heads_are_input_errors_naming_the_option(text):
 
 # -- what the file alone detects, and what it cannot --------------------------------------------
 def test_without_a_pin_truncation_at_the_end_is_not_detectable(tmp_path):
-    """The README says so: a truncated ledger, or an older copy, is itself a valid ledger."""
+    """The guide says so (docs/guide/odometer.md): a truncated ledger, or an older copy, is itself a valid ledger."""
     path, _ = pinned_ledger(tmp_path, 4)
     data = open(path, "rb").read()
     open(path, "wb").write(join(lines_of(data)[:3]))

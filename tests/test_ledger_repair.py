@@ -171,7 +171,7 @@ def test_a_file_that_merely_starts_like_the_magic_is_not_a_ledger(tmp_path):
 
 def _advice_files():
     files = list((ROOT / "dpcalc").rglob("*.py")) + list((ROOT / "man").glob("*.1"))
-    files += [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    files += [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "docs" / "guide").glob("*.md")]
     return files
 
 

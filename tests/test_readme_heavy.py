@@ -1,6 +1,6 @@
-"""The README's heavy examples (its ```shell blocks: a million rows, hours of Monte Carlo, a cluster) run up to
-their estimate: under a cap of a millisecond each is refused up front, in one line giving the work it would
-do, in every output format and with --plot, and nothing is computed.  The line the README shows under one is
+"""The heavy examples of the README and the guide (their ```shell blocks: a million rows, hours of Monte Carlo,
+a cluster) run up to their estimate: under a cap of a millisecond each is refused up front, in one line giving
+the work it would do, in every output format and with --plot, and nothing is computed.  The line a page shows under one is
 the announcement of that same work."""
 
 import re
@@ -12,7 +12,12 @@ from click.testing import CliRunner
 from dpcalc import execution, readme
 from dpcalc.cli import main
 
-HEAVY = readme.estimated(readme.README.read_text())
+#: (document, command, shown) of every heavy example of every document.
+HEAVY = [
+    (readme.name(path), cmd, shown)
+    for path in readme.documents()
+    for cmd, shown in readme.estimated(path.read_text())
+]
 VARIANTS = [[], ["-f", "table"], ["-f", "json"], ["-f", "csv"], ["--plot", "big.png"]]
 
 
@@ -29,11 +34,11 @@ def _words(command: str) -> list[str]:
 
 def test_the_readme_has_heavy_examples():
     assert len(HEAVY) >= 3
-    assert any("--scheduler" in cmd for cmd, _ in HEAVY)
+    assert any("--scheduler" in cmd for _, cmd, _ in HEAVY)
 
 
-@pytest.mark.parametrize("command,shown", HEAVY, ids=[c[:60] for c, _ in HEAVY])
-def test_a_heavy_example_is_checked_and_estimated_not_run(command, shown, monkeypatch, tmp_path):
+@pytest.mark.parametrize("doc,command,shown", HEAVY, ids=[f"{d}:{c[:60]}" for d, c, _ in HEAVY])
+def test_a_heavy_example_is_checked_and_estimated_not_run(doc, command, shown, monkeypatch, tmp_path):
     def never(*a, **k):
         raise AssertionError("work started")
 
@@ -46,6 +51,6 @@ def test_a_heavy_example_is_checked_and_estimated_not_run(command, shown, monkey
         (line,) = res.stderr.splitlines()
         m = re.match(r"Error: --max-seconds 0\.001: (.+) on .+ would take about .+, above the cap", line)
         assert m, line
-        if shown:  # the announcement the README shows is of the same work
+        if shown:  # the announcement the page shows is of the same work
             assert shown.startswith(f"dpcalc: {m.group(1)} on "), (shown, line)
         assert not (tmp_path / "big.png").exists()

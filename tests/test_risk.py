@@ -214,7 +214,7 @@ def test_target_tpr_meets_the_target_and_a_little_less_noise_misses():
 
 
 def test_risk_calibrated_noise_is_below_epsilon_calibrated_noise_at_the_same_risk():
-    """The README's example: advantage <= 0.1 asked as an ε (the ε whose (ε, δ)-DP implies it) needs about
+    """The guide's example (docs/guide/risk.md): advantage <= 0.1 asked as an ε (the ε whose (ε, δ)-DP implies it) needs about
     3.7 times the noise that calibrating to the advantage itself needs (pld both)."""
     d, target = 1e-5, 0.1
     eps = math.log((1 + target - 2 * d) / (1 - target))
