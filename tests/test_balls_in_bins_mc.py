@@ -1,4 +1,5 @@
-"""Monte-Carlo accountant for balls-in-bins DP-SGD (dpcalc/engine/dpsgd/balls_in_bins_mc.py and balls_in_bins_samples.py, docs/math.md §3.9).
+"""Monte-Carlo accountant for balls-in-bins DP-SGD (dpcalc/engine/dpsgd/balls_in_bins_mc.py, balls_in_bins_samples.py,
+balls_in_bins_counts.py and balls_in_bins_conditioning.py, docs/math.md §3.9).
 
 References are independent of the Monte Carlo: for m = 2 and one epoch the hockey-stick divergences of the
 pair of Chua et al. 2025 (arXiv:2412.16802) are integrated numerically (a 1-D quadrature after rotating
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
+from dpcalc.engine.dpsgd import balls_in_bins_counts as bib_counts
 from dpcalc.engine.dpsgd import balls_in_bins_mc as bib
 from dpcalc.engine.dpsgd import balls_in_bins_samples as bib_samples
 from dpcalc.engine.dpsgd.balls_in_bins_mc import delta_balls_in_bins_mc, epsilon_balls_in_bins_mc
@@ -91,7 +93,7 @@ def test_coverage_over_seeds(sigma, eps, samples):
         assert abs(ests[:, j].mean() - r) <= 4.0 * ests[:, j].std() / math.sqrt(200) + 1e-12
     if eps == 3.0:  # make sure the rare-event machinery is what was tested here
         rem, add = bib_samples._directions(sigma, 2, 1, eps, samples, conf, 0)
-        assert rem.p < 0.2 and isinstance(add, bib_samples._Tilted) and add.log_b < -3.0
+        assert rem.p < 0.2 and isinstance(add, bib_counts._Tilted) and add.log_b < -3.0
 
 
 @pytest.mark.parametrize("epochs", [1, 4])
@@ -231,7 +233,7 @@ def test_tilt_normaliser_is_a_rigorous_upper_bound():
     within 1e-4 of it wherever Z > 1e-6 (it sets the tilted add direction's range B = Z^m e^{λ m e^{−ε₀}})."""
     import mpmath as mp
 
-    from dpcalc.engine.dpsgd.balls_in_bins_samples import _tilt_z_upper
+    from dpcalc.engine.dpsgd.balls_in_bins_conditioning import _tilt_z_upper
 
     with mp.workdps(40):
         for sigma in (0.4, 1.1, 3.0):

@@ -16,7 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from dpcalc.cli import main
-from dpcalc.engine.mechanisms.mixture_gaussian_loss import _weighted_expm1, mixture_loss
+from dpcalc.engine.mechanisms.mixture_gaussian_loss import mixture_loss
+from dpcalc.engine.mechanisms.mixture_gaussian_terms import _weighted_expm1
 from dpcalc.engine.pld.epsilon import epsilon_bracket
 from dpcalc.engine.pld.grid import Component
 from dpcalc.engine.samplers.person import mixture_terms

@@ -18,6 +18,8 @@ from dpcalc import execution
 from dpcalc.commands.matrix.command import MatrixParams, matrix
 from dpcalc.commands.sgd.epsilon import SgdEpsilonParams, sgd_epsilon
 from dpcalc.commands.sgd.rows import _count_up
+from dpcalc.engine.dpsgd import balls_in_bins_conditioning as bcond
+from dpcalc.engine.dpsgd import balls_in_bins_counts as bc
 from dpcalc.engine.dpsgd import balls_in_bins_mc as bib
 from dpcalc.engine.dpsgd import balls_in_bins_samples as bs
 from dpcalc.engine.matrix import balls_in_bins_mc as bb
@@ -61,8 +63,8 @@ def test_grid_bounds_every_term_from_above_and_closely():
     exact mean of the losses raised by a relative 2^-16 (plus the allowance and 2^-24 near 0)."""
     rng = np.random.default_rng(0)
     losses = _losses(rng, 20_000)
-    pad = bs.sgd_allowance(1.0, 10, 2)
-    d = bs._Direction(bs.bin_losses(losses), 1.0, lambda e: 0.0 * e, -math.inf, pad)
+    pad = bc.sgd_allowance(1.0, 10, 2)
+    d = bc._Direction(bc.bin_losses(losses), 1.0, lambda e: 0.0 * e, -math.inf, pad)
     raised = np.where(losses > 0, losses * (1 + 2.0**-16) + 2.0**-24, 0.0)
     raised = raised + pad(raised)
     for eps in [-1.0, 0.0, 1e-9, 1e-6, 0.01, 0.3, 1.0, 2.5, 7.0, 40.0, 299.0]:
@@ -76,8 +78,8 @@ def test_grid_bounds_every_term_from_above_and_closely():
 
 
 def test_nan_and_inf_losses_count_as_the_largest_term():
-    d = bs._Direction(
-        bs.bin_losses([np.nan, np.inf, 0.5]), 1.0, lambda e: 0.0 * e, -math.inf, bs.sgd_allowance(1, 2, 1)
+    d = bc._Direction(
+        bc.bin_losses([np.nan, np.inf, 0.5]), 1.0, lambda e: 0.0 * e, -math.inf, bc.sgd_allowance(1, 2, 1)
     )
     assert d.max_loss == math.inf
     assert float(d.mean(1e3)[0]) == pytest.approx(2 / 3, rel=1e-15)
@@ -88,8 +90,8 @@ def test_tilted_bins_bound_the_weighted_terms():
     its upper edge) is at least the exact weighted mean of the sums S it came from, and close to it."""
     rng = np.random.default_rng(1)
     m, lam, eps0 = 10, 2.0, 0.5
-    sums = bs._sample_add_tilted(1.0, m, lam, 40_000, rng)
-    t = bs._Tilted(bs.bin_losses(math.log(m) - np.log(sums)), m, lam, 0.0, eps0, bs.sgd_allowance(1.0, m, 1))
+    sums = bcond._sample_add_tilted(1.0, m, lam, 40_000, rng)
+    t = bc._Tilted(bc.bin_losses(math.log(m) - np.log(sums)), m, lam, 0.0, eps0, bc.sgd_allowance(1.0, m, 1))
     cap = m * math.exp(-eps0)
     for eps in [0.5, 0.8, 1.2, 2.0]:
         g = np.clip(-np.expm1(np.log(sums / m) + eps), 0.0, None)
@@ -100,13 +102,13 @@ def test_tilted_bins_bound_the_weighted_terms():
 
 def test_counts_merge_exactly_in_any_order():
     rng = np.random.default_rng(2)
-    parts = [bs.bin_losses(_losses(rng, n)) for n in (10, 5000, 1, 300, 2000)]
-    whole = bs.merge(parts)
+    parts = [bc.bin_losses(_losses(rng, n)) for n in (10, 5000, 1, 300, 2000)]
+    whole = bc.merge(parts)
     for order in (parts[::-1], parts[2:] + parts[:2]):
-        other = bs.merge(order)
+        other = bc.merge(order)
         assert np.array_equal(other.index, whole.index) and np.array_equal(other.count, whole.count)
         assert (other.nonpositive, other.top) == (whole.nonpositive, whole.top)
-    merger = bs.Merger()
+    merger = bc.Merger()
     for part in parts:
         merger.add(part)
     assert np.array_equal(merger.result().count, whole.count)

@@ -12,9 +12,9 @@ import pytest
 
 from dpcalc.engine.mechanisms.catalogue import CATALOGUE
 from dpcalc.engine.mechanisms.mixture_gaussian import binomial_weights, terms_of
-from dpcalc.engine.mechanisms.mixture_gaussian_loss import MixtureTerms
 from dpcalc.engine.mechanisms.mixture_gaussian_quad import quad_log_moment
 from dpcalc.engine.mechanisms.mixture_gaussian_rdp import rdp_mixture
+from dpcalc.engine.mechanisms.mixture_gaussian_terms import MixtureTerms
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
 from dpcalc.input.spec import parse_mechanism

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from scipy import special
 
 from dpcalc.cli import main
-from dpcalc.engine.matrix import mmcc
+from dpcalc.engine.matrix import mmcc, mmcc_posterior, mmcc_row_laws
 from dpcalc.engine.matrix.strategies import sqrt_coefficients, strategy, tree_gram
 from dpcalc.engine.mechanisms.gaussian_exact import eps_gaussian
 
@@ -142,7 +142,7 @@ def test_p_one_is_the_unamplified_gaussian(text, n, sigma):
     # the PLD of the rows alone (the p = 1 laws: one Gaussian per row) brackets it within its discretisation
     from dpcalc.engine.composition.pld import compose_pld
 
-    laws = mmcc.row_laws(C, np.where(C != 0, 1.0, 0.0))
+    laws = mmcc_row_laws.row_laws(C, np.where(C != 0, 1.0, 0.0))
     b = compose_pld(mmcc.specs_of(laws, sigma), delta=1e-6)
     assert float(b.lower) <= exact <= float(b.upper) <= exact * 1.01
 
@@ -229,15 +229,19 @@ def test_p_tilde_matrix_and_tree_rows():
         ends = np.array([np.flatnonzero(row)[-1] for row in C])
         assert np.all(np.diff(ends) >= 0)  # release order
     C = _prefix(3)
-    pairs = mmcc.find_pairs(C, 0.1)
+    pairs = mmcc_posterior.find_pairs(C, 0.1)
     assert sorted(zip(pairs.rows.tolist(), pairs.cols.tolist())) == [(1, 0), (2, 0), (2, 1)]
-    pt = mmcc.p_tilde_matrix(C, pairs, mmcc.posterior_bounds(pairs, 0.1, 3.0, 1e-3 / 3), 0.1)
+    pt = mmcc_posterior.p_tilde_matrix(
+        C, pairs, mmcc_posterior.posterior_bounds(pairs, 0.1, 3.0, 1e-3 / 3), 0.1
+    )
     assert np.all(np.diag(pt) == 0.1) and np.all(np.triu(pt, 1) == 0)
     assert np.all(pt[np.tril_indices(3, -1)] > 0.1) and np.all(pt <= 1)
     # p̃ falls toward p as σ grows (the posterior learns less)
     prev = 1.0
     for sigma in (2.0, 4.0, 8.0, 32.0):
-        v = float(mmcc.posterior_bounds(mmcc.find_pairs(_prefix(2), 0.2), 0.2, sigma, 1e-6)[0])
+        v = float(
+            mmcc_posterior.posterior_bounds(mmcc_posterior.find_pairs(_prefix(2), 0.2), 0.2, sigma, 1e-6)[0]
+        )
         assert 0.2 < v < prev
         prev = v
 
@@ -246,7 +250,7 @@ def test_laws_dominate_and_merge_soundly():
     # a row law is stochastically at least the exact sum of Bernoullis it stands for
     c = np.array([1.0, 0.7, 0.3, 0.123])
     q = np.array([0.5, 0.2, 0.9, 0.05])
-    v, m = mmcc._row_law(c, q)
+    v, m = mmcc_row_laws._row_law(c, q)
     exact = {}
     for b in itertools.product([0, 1], repeat=4):
         key = float(np.dot(b, c))
@@ -260,7 +264,7 @@ def test_laws_dominate_and_merge_soundly():
         (np.array([0.0, 1.0]), np.array([0.6, 0.4])),
         (np.array([0.0, 0.5, 2.0]), np.array([0.5, 0.4, 0.1])),
     ]
-    ev, em = mmcc._envelope(laws)
+    ev, em = mmcc_row_laws._envelope(laws)
     for x in (0.0, 0.5, 1.0, 2.0):
         assert float(em[ev <= x].sum()) <= min(float(mw[lv <= x].sum()) for lv, mw in laws) + 1e-15
 

@@ -36,7 +36,7 @@ from dpcalc.engine._special import lazy_special as special
 from dpcalc.engine.conversion.methods import delta_from_curve
 from dpcalc.engine.matrix import accounting as acc
 from dpcalc.engine.matrix import balls_in_bins_mc as bb
-from dpcalc.engine.matrix import bandmf, mmcc
+from dpcalc.engine.matrix import bandmf, mmcc, mmcc_posterior
 from dpcalc.engine.mechanisms import gaussian_exact
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.pld.search import boundary
@@ -185,7 +185,7 @@ class _BandmfPld(_Row):
 class _Mmcc(_Row):
     def __init__(self, s, part, sens, sigma, p):
         self.C = mmcc.causal_matrix(s)
-        self.pairs = mmcc.find_pairs(self.C, part.q)
+        self.pairs = mmcc_posterior.find_pairs(self.C, part.q)
         self.q, self.sigma, self.sens, self.label, self.eps_error = (
             part.q,
             sigma,

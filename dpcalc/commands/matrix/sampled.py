@@ -15,7 +15,7 @@ from dpcalc.commands.sgd.rows import mc_needed_note
 from dpcalc.engine.dpsgd.noise_calibration import calibrate_noise
 from dpcalc.engine.matrix import accounting as acc
 from dpcalc.engine.matrix import balls_in_bins_mc as bb
-from dpcalc.engine.matrix import mmcc, mmcc_calibration
+from dpcalc.engine.matrix import mmcc, mmcc_calibration, mmcc_posterior, mmcc_row_laws
 from dpcalc.errors import InputError
 
 #: The relative tolerance of the noise calibration of the amplified rows (bandmf, mmcc).
@@ -57,11 +57,14 @@ def mmcc_seconds(s, q: float, sigmas, per_sigma: int) -> float:
     pairs found (the refusals of the run's size raised here, before any work) and its operations counted."""
 
     C = mmcc.causal_matrix(s)
-    pairs = mmcc.find_pairs(C, q)
-    rows = mmcc.row_work(C)
+    pairs = mmcc_posterior.find_pairs(C, q)
+    rows = mmcc_row_laws.row_work(C)
     return sum(
         per_sigma
-        * (MMCC_SECONDS_EACH + MMCC_SECONDS_SQRT_OP * math.sqrt(mmcc.tail_work(pairs, float(x)) + rows))
+        * (
+            MMCC_SECONDS_EACH
+            + MMCC_SECONDS_SQRT_OP * math.sqrt(mmcc_posterior.tail_work(pairs, float(x)) + rows)
+        )
         for x in np.atleast_1d(sigmas)
     )
 
@@ -250,7 +253,7 @@ def mmcc_epsilon_rows(s, part, sens, g, p):
     """ε of each (σ, δ) by MMCC (:mod:`dpcalc.engine.matrix.mmcc`): (σ, upper, lower, estimate, notes)."""
 
     C = mmcc.causal_matrix(s)
-    pairs = mmcc.find_pairs(C, part.q)
+    pairs = mmcc_posterior.find_pairs(C, part.q)
     sig, dl = np.broadcast_arrays(np.asarray(g["sigma"], float), np.asarray(g["delta"], float))
     # one (σ, δ) at a time (each is computed on its own, the same numbers as together): the engine's limit of
     # operations is one evaluation's, and a sweep of many is estimated (mmcc_seconds), never refused

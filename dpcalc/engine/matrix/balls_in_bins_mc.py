@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 
+from dpcalc.engine.dpsgd import balls_in_bins_counts as bc
 from dpcalc.engine.dpsgd import balls_in_bins_samples as bs
 from dpcalc.engine.dpsgd.balls_in_bins_mc import epsilon_of_directions
 from dpcalc.engine.matrix.strategies import Strategy
@@ -125,13 +126,13 @@ def _root(a: np.ndarray) -> np.ndarray:
 
 
 def allowance(a: np.ndarray):
-    """The allowance for the floating-point error of a loss ℓ with a = K/σ² (:func:`bs.loss_allowance`):
+    """The allowance for the floating-point error of a loss ℓ with a = K/σ² (:func:`bc.loss_allowance`):
     relative max(10⁻¹⁰, 2⁻⁴⁰(b + 8)) to 1 + |ℓ| + 2·max a_ss + 8·√(max a_ss) (the size of the numbers the
     log-sum-exp of b terms works with) — thousands of times the error of the computation."""
     b = a.shape[0]
     amax = float(np.max(np.diag(a)))
     rho = max(_ROUND, 2.0**-40 * (b + 8))
-    return bs.loss_allowance(rho, rho * (2.0 * amax + 8.0 * math.sqrt(amax)))
+    return bc.loss_allowance(rho, rho * (2.0 * amax + 8.0 * math.sqrt(amax)))
 
 
 def batch_rows(b: int, samples: int) -> int:
@@ -140,7 +141,7 @@ def batch_rows(b: int, samples: int) -> int:
     return bs.batch_rows(b * (1.0 + b / 400.0), samples)
 
 
-def _batch(K: np.ndarray, root_k: np.ndarray, task) -> bs.LossCounts:
+def _batch(K: np.ndarray, root_k: np.ndarray, task) -> bc.LossCounts:
     """One batch: ``task = (sigma, seed, direction, index, rows)``; the counts of its losses (remove: ℓ under P;
     add: −ℓ under Q).  K and its root are the only arrays sent with it (b × b)."""
     sigma, seed, direction, index, rows = task
@@ -166,12 +167,12 @@ def directions_at(K: np.ndarray, sigmas, samples: int, seed: int, mapper=None) -
     mergers: dict = {}
     fn = functools.partial(_batch, K, _root(K))
     for task, part in zip(tasks, mapper(fn, tasks, [t[-1] for t in tasks])):
-        mergers.setdefault((task[0], task[2]), bs.Merger()).add(part)
+        mergers.setdefault((task[0], task[2]), bc.Merger()).add(part)
     out = []
     for sig in sigmas:
         pad = allowance(K / (sig * sig))
         rem, add = (
-            bs._Direction(mergers[(sig, d)].result(), 1.0, lambda e: 0.0 * e, -math.inf, pad) for d in (0, 1)
+            bc._Direction(mergers[(sig, d)].result(), 1.0, lambda e: 0.0 * e, -math.inf, pad) for d in (0, 1)
         )
         out.append((rem, add))
     return out

@@ -11,16 +11,16 @@ nodes sorted by their end, shorter first).  The steps, each proved in docs/math.
 2. **Conditional composition** (Thm 3.1): if, outside an event of probability at most δ_tail under the
    first distribution, every row's conditional pair given the rows before it is dominated by a fixed pair,
    then ``H_{e^ε}`` of the run is at most that of the product of the fixed pairs plus δ_tail, each direction.
-3. **Posterior bound** (:func:`tail_thresholds`): for C >= 0 the posterior odds of b_j = 1 given the rows
-   before row i are at most the prior odds times ``exp((T_ij − s_ij²/2)/σ²)`` with ``T_ij = ⟨θ_{<i},
-   C_{<i,j}⟩`` and ``s_ij = ‖C_{<i,j}‖``, whatever else is revealed; on the event ``T_ij <= τ_ij``, with τ_ij
-   a certified upper quantile of T_ij under P at level δ_tail / (number of pairs), b_j is then at most a
-   Bernoulli(p̃_ij).  Pairs with s_ij = 0 (step j not yet in any earlier row) need no event: p̃ = p.
-4. **Row laws** (:func:`row_laws`): by sequential coupling row i's sensitivity ``Σ_j C_ij b_j`` given the
-   earlier rows is stochastically at most ``Σ_j C_ij B_j``, B_j ~ Bernoulli(p̃_ij) independent, and the
-   mixture of Gaussians is monotone in the stochastic order of its sensitivity in both directions (Lemma B.4):
-   so any stochastically larger law — weights rounded up to a grid, mass moved up, the upper envelope of
-   several rows' laws — dominates too.
+3. **Posterior bound** (:mod:`dpcalc.engine.matrix.mmcc_posterior`): for C >= 0 the posterior odds of b_j = 1
+   given the rows before row i are at most the prior odds times ``exp((T_ij − s_ij²/2)/σ²)`` with ``T_ij =
+   ⟨θ_{<i}, C_{<i,j}⟩`` and ``s_ij = ‖C_{<i,j}‖``, whatever else is revealed; on the event ``T_ij <= τ_ij``,
+   with τ_ij a certified upper quantile of T_ij under P at level δ_tail / (number of pairs), b_j is then at
+   most a Bernoulli(p̃_ij).  Pairs with s_ij = 0 (step j not yet in any earlier row) need no event: p̃ = p.
+4. **Row laws** (:mod:`dpcalc.engine.matrix.mmcc_row_laws`): by sequential coupling row i's sensitivity
+   ``Σ_j C_ij b_j`` given the earlier rows is stochastically at most ``Σ_j C_ij B_j``, B_j ~ Bernoulli(p̃_ij)
+   independent, and the mixture of Gaussians is monotone in the stochastic order of its sensitivity in both
+   directions (Lemma B.4): so any stochastically larger law — weights rounded up to a grid, mass moved up, the
+   upper envelope of several rows' laws — dominates too.
 5. **Composition**: the certified PLD of the row mixtures (:func:`dpcalc.engine.composition.pld.compose_pld`,
    the ``mixture-gaussian`` kind, identical rows composed by count, both directions), ε taken at δ − δ_tail.
 
@@ -31,42 +31,29 @@ the smaller of the two is reported (each is a valid bound, so their minimum is).
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
-from dpcalc.engine._special import lazy_special as special
 from dpcalc.engine.composition.pld import compose_pld
+from dpcalc.engine.matrix.mmcc_posterior import (
+    MAX_CELLS,
+    Pairs,
+    find_pairs,
+    p_tilde_matrix,
+    posterior_bounds,
+    tail_work,
+)
+from dpcalc.engine.matrix.mmcc_row_laws import row_laws, row_work
 from dpcalc.engine.matrix.strategies import MAX_DENSE_STEPS, Strategy
 from dpcalc.engine.mechanisms.gaussian_exact import delta_gaussian, eps_gaussian
 from dpcalc.errors import InputError
 
 #: The share of δ spent on the tail events (where some pair needs one).
 TAIL_FRACTION = 0.5
-#: The tail grid: h = σ·s_ij / TAIL_STEPS (each weight of T_ij rounded up to it).
-TAIL_STEPS = 100
-#: The row grid: about Σ_j C_ij / ROW_STEPS (each C_ij rounded up to it; exact for integer-like rows).
-ROW_STEPS = 1000
-#: The most atoms of one row law (beyond it the values are rounded up to a coarser grid).
-MAX_ATOMS = 250
-#: The most distinct row laws composed, and the most atoms over all of them (beyond either, neighbouring laws
-#: — by their largest value, then their mean — are merged into their upper envelope, cheapest first).
-MAX_LAWS = 12
-ATOM_BUDGET = 1000
-#: Mass at the top of a law moved onto its largest value (stochastically larger: sound).
-NEGLIGIBLE = 1e-30
-#: Bisection steps of each tail threshold (the bracket shrinks 2^-BISECTIONS of its width).
-BISECTIONS = 36
-#: The most entries of C and its Gram matrix held at once (m·n + n·n doubles: 400 MB).
-MAX_CELLS = 5e7
-#: The most elementary operations of the pair scan, and of the tail and row dynamic programs (each about 10 s).
-MAX_SCAN = 2e8
+#: The most elementary operations of the tail and row dynamic programs (about 10 s).
 MAX_WORK = 1.2e9
-#: The most entries of one block of the vectorised tail dynamic program.
-_CHUNK = 2_000_000
-_EPS_MACH = float(np.finfo(float).eps)
 
 
 def causal_matrix(s: Strategy) -> np.ndarray:
@@ -106,309 +93,12 @@ def tree_matrix(n: int) -> np.ndarray:
     return ((cols >= starts[:, None]) & (cols < (starts + lengths)[:, None])).astype(float)
 
 
-@dataclass
-class Pairs:
-    """The (row, step) pairs that need a tail event (C_ij > 0 and step j in an earlier row), each with the id of
-    its key: the distinct ``(s_ij², sorted weights G⁽ⁱ⁾_{jk} > 0)`` (the law of T_ij depends on nothing else)."""
-
-    rows: np.ndarray
-    cols: np.ndarray
-    key: np.ndarray
-    s2: list = field(default_factory=list)
-    weights: list = field(default_factory=list)
-
-
 def check_nonnegative(C: np.ndarray, label: str) -> None:
     if np.any(C < 0):
         raise InputError(
             f"--strategy {label!r}: mmcc needs C >= 0 entrywise (Choquette-Choo et al. 2024); this C has "
             "negative entries"
         )
-
-
-def find_pairs(C: np.ndarray, p: float) -> Pairs:
-    """The pairs of step 3 (module docstring), scanning the rows in order with the Gram matrix of the rows
-    before (G⁽ⁱ⁾ = C_{<i}ᵀ C_{<i}, updated on each row's support)."""
-    m, n = C.shape
-    if float(m + n) * n > MAX_CELLS:
-        raise InputError(
-            f"--steps: mmcc holds C ({m}×{n}) and its Gram matrix, above the limit of {MAX_CELLS:.2g} entries"
-        )
-    nnz = np.count_nonzero(C)
-    used = np.count_nonzero(np.any(C != 0, axis=0))
-    if (nnz - used) * float(n) > MAX_SCAN:
-        raise InputError(
-            f"--method mmcc: {nnz - used} (row, step) pairs need a tail bound, about {(nnz - used) * n:.2g} "
-            f"operations, above the limit of {MAX_SCAN:.2g}: fewer steps or a banded strategy"
-        )
-    G = np.zeros((n, n))
-    rows, cols, keys = [], [], []
-    out = Pairs(np.empty(0, int), np.empty(0, int), np.empty(0, int))
-    ids: dict = {}
-    amplified = 0.0 < p < 1.0
-    for i in range(m):
-        nz = np.flatnonzero(C[i])
-        if amplified:
-            J = nz[G[nz, nz] > 0]
-            if J.size:
-                block = G[J]
-                for r, j in enumerate(J):
-                    w = np.sort(block[r][block[r] > 0])
-                    key = (float(G[j, j]), w.tobytes())
-                    k = ids.get(key)
-                    if k is None:
-                        k = ids[key] = len(out.s2)
-                        out.s2.append(float(G[j, j]))
-                        out.weights.append(w)
-                    rows.append(i)
-                    cols.append(int(j))
-                    keys.append(k)
-        c = C[i, nz]
-        G[np.ix_(nz, nz)] += np.outer(c, c)
-    out.rows, out.cols, out.key = (np.asarray(a, dtype=int) for a in (rows, cols, keys))
-    return out
-
-
-def _tail_grids(pairs: Pairs, sigma: float):
-    """Per key: its standard deviation σ·s (rounded up), grid h and the weights in grid units (rounded up)."""
-    sd = sigma * np.sqrt(np.asarray(pairs.s2)) * (1 + 1e-12)
-    h = sd / TAIL_STEPS
-    units = []
-    for w, hk in zip(pairs.weights, h):
-        k = np.ceil(w / hk).astype(np.int64)
-        k = np.where(k * hk < w, k + 1, k)
-        units.append(k)
-    return sd, h, units
-
-
-def tail_work(pairs: Pairs, sigma: float) -> float:
-    """The elementary operations of :func:`tail_thresholds` at noise σ (the dynamic programs and bisections)."""
-    if not pairs.s2:
-        return 0.0
-    _, _, units = _tail_grids(pairs, sigma)
-    return float(sum((u.size + BISECTIONS) * (u.sum() + 1.0) for u in units))
-
-
-def tail_thresholds(pairs: Pairs, p: float, sigma: float, delta_pair: float) -> np.ndarray:
-    """τ per key: a certified upper quantile of ``T = σ s Z + Σ_k w_k b_k`` (b_k ~ Bernoulli(p), Z ~ N(0, 1))
-    at level ``delta_pair``: Pr_P[T > τ] <= delta_pair (step 3; Choquette-Choo et al. 2024, Thm 3.1's bad event).
-
-    The law of ``Σ_k w_k b_k`` is computed on the grid h = σ s / :data:`TAIL_STEPS` with every weight rounded
-    up (a stochastically larger sum), vectorised over the keys; then ``Pr[T > τ] <= Σ_w Pr[W = w] Φ̄((τ − w)/σs)``
-    is bisected in τ, keeping the end whose tail is below ``delta_pair·(1 − 10⁻⁶)`` (the margin covers the
-    rounding of the sums, each a sum of non-negative terms)."""
-    K = len(pairs.s2)
-    tau = np.empty(K)
-    if K == 0:
-        return tau
-    sd, h, units = _tail_grids(pairs, sigma)
-    size = np.array([u.sum() + 1 for u in units])
-    order = np.argsort(size, kind="stable")
-    target = delta_pair * (1 - 1e-6)
-    z_lo = -special.ndtri(delta_pair)
-    z_hi = -special.ndtri(0.5 * delta_pair)
-    start = 0
-    while start < K:  # blocks of keys of similar grid sizes, at most _CHUNK entries each
-        stop = start + 1
-        while stop < K and (stop + 1 - start) * size[order[stop]] <= _CHUNK:
-            stop += 1
-        idx = order[start:stop]
-        M = int(size[idx].max())
-        L = max(units[k].size for k in idx)
-        kmat = np.zeros((idx.size, L), dtype=np.int64)
-        for r, k in enumerate(idx):
-            kmat[r, : units[k].size] = units[k]
-        D = np.zeros((idx.size, M))
-        D[:, 0] = 1.0
-        ar = np.arange(M)
-        for t in range(L):
-            live = np.flatnonzero(kmat[:, t] > 0)
-            if not live.size:
-                continue
-            sub = D[live]
-            src = ar[None, :] - kmat[live, t][:, None]
-            moved = np.take_along_axis(sub, np.maximum(src, 0), axis=1)
-            moved[src < 0] = 0.0
-            D[live] = sub * (1.0 - p) + moved * p
-        vals = ar[None, :] * h[idx][:, None]
-        s = sd[idx][:, None]
-        lo = sd[idx] * z_lo
-        hi = (size[idx] - 1) * h[idx] + sd[idx] * z_hi
-        for _ in range(BISECTIONS):
-            mid = 0.5 * (lo + hi)
-            tail = np.sum(D * special.ndtr((vals - mid[:, None]) / s), axis=1)
-            ok = tail <= target
-            hi = np.where(ok, mid, hi)
-            lo = np.where(ok, lo, mid)
-        tau[idx] = hi
-        start = stop
-    return tau
-
-
-def posterior_bounds(pairs: Pairs, p: float, sigma: float, delta_pair: float) -> np.ndarray:
-    """p̃ per key: ``1 / (1 + ((1−p)/p) e^{−ε})`` with ``ε = (τ − s²/2)/σ²`` (step 3), rounded up."""
-    tau = tail_thresholds(pairs, p, sigma, delta_pair)
-    s2 = np.asarray(pairs.s2) * (1 - 1e-12)
-    eps = (tau - s2 / 2) / sigma**2
-    pt = special.expit(eps + math.log(p) - math.log1p(-p)) * (1 + 1e-12)
-    return np.minimum(pt, 1.0)
-
-
-def p_tilde_matrix(C: np.ndarray, pairs: Pairs, per_key: np.ndarray, p: float) -> np.ndarray:
-    """The bounds p̃_ij on C's support (p where no event is needed), 0 off it."""
-    pt = np.where(C != 0, p, 0.0)
-    if pairs.rows.size:
-        pt[pairs.rows, pairs.cols] = per_key[pairs.key]
-    return pt
-
-
-def _row_law(c: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A law stochastically at least ``Σ_j c_j B_j``, B_j ~ Bernoulli(q_j) independent (c_j > 0): ``(values,
-    masses)``, values increasing.  Weights that are integer multiples of one power of two are exact;
-    otherwise each is rounded up to a grid of about Σc / :data:`ROW_STEPS` and the values raised by 10⁻¹²
-    (relative).  The masses' rounding is covered by lowering the distribution function by its error bound."""
-    keep = q > 0
-    c, q = c[keep], q[keep]
-    if not c.size:
-        return np.zeros(1), np.ones(1)
-    det = q >= 1.0
-    rand = ~det
-    u = 2.0 ** math.floor(math.log2(float(c.min())))
-    units = c / u
-    exact = bool(np.all(units == np.floor(units))) and float(units.sum()) <= 4 * ROW_STEPS
-    if exact:
-        h, k, base, margin = u, units.astype(np.int64), float(units[det].sum()) * u, 1.0
-    else:
-        wr = c[rand]
-        if wr.size:
-            wmin = float(wr.min())
-            h = wmin / math.ceil(wmin / (float(wr.sum()) / ROW_STEPS))
-            k = np.ceil(c / h).astype(np.int64)
-            k = np.where(k * h < c, k + 1, k)
-        else:
-            h, k = 1.0, np.zeros(c.size, dtype=np.int64)
-        base, margin = math.fsum(c[det].tolist()), 1.0 + 1e-12
-    kr, qr = k[rand], q[rand]
-    dist = np.zeros(int(kr.sum()) + 1)
-    dist[0] = 1.0
-    top = 0
-    for kk, qq in zip(kr.tolist(), qr.tolist()):
-        cur = dist[: top + 1].copy()
-        dist[: top + 1] = cur * (1.0 - qq)
-        dist[kk : kk + top + 1] += cur * qq
-        top += kk
-    atoms = np.flatnonzero(dist > 0)
-    masses = dist[atoms]
-    values = (base + atoms * h) * margin
-    if kr.size > 1:  # lower the distribution function by the bound on its rounding error
-        err = (2.0 * kr.size + atoms.size + 8) * _EPS_MACH
-        masses = _lower_cdf(masses, err)
-    return values, masses
-
-
-def _lower_cdf(masses: np.ndarray, err: float) -> np.ndarray:
-    """Masses whose distribution function is the given one lowered by ``err`` (mass moved to the top)."""
-    cdf = np.maximum(np.cumsum(masses) - err, 0.0)
-    cdf[-1] = 1.0
-    return np.diff(cdf, prepend=0.0)
-
-
-def _trim(values: np.ndarray, masses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The law with its top mass below :data:`NEGLIGIBLE` moved onto its largest value and, beyond
-    :data:`MAX_ATOMS` atoms, its values rounded up to a coarser grid (both stochastically larger)."""
-    keep = masses > 0
-    values, masses = values[keep], masses[keep]
-    tail = np.cumsum(masses[::-1])[::-1]  # mass at or above each atom
-    cut = np.flatnonzero(tail <= NEGLIGIBLE)
-    if cut.size and cut[0] < values.size - 1:
-        first = cut[0]
-        masses = np.concatenate([masses[:first], [tail[first]]])
-        values = np.concatenate([values[:first], [values[-1]]])
-    if values.size > MAX_ATOMS:
-        # kept: the heaviest half and the largest value in each of MAX_ATOMS/2 equal slices of [0, max]; every
-        # other atom moves up to the next kept one (at most one slice up)
-        keep = np.zeros(values.size, dtype=bool)
-        half = MAX_ATOMS // 2
-        keep[np.argsort(masses, kind="stable")[-half:]] = True
-        bins = np.minimum((values / values[-1] * half).astype(np.int64), half - 1)
-        keep[np.flatnonzero(np.diff(bins, append=half))] = True
-        slot = np.cumsum(keep[::-1])[::-1]  # kept atoms at or above each atom
-        target = np.flatnonzero(keep)[keep.sum() - slot]  # the lowest kept atom at or above
-        masses = np.bincount(target, weights=masses, minlength=values.size)[keep]
-        values = values[keep]
-    return values, masses
-
-
-def _envelope(laws: list) -> tuple[np.ndarray, np.ndarray]:
-    """The upper envelope of laws: the law whose distribution function is their minimum (stochastically at
-    least each), lowered by the rounding error of the sums."""
-    support = np.unique(np.concatenate([v for v, _ in laws]))
-    cdf = np.ones(support.size)
-    for v, m in laws:
-        f = np.concatenate([[0.0], np.cumsum(m)])[np.searchsorted(v, support, side="right")]
-        cdf = np.minimum(cdf, f)
-    cdf = np.maximum(cdf - (support.size + 8) * _EPS_MACH * 4, 0.0)
-    cdf[-1] = 1.0
-    return _trim(support, np.diff(cdf, prepend=0.0))
-
-
-def row_laws(C: np.ndarray, pt: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, int]]:
-    """The dominating laws of the rows (step 4): ``(values, masses, count)``, identical rows counted together,
-    rows of sensitivity 0 left out, and at most :data:`MAX_LAWS` laws of :data:`ATOM_BUDGET` atoms in all
-    (beyond either, the neighbouring pair of laws whose rows gain the least mean sensitivity in their upper
-    envelope is merged, repeatedly; the laws sorted by their largest value, then their mean)."""
-    seen: dict = {}
-    for i in range(C.shape[0]):  # one law per distinct (weights, p̃) row
-        nz = np.flatnonzero(C[i])
-        key = (C[i, nz].tobytes(), pt[i, nz].tobytes())
-        if key in seen:
-            seen[key][2] += 1
-            continue
-        v, m = _trim(*_row_law(C[i, nz], pt[i, nz]))
-        seen[key] = [v, m, 1]
-    laws: dict = {}
-    for v, m, cnt in seen.values():
-        if v.size == 1 and v[0] == 0:
-            continue
-        key = (v.tobytes(), m.tobytes())
-        if key in laws:
-            laws[key][2] += cnt
-        else:
-            laws[key] = [v, m, cnt]
-    out = [tuple(x) for x in laws.values()]
-    out.sort(key=lambda x: (float(x[0][-1]), float(np.dot(x[0], x[1]))))
-    if len(out) > 4 * MAX_LAWS:  # first into runs of neighbours in that order
-        out = [_merge([out[r] for r in run]) for run in np.array_split(np.arange(len(out)), 4 * MAX_LAWS)]
-
-    def cost(a, b):  # the mean sensitivity the rows of a and b gain in their envelope
-        env = _merge([a, b])
-        mean = float(np.dot(env[0], env[1]))
-        return sum(x[2] * (mean - float(np.dot(x[0], x[1]))) for x in (a, b)), env
-
-    costs = [cost(out[r], out[r + 1]) for r in range(len(out) - 1)]
-    while len(out) > MAX_LAWS or sum(x[0].size for x in out) > ATOM_BUDGET:
-        r = min(range(len(costs)), key=lambda k: costs[k][0])
-        out[r : r + 2] = [costs[r][1]]
-        del costs[r]
-        if r < len(costs):
-            costs[r] = cost(out[r], out[r + 1])
-        if r > 0:
-            costs[r - 1] = cost(out[r - 1], out[r])
-    return out
-
-
-def _merge(group) -> tuple:
-    """Laws ``(values, masses, count)`` replaced by their upper envelope, counts added."""
-    if len(group) == 1:
-        return group[0]
-    v, m = _envelope([(g[0], g[1]) for g in group])
-    return v, m, sum(g[2] for g in group)
-
-
-def row_work(C: np.ndarray) -> float:
-    """A bound on the operations of the row dynamic programs (rows × nonzeros × grid)."""
-    nnz = np.count_nonzero(C, axis=1).astype(float)
-    return float(np.sum(nnz * (ROW_STEPS + 4 * nnz)))
 
 
 def specs_of(laws, sigma: float) -> list:

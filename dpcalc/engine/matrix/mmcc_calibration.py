@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcalc.engine.matrix import mmcc
+from dpcalc.engine.matrix import mmcc, mmcc_posterior, mmcc_row_laws
 from dpcalc.engine.pld.search import boundary
 from dpcalc.errors import InputError
 
@@ -85,13 +85,13 @@ def mmcc_sigma(
     docstring); ``hi`` must meet the target (the unamplified Gaussian's σ does)."""
     C = np.asarray(C, float)
     eps_error = search_eps_error(target, eps_error, delta)
-    pairs = mmcc.find_pairs(C, p)
-    rows = mmcc.row_work(C)
+    pairs = mmcc_posterior.find_pairs(C, p)
+    rows = mmcc_row_laws.row_work(C)
     spent = [0.0]
     cut = [False]
 
     def test(sigma: float):
-        work = mmcc.tail_work(pairs, sigma) + rows
+        work = mmcc_posterior.tail_work(pairs, sigma) + rows
         if spent[0] + work > SEARCH_WORK:
             cut[0] = True
             return math.inf, None
@@ -134,7 +134,7 @@ def mmcc_sigma(
 
 def work(C: np.ndarray, p: float, sigma: float) -> float:
     """The elementary operations of one MMCC evaluation at σ (its tail bounds and row laws)."""
-    return mmcc.tail_work(mmcc.find_pairs(C, p), sigma) + mmcc.row_work(C)
+    return mmcc_posterior.tail_work(mmcc_posterior.find_pairs(C, p), sigma) + mmcc_row_laws.row_work(C)
 
 
 def _recorded(test, seen: dict):

@@ -31,8 +31,9 @@ import numpy as np
 
 from dpcalc.engine.mechanisms.base import Key, Mechanism, whole
 from dpcalc.engine.mechanisms.gaussian_loss import gaussian_loss
-from dpcalc.engine.mechanisms.mixture_gaussian_loss import MixtureTerms, mixture_loss
+from dpcalc.engine.mechanisms.mixture_gaussian_loss import mixture_loss
 from dpcalc.engine.mechanisms.mixture_gaussian_rdp import rdp_mixture
+from dpcalc.engine.mechanisms.mixture_gaussian_terms import MixtureTerms
 from dpcalc.errors import InputError
 
 #: The most components a mixture may have (``group`` at most one less).

@@ -24,7 +24,7 @@ import numpy as np
 
 from dpcalc.engine._numerics import log_sub
 from dpcalc.engine.mechanisms.loss_models import _LOG_SQRT_2PI, log_normal_sf
-from dpcalc.engine.mechanisms.mixture_gaussian_loss import MixtureTerms
+from dpcalc.engine.mechanisms.mixture_gaussian_terms import MixtureTerms
 
 _U = float(np.finfo(float).eps)
 #: Grid points × components allowed for one quadrature (else the order keeps its closed-form bounds).

@@ -38,8 +38,8 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from dpcalc.engine.mechanisms.base import check_alphas, up
-from dpcalc.engine.mechanisms.mixture_gaussian_loss import MixtureTerms
 from dpcalc.engine.mechanisms.mixture_gaussian_quad import QUAD_RHO, quad_log_moment
+from dpcalc.engine.mechanisms.mixture_gaussian_terms import MixtureTerms
 
 #: The quadrature's bound, read here and by the tests.
 __all__ = ["QUAD_RHO", "quad_log_moment", "rdp_mixture"]

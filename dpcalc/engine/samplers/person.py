@@ -26,8 +26,9 @@ import numpy as np
 from dpcalc.engine.mechanisms.base import up
 from dpcalc.engine.mechanisms.group import doublings
 from dpcalc.engine.mechanisms.mixture_gaussian import MAX_COMPONENTS, binomial_weights
-from dpcalc.engine.mechanisms.mixture_gaussian_loss import MixtureTerms, mixture_loss
+from dpcalc.engine.mechanisms.mixture_gaussian_loss import mixture_loss
 from dpcalc.engine.mechanisms.mixture_gaussian_rdp import rdp_mixture
+from dpcalc.engine.mechanisms.mixture_gaussian_terms import MixtureTerms
 from dpcalc.engine.pld.grid import Component
 from dpcalc.engine.samplers.base import Sampler
 from dpcalc.errors import InputError
