@@ -17,7 +17,8 @@ import pytest
 from dpcalc import execution
 from dpcalc.commands.matrix.command import matrix
 from dpcalc.commands.matrix.params import MatrixParams
-from dpcalc.commands.sgd.epsilon import SgdEpsilonParams, sgd_epsilon
+from dpcalc.commands.sgd.epsilon import sgd_epsilon
+from dpcalc.commands.sgd.params import SgdEpsilonParams
 from dpcalc.commands.sgd.rows import _count_up
 from dpcalc.engine.dpsgd import balls_in_bins_mc as bib
 from dpcalc.engine.dpsgd import balls_in_bins_samples as bs

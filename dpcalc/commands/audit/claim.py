@@ -35,7 +35,8 @@ from dpcalc.commands.langevin.command import LangevinParams, langevin
 from dpcalc.commands.matrix.command import matrix
 from dpcalc.commands.matrix.params import MATRIX_METHODS, MatrixParams
 from dpcalc.commands.sgd import schedule as sgd_schedule
-from dpcalc.commands.sgd.epsilon import SgdEpsilonParams, sgd_epsilon
+from dpcalc.commands.sgd.epsilon import sgd_epsilon
+from dpcalc.commands.sgd.params import SgdEpsilonParams
 from dpcalc.errors import InputError
 from dpcalc.render.cells import rounded
 from dpcalc.result import Result
