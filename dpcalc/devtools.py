@@ -19,7 +19,8 @@ from click.shell_completion import get_completion_class
 
 from dpcalc import __version__
 from dpcalc.cli import COMMANDS, main
-from dpcalc.commands.schema import CURVE_SCHEMAS, RISK_SCHEMAS, SCHEDULE_SCHEMAS, SCHEMAS, TRADEOFF_SCHEMAS
+from dpcalc.commands.attack_schema import RISK_SCHEMAS, TRADEOFF_SCHEMAS
+from dpcalc.commands.schema import CURVE_SCHEMAS, SCHEDULE_SCHEMAS, SCHEMAS
 from dpcalc.engine.mechanisms.base import SUBSAMPLING_KEYS
 from dpcalc.engine.mechanisms.catalogue import CATALOGUE
 from dpcalc.exitcodes import ExitCode

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: How each output column is rounded where it is shortened for people (tables, captions, plot labels):
-#: every column of every schema (:mod:`dpcalc.commands.schema`) is in exactly one of the four sets
-#: below (tests/test_display_rounding.py checks it), so a new column cannot be forgotten.  A column's
-#: role is the same in every command that has it; where it is an input in one command and an answer in
-#: another, it is classified by the answer (an input typed as a short decimal shows unchanged).
+#: every column of every schema (:mod:`dpcalc.commands.schema`, :mod:`dpcalc.commands.attack_schema`) is in
+#: exactly one of the four sets below (tests/test_display_rounding.py checks it), so a new column cannot be
+#: forgotten.  A column's role is the same in every command that has it; where it is an input in one command
+#: and an answer in another, it is classified by the answer (an input typed as a short decimal shows unchanged).
 #:
 #: Upper bounds, rounded up (never shown below the true bound): ε, δ and Rényi bounds (an estimate goes
 #: to a ``*_estimate`` column), the trade-off's ``tpr``, μ of μ-GDP, audit's ``fpr_upper``, a claimed ε,

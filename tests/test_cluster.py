@@ -17,7 +17,8 @@ import numpy as np  # noqa: E402
 
 from dpcalc import api  # noqa: E402
 from dpcalc.api import spread  # noqa: E402
-from dpcalc.commands.sgd.epsilon import SgdEpsilonParams, sgd_epsilon  # noqa: E402
+from dpcalc.commands.sgd.epsilon import sgd_epsilon  # noqa: E402
+from dpcalc.commands.sgd.params import SgdEpsilonParams  # noqa: E402
 from dpcalc.execution import cluster as dpcalc_cluster  # noqa: E402
 
 #: A sweep of several chunks (about a second of work: pieces of about 0.25 s, never depending on the processes).

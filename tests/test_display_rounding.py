@@ -11,7 +11,8 @@ import re
 
 import pytest
 
-from dpcalc.commands.schema import CURVE_SCHEMAS, RISK_SCHEMAS, SCHEDULE_SCHEMAS, SCHEMAS, TRADEOFF_SCHEMAS
+from dpcalc.commands.attack_schema import RISK_SCHEMAS, TRADEOFF_SCHEMAS
+from dpcalc.commands.schema import CURVE_SCHEMAS, SCHEDULE_SCHEMAS, SCHEMAS
 from dpcalc.render import MARK_RTOL
 from dpcalc.render.cells import INPUT_OR_ANSWER, rounded
 from dpcalc.result import (

@@ -13,7 +13,8 @@ import pytest
 
 from dpcalc import execution
 from dpcalc.commands.sgd import checks as sgd_checks
-from dpcalc.commands.sgd.epsilon import SgdEpsilonParams, sgd_epsilon, sgd_epsilon_stream
+from dpcalc.commands.sgd.epsilon import sgd_epsilon, sgd_epsilon_stream
+from dpcalc.commands.sgd.params import SgdEpsilonParams
 
 #: The issue's first refused sweep: 101,101 configurations.
 BIG = ["sgd-epsilon", "--sample-rate", "0.001:0.2:x1.06", "--noise-multiplier", "0.5:5:0.045", "--steps"]

@@ -10,6 +10,7 @@ import pytest
 
 from dpcalc import execution
 from dpcalc.commands.matrix import command as cmd
+from dpcalc.commands.matrix import params, plan
 from dpcalc.commands.matrix import risk as matrix_risk
 
 #: 2 strategies × 101 step counts × 60 noise multipliers: 12,120 rows (the old limit was 10,000), all gaussian.
@@ -41,12 +42,12 @@ def _refused(res, *words):
 def test_a_sweep_past_the_old_limit_is_estimated_and_capped_before_any_work(invoke, monkeypatch):
     _no_work(monkeypatch)
     # 101 × 2 runs of 60 rows each: their strategies and sensitivities (0.05 s a run) and 2 ms a gaussian row
-    runs, seconds, samples = cmd.work(
-        cmd.MatrixParams(
+    runs, seconds, samples = plan.work(
+        params.MatrixParams(
             strategies=["identity", "sqrt:bands=4"], steps=list(range(100, 10101, 100)), delta=[1e-6]
         ),
         list(range(100, 10101, 100)),
-        [cmd.participation("single")],
+        [params.participation("single")],
         ["gaussian"],
         False,
         None,
@@ -84,7 +85,7 @@ def test_a_sweep_of_many_step_counts_is_computed_the_same_on_one_process_and_two
 
 
 def test_runs_spread_over_processes_give_the_rows_of_one_process():
-    p = cmd.MatrixParams(
+    p = params.MatrixParams(
         strategies=["identity", "sqrt:bands=2"],
         steps=[20, 40],
         delta=[1e-5, 1e-6],
@@ -137,7 +138,7 @@ def test_the_monte_carlo_row_is_capped_up_front(invoke, monkeypatch):
 
 def test_work_above_three_seconds_is_announced(invoke, monkeypatch):
     monkeypatch.delenv("DPCALC_MAX_SECONDS")
-    monkeypatch.setitem(cmd.SECONDS_ROW[None], "gaussian", 100.0)  # the cost made absurd: said, then run
+    monkeypatch.setitem(plan.SECONDS_ROW[None], "gaussian", 100.0)  # the cost made absurd: said, then run
     res = invoke(
         [
             "matrix",

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dpcalc.errors import InputError
+from dpcalc.input import opening
 from dpcalc.input import text as T
 
 
@@ -183,7 +184,7 @@ def test_regular_only_refuses_a_fifo_without_blocking(tmp_path):
 
     def probe():
         try:
-            T.open_fd(str(fifo), "X", os.O_RDWR, regular=True, action="write")
+            opening.open_fd(str(fifo), "X", os.O_RDWR, regular=True, action="write")
         except InputError as exc:
             result["error"] = str(exc)
 
@@ -215,8 +216,8 @@ def test_a_fifo_is_read_as_a_stream(tmp_path):
 
 def test_text_streams_are_read_through_their_bytes():
     stdin = io.TextIOWrapper(io.BytesIO(T.BOM + b"a\r\nb\n"), encoding="latin-1")
-    assert list(T.iter_lines(T.binary_stream(stdin), "-")) == ["a\n", "b\n"]
-    assert list(T.iter_lines(T.binary_stream(io.StringIO("x\r\ny")), "-")) == ["x\n", "y"]
+    assert list(T.iter_lines(opening.binary_stream(stdin), "-")) == ["a\n", "b\n"]
+    assert list(T.iter_lines(opening.binary_stream(io.StringIO("x\r\ny")), "-")) == ["x\n", "y"]
 
 
 def test_follow_reads_a_growing_file_with_a_bom_and_crlf(tmp_path):

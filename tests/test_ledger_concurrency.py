@@ -147,7 +147,7 @@ def test_concurrent_jobs_sharing_a_head_file_never_refuse_each_other_and_it_ends
 TEAR = textwrap.dedent(
     """
     import os, sys, time
-    from dpcalc import ledger as L
+    from dpcalc.ledger import file as L
 
     def half_then_hang(fd, payload):
         os.write(fd, payload[: len(payload) // 2])

@@ -8,7 +8,8 @@ import math
 
 import pytest
 
-from dpcalc.commands.sgd.epsilon import SgdEpsilonParams, sgd_epsilon, sgd_epsilon_stream
+from dpcalc.commands.sgd.epsilon import sgd_epsilon, sgd_epsilon_stream
+from dpcalc.commands.sgd.params import SgdEpsilonParams
 from dpcalc.errors import InputError
 from dpcalc.render import ChunkWriter, RowWriter, render, to_string
 from dpcalc.result import Result, Stream

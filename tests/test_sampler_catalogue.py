@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from dpcalc.commands.choices import SGD_SAMPLINGS
-from dpcalc.commands.sgd.epsilon import SgdEpsilonParams, sgd_epsilon
+from dpcalc.commands.sgd.epsilon import sgd_epsilon
+from dpcalc.commands.sgd.params import SgdEpsilonParams
 from dpcalc.engine.conversion.of_curve import eps_of_curve
 from dpcalc.engine.dpsgd import accounting
 from dpcalc.engine.mechanisms import catalogue as mechanisms

@@ -5,7 +5,8 @@ test_heavy_sweeps.py.)"""
 import pytest
 
 from dpcalc import execution
-from dpcalc.commands.sgd.epsilon import SgdEpsilonParams, sgd_epsilon
+from dpcalc.commands.sgd.epsilon import sgd_epsilon
+from dpcalc.commands.sgd.params import SgdEpsilonParams
 from dpcalc.errors import InputError
 
 

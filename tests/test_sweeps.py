@@ -7,7 +7,8 @@ import json
 import pytest
 
 from dpcalc.commands import sweep
-from dpcalc.commands.sgd.epsilon import SgdEpsilonParams, sgd_epsilon, sgd_epsilon_stream
+from dpcalc.commands.sgd.epsilon import sgd_epsilon, sgd_epsilon_stream
+from dpcalc.commands.sgd.params import SgdEpsilonParams
 from dpcalc.errors import InputError
 from dpcalc.render import ChunkWriter, render
 

@@ -10,7 +10,7 @@ import math
 import pytest
 from scipy import stats
 
-from dpcalc.commands.schema import tradeoff_names
+from dpcalc.commands.attack_schema import tradeoff_names
 
 
 def _rows(result):

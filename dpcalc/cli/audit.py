@@ -11,7 +11,7 @@ from dpcalc.cli.common import BudgetExceeded, common_options, run, single
 from dpcalc.cli.run_options import run_options
 from dpcalc.cli.spec_complete import complete_mechanism
 from dpcalc.cli.types import SEED_MAX, Grid
-from dpcalc.input.text import open_error
+from dpcalc.input.opening import open_error
 
 #: The confidence's distance from 0 and 1: closer to 1, the level 1 − (1 − c)/2 of each one-sided
 #: Clopper–Pearson interval rounds to 1 (an interval with no end).

@@ -10,7 +10,7 @@ from dpcalc.cli.tradeoff import refuse_with, risk_options, risk_question, tradeo
 from dpcalc.cli.types import Grid
 from dpcalc.cli.work_options import work_options
 from dpcalc.commands.choices import CONVERSIONS
-from dpcalc.input.text import open_error
+from dpcalc.input.opening import open_error
 
 MAN_EXAMPLES = [
     (

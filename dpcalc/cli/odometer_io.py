@@ -21,7 +21,7 @@ from dpcalc.commands.dp_events import sourced_event_specs
 from dpcalc.commands.odometer import command as session
 from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.exitcodes import ExitCode
-from dpcalc.input import text as textinput
+from dpcalc.input import opening
 from dpcalc.input.events import Event, follow_lines, iter_events, stream_lines
 from dpcalc.ledger import file as L
 from dpcalc.ledger import head as H
@@ -82,15 +82,15 @@ def _event_source(events, inline, follow, curves, dp_events=()):
     if events is None:
         return iter(given), False, None
     if events == "-":
-        waiter = _Waiter(textinput.stdin_stream("EVENTS"))
+        waiter = _Waiter(opening.stdin_stream("EVENTS"))
         return itertools.chain(given, iter_events(stream_lines(waiter, "EVENTS"), "EVENTS")), True, waiter
-    fd = textinput.open_fd(events, f"EVENTS {events}")
-    if follow and textinput.is_regular(fd):
+    fd = opening.open_fd(events, f"EVENTS {events}")
+    if follow and opening.is_regular(fd):
         os.close(fd)
         waiter = _Waiter()
         return itertools.chain(given, iter_events(follow_lines(events, idle=waiter), events)), True, waiter
     fh = open(fd, "rb", buffering=0)
-    if not textinput.is_regular(fd):  # a FIFO, a device, /dev/fd/N: a stream
+    if not opening.is_regular(fd):  # a FIFO, a device, /dev/fd/N: a stream
         waiter = _Waiter(fh)
         lines = stream_lines(waiter, events)
         return itertools.chain(given, _closing(fh, iter_events(lines, events))), True, waiter

@@ -39,5 +39,5 @@ LANGEVIN_METHODS = ("dynamics", "lower", "composition")
 #: compose's --group-size (and dpcalc.api.compose's group_size): the largest group of one person's examples.
 GROUP_SIZE_MAX = 10_000
 
-#: matrix's --method (besides "all"): dpcalc.commands.matrix.command.MATRIX_METHODS.
+#: matrix's --method (besides "all"): dpcalc.commands.matrix.params.MATRIX_METHODS.
 MATRIX_METHODS = ("gaussian", "bandmf-rdp", "bandmf-pld", "mmcc", "mc")

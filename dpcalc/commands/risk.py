@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from dpcalc.commands.schema import risk_names
+from dpcalc.commands.attack_schema import risk_names
 from dpcalc.engine import risk
 from dpcalc.result import PlotSpec, Result
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 
-from dpcalc.commands.schema import tradeoff_names
+from dpcalc.commands.attack_schema import tradeoff_names
 from dpcalc.result import PlotSpec, Result
 
 CLT_NOTE = "central limit theorem (Dong, Roth & Su 2022; Bu et al. 2020): an approximation, not a guarantee"

@@ -10,7 +10,8 @@ import os
 from collections.abc import Callable, Iterable
 
 from dpcalc.errors import InputError
-from dpcalc.input.text import binary_stream, csv_records, iter_lines, open_lines, read_lines
+from dpcalc.input.opening import binary_stream
+from dpcalc.input.text import csv_records, iter_lines, open_lines, read_lines
 
 
 def load_curve(path: str, source: str | None = None, stdin=None) -> tuple[list[float], list[float]]:

@@ -27,8 +27,9 @@ from typing import IO, Any
 
 from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.input import text as textinput
+from dpcalc.input.opening import binary_stream
 from dpcalc.input.spec import parse_mechanism
-from dpcalc.input.text import binary_stream, csv_records, iter_lines
+from dpcalc.input.text import csv_records, iter_lines
 
 SGM_COLUMNS = ("sample_rate", "noise_multiplier")
 MAX_STEPS = 10**12

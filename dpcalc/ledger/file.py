@@ -45,7 +45,8 @@ import time
 from collections.abc import Callable, Iterator
 
 from dpcalc.errors import DpcalcError, InputError
-from dpcalc.input.text import BOM, describe_mode, open_error, open_fd
+from dpcalc.input.opening import describe_mode, open_error, open_fd
+from dpcalc.input.text import BOM
 from dpcalc.ledger.head import Pins
 from dpcalc.ledger.head import head as head_of
 from dpcalc.ledger.lines import (  # noqa: F401  (LedgerDamaged: raised by read, append and repair)

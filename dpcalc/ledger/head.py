@@ -31,7 +31,7 @@ import secrets
 from dataclasses import dataclass
 
 from dpcalc.errors import DpcalcError, InputError
-from dpcalc.input.text import open_error, open_fd
+from dpcalc.input.opening import open_error, open_fd
 
 EMPTY = hashlib.sha256(b"").hexdigest()
 _HEAD_RE = re.compile(r"(0|[1-9][0-9]{0,15}):([0-9a-f]{64})")

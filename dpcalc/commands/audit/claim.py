@@ -32,9 +32,11 @@ from dpcalc.commands.compose.command import compose
 from dpcalc.commands.dp_events import event_specs
 from dpcalc.commands.iterate.command import IterateParams, iterate
 from dpcalc.commands.langevin.command import LangevinParams, langevin
-from dpcalc.commands.matrix.command import MATRIX_METHODS, MatrixParams, matrix
+from dpcalc.commands.matrix.command import matrix
+from dpcalc.commands.matrix.params import MATRIX_METHODS, MatrixParams
 from dpcalc.commands.sgd import schedule as sgd_schedule
-from dpcalc.commands.sgd.epsilon import SgdEpsilonParams, sgd_epsilon
+from dpcalc.commands.sgd.epsilon import sgd_epsilon
+from dpcalc.commands.sgd.params import SgdEpsilonParams
 from dpcalc.errors import InputError
 from dpcalc.render.cells import rounded
 from dpcalc.result import Result

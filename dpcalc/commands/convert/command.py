@@ -17,9 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcalc.commands import sweep
+from dpcalc.commands.attack_schema import tradeoff_names
 from dpcalc.commands.choices import CONVERSIONS
 from dpcalc.commands.curve import grid_part
-from dpcalc.commands.schema import conform, names, tradeoff_names
+from dpcalc.commands.schema import conform, names
 from dpcalc.commands.tradeoff import tradeoff_plot
 from dpcalc.engine.conversion import methods as conversions
 from dpcalc.errors import InputError

@@ -17,9 +17,10 @@ import itertools
 
 import numpy as np
 
+from dpcalc.commands.attack_schema import tradeoff_names
 from dpcalc.commands.convert.command import read_curve
 from dpcalc.commands.risk import risk_result, risk_rows
-from dpcalc.commands.schema import names, tradeoff_names
+from dpcalc.commands.schema import names
 from dpcalc.commands.tradeoff import exact_rows, tradeoff_plot
 from dpcalc.engine import risk, tradeoff
 from dpcalc.engine.conversion.methods import delta_from_curve

@@ -9,187 +9,31 @@ amplification, exact), ``bandmf-rdp`` and ``bandmf-pld`` (amplified BandMF, cycl
 (balls-in-bins participation by Monte Carlo, a bound holding with a confidence:
 :mod:`dpcalc.engine.matrix.balls_in_bins_mc`, ε only).  With
 ``target_epsilon`` and no noise multiplier: the smallest noise multiplier of each row.
+
+Its parameters and their checks are :mod:`.params`; its runs, their work estimated and spread, :mod:`.plan`.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from dpcalc import execution
-from dpcalc.commands import choices, schema, sweep
+from dpcalc.commands import schema, sweep
 from dpcalc.commands.matrix import sampled
+from dpcalc.commands.matrix.params import MatrixParams, setting, step_counts
+from dpcalc.commands.matrix.plan import _Built, execute, work
 from dpcalc.engine.grid import product
 from dpcalc.engine.matrix import accounting as acc
-from dpcalc.engine.matrix.sensitivity import Participation, sensitivity
+from dpcalc.engine.matrix.sensitivity import sensitivity
 from dpcalc.engine.matrix.strategies import MAX_DENSE_STEPS, MAX_STEPS, strategy
 from dpcalc.engine.mechanisms import sgm
 from dpcalc.engine.pld.search import boundary
 from dpcalc.errors import InputError
 from dpcalc.result import PlotSpec, Result
 
-#: The accountants, in the order rows are shown (dpcalc.commands.choices, read by --help without numpy).
-MATRIX_METHODS = choices.MATRIX_METHODS
-#: The most strategies (and participation patterns) in one run.  Kept: they are repeated options written out one by
-#: one (never a range), each parsed, read (a file) and checked against its size limits (MAX_STEPS, MAX_DENSE_STEPS:
-#: one strategy's n × n matrices held in memory) before anything is computed; the sweeps of the numeric options
-#: (--steps, --noise-multiplier, --delta, ...) are estimated instead (:func:`work`), never refused.
-MAX_STRATEGIES = 20
-#: The work of a sweep (CPU seconds on one core), from quick timings of ``matrix`` rows on the development machine
-#: (2 cores, shared; time.process_time, scipy loaded), each rounded up with a margin of about 1.5 to 3:
-#: a run (a strategy built and its sensitivity under one pattern: 5 to 7 ms measured for Toeplitz C up to 10⁵ steps,
-#: with its gaussian row), plus per step of a Toeplitz C, or per entry of the n × n Gram matrix of a dense one (tree,
-#: file: 0.05 s measured for the tree of 1000 steps under min-sep, 2.4 s for 4096 steps).
-SECONDS_RUN = 0.01
-SECONDS_TOEPLITZ_STEP = 1e-7
-SECONDS_DENSE_CELL = 1.5e-7
-#: Per row, by question (None: ε at σ; "sigma": the least σ for a target ε; "steps": the most steps) and accountant,
-#: measured as above: gaussian 0.6 ms a row in a sweep (vectorised), bandmf-rdp 7 to 30 ms (a Rényi curve per σ),
-#: bandmf-pld 40 to 250 ms (one PLD per σ; 250 ms with 64 bands over 10⁵ steps); σ for a target: gaussian 5 ms,
-#: bandmf-rdp 31 ms, bandmf-pld 0.24 s, mmcc 6.5 s (its search: at most 16 MMCC evaluations within
-#: mmcc_calibration.SEARCH_WORK); the most steps (a search over n, a strategy and sensitivity at each candidate):
-#: gaussian 0.05 to 0.1 s, bandmf-rdp 0.25 s, bandmf-pld 2.1 s, mmcc 3.7 s.  mmcc's ε rows are estimated from its own
-#: operation counts (:func:`dpcalc.commands.matrix.sampled.mmcc_seconds`), mc's from its samples
-#: (:func:`dpcalc.commands.matrix.sampled.mc_seconds`).
-SECONDS_ROW = {
-    None: {"gaussian": 2e-3, "bandmf-rdp": 0.05, "bandmf-pld": 0.4},
-    "sigma": {"gaussian": 0.01, "bandmf-rdp": 0.1, "bandmf-pld": 0.6, "mmcc": 15.0},
-    "steps": {"gaussian": 0.3, "bandmf-rdp": 0.6, "bandmf-pld": 5.0, "mmcc": 10.0},
-}
 SIGMA_RTOL = sampled.SIGMA_RTOL
 COLUMNS = tuple(schema.names("matrix"))
-
-
-@dataclass(frozen=True)
-class MatrixParams:
-    """The inputs of ``dpcalc matrix``: the strategies (``--strategy`` values), the steps n (one, or a sweep: rows
-    for each), the participation
-    (``single``, ``min-sep:k=K,b=B`` or ``cyclic-poisson:b=B[,q=Q]``; one or a sequence: rows for each),
-    ``delta`` and ``sigma`` (sequences: a sweep) or ``target_epsilon``; ``method`` one of :data:`MATRIX_METHODS`
-    or ``"all"``."""
-
-    strategies: Sequence[str]
-    steps: int | Sequence[int] | None
-    delta: Sequence[float] | None
-    sigma: Sequence[float] | None = None
-    target_epsilon: Sequence[float] | None = None
-    participation: str | Sequence[str] = "single"
-    method: str = "all"
-    eps_error: float | None = None
-    mc_samples: int | None = None  # mc: Monte Carlo samples per direction [MC_SAMPLES]
-    confidence: float | None = None  # mc: the probability with which its ε holds [MC_CONFIDENCE]
-    seed: int | None = None  # mc: the seed of the sampling [0]
-    mmcc_memory_cap: int | None = None  # mmcc: the PLD's memory cap (set by the searches; None: its default)
-
-
-def participation(text: str) -> Participation:
-    """A ``--participation`` value (its keys checked, each fault named)."""
-    kind, _, rest = text.partition(":")
-    kind = kind.strip()
-    params = {}
-    for part in filter(None, rest.split(",")):
-        key, eq, value = part.partition("=")
-        if not eq:
-            raise InputError(f"--participation {text!r}: {part!r} is not KEY=VALUE")
-        params[key.strip()] = value.strip()
-    allowed = {
-        "single": (),
-        "min-sep": ("k", "b"),
-        "cyclic-poisson": ("b", "q"),
-        "poisson": ("q",),
-        "balls-in-bins": ("b",),
-    }
-    if kind not in allowed:
-        raise InputError(
-            f"--participation {text!r}: must be single, min-sep:k=K,b=B, cyclic-poisson:b=B[,q=Q], poisson:q=Q "
-            "or balls-in-bins:b=B"
-        )
-    for key in params:
-        if key not in allowed[kind]:
-            raise InputError(f"--participation {text!r}: unknown key {key!r}")
-    for key in allowed[kind]:
-        if key not in params and (key != "q" or kind == "poisson"):
-            raise InputError(f"--participation {text!r}: give {key}=")
-
-    def whole(key):
-        if not re.fullmatch(r"[0-9]+", params[key]) or int(params[key]) < 1:
-            raise InputError(
-                f"--participation {text!r}: {key} must be a whole number >= 1, got {params[key]!r}"
-            )
-        return int(params[key])
-
-    if kind == "single":
-        return Participation("single")
-    if kind == "min-sep":
-        return Participation("min-sep", k=whole("k"), b=whole("b"))
-    if kind == "balls-in-bins":
-        return Participation("balls-in-bins", b=whole("b"))
-    q = None
-    if "q" in params:
-        try:
-            q = float(params["q"])
-        except ValueError:
-            q = float("nan")
-        if not 0 < q <= 1:
-            raise InputError(f"--participation {text!r}: q must be in (0, 1], got {params['q']!r}")
-    if kind == "poisson":
-        return Participation("poisson", b=1, q=q)
-    return Participation("cyclic", b=whole("b"), q=q)
-
-
-def step_counts(p: MatrixParams) -> list[int] | None:
-    """The step counts of ``--steps`` (one, or a sweep), checked; None where they are left out (solved for).
-    A file's C fixes n: it takes one step count (its size), never a sweep."""
-    if p.steps is None:
-        return None
-    counts = [int(p.steps)] if isinstance(p.steps, (int, np.integer)) else [int(n) for n in p.steps]
-    if not counts:
-        raise InputError("--steps: give a number of steps")
-    for n in counts:
-        if not 1 <= n <= MAX_STEPS:
-            raise InputError(f"--steps: must be a whole number in [1, {MAX_STEPS}], got {n}")
-    if len(counts) > 1:
-        for text in p.strategies:
-            if text.partition(":")[0].strip() == "file":
-                raise InputError(
-                    f"--steps: a sweep of steps cannot go with --strategy {text!r} (a file's C fixes the steps: "
-                    "give one --steps, its size)"
-                )
-    # the strategies' size limits grow with n: a run past them is refused before any row is computed (or estimated)
-    for text in p.strategies:
-        strategy(text, max(counts))
-    return counts
-
-
-def setting(p: MatrixParams, counts, question: str | None = None):
-    """``(patterns, methods, strict)`` of a run: the ``--participation`` patterns parsed (each checked against
-    every step count), the methods asked for and whether a method that does not apply is an error (one method
-    and one pattern asked for) rather than rows left out; the Monte Carlo options checked."""
-    if not p.strategies or len(p.strategies) > MAX_STRATEGIES:
-        raise InputError(f"--strategy: give 1 to {MAX_STRATEGIES} strategies")
-    texts = [p.participation] if isinstance(p.participation, str) else list(p.participation)
-    if not texts or len(texts) > MAX_STRATEGIES:
-        raise InputError(f"--participation: give 1 to {MAX_STRATEGIES} patterns")
-    parts = [participation(t) for t in texts]
-    for part in parts:
-        for n in counts or ():
-            if part.kind in ("cyclic", "balls-in-bins") and part.b > n:
-                raise InputError(f"--participation: b = {part.b} partitions is more than the {n} steps")
-    methods = list(MATRIX_METHODS) if p.method == "all" else [p.method]
-    mc_opts = {"--mc-samples": p.mc_samples, "--confidence": p.confidence, "--seed": p.seed}
-    if (given := [k for k, v in mc_opts.items() if v is not None]) and (
-        "mc" not in methods or all(part.kind != "balls-in-bins" for part in parts)
-    ):
-        raise InputError(
-            f"{given[0]}: applies to the mc row (--participation balls-in-bins:b=B, --method mc or all)"
-        )
-    # one pattern asked for: a method that does not apply to it is an error; several: its rows are left out
-    strict = p.method != "all" and len(parts) == 1
-    return parts, methods, strict
 
 
 #: The options a sweep of the rows' numbers is made of (their values: :func:`_swept_values`), for the 10⁸-row limit.
@@ -198,127 +42,6 @@ _SWEPT = ("target-epsilon", "noise-multiplier", "delta")
 
 def _swept_values(p: MatrixParams) -> tuple:
     return tuple(x if x is not None else [None] for x in (p.target_epsilon, p.sigma, p.delta))
-
-
-class _Built:
-    """The strategy of a run and its sensitivity under each pattern, built once for consecutive runs of the same
-    step count and strategy (per process: each worker builds its own)."""
-
-    def __init__(self, p: MatrixParams, parts):
-        self.parts, self.key, self.s, self.sens = parts, None, None, {}
-
-    def __call__(self, text: str, n: int, j: int):
-        if self.key != (text, n):
-            self.key, self.s, self.sens = (text, n), strategy(text, n), {}
-        if j not in self.sens:
-            self.sens[j] = sensitivity(self.s, self.parts[j])
-        return self.s, self.sens[j]
-
-
-def _kind(text: str) -> str:
-    return text.partition(":")[0].strip()
-
-
-def _refusal(s_of, part, method: str, solve) -> str | None:
-    """Why ``method`` does not apply to the run (the rules of :func:`_rows` and :func:`_steps_rows`), or None;
-    ``s_of()`` builds the strategy, only where the pattern leaves the question open."""
-    if method == "gaussian":
-        return None
-    if method.startswith("bandmf"):
-        return acc.bandmf_refusal(s_of() if part.kind == "cyclic" and part.q is not None else None, part)
-    if method == "mmcc":
-        return sampled.mmcc_refusal(
-            s_of() if part.kind == "poisson" else None, part, None if solve == "steps" else solve
-        )
-    if solve == "steps":
-        return sampled.MC_ONLY_EPSILON
-    return sampled.mc_refusal(s_of() if part.kind == "balls-in-bins" and not solve else None, part, solve)
-
-
-def runs(p: MatrixParams, counts, parts, methods, strict: bool, solve=None):
-    """Yield ``(n, text, j, method, s)`` for every run whose method applies, in the order of the rows (step count,
-    strategy, pattern, method; ``s`` the strategy where it was built to decide, else None); a method that does not
-    apply is an error where ``strict``.  Nothing is computed but the strategies the rules need."""
-    for n in counts or [None]:
-        for text in p.strategies:
-            if solve == "steps" and _kind(text) == "file":
-                raise InputError(f"--strategy {text!r}: a file's C fixes the steps; give --steps")
-            cache: list = []
-
-            def s_of(text=text, n=n, cache=cache):
-                if not cache:
-                    cache.append(strategy(text, 2 if solve == "steps" else n))
-                return cache[0]
-
-            for j, part in enumerate(parts):
-                for m in methods:
-                    why = _refusal(s_of, part, m, solve)
-                    if why is not None:
-                        if strict:
-                            raise InputError(f"--method {m}: {why}")
-                        continue
-                    yield n, text, j, m, (cache[0] if cache else None)
-
-
-def run_seconds(text: str, n: int | None) -> float:
-    """The estimated CPU seconds of a run's strategy and sensitivity (the constants above)."""
-    n = 1 if n is None else n
-    if _kind(text) in ("tree", "file"):
-        return SECONDS_RUN + SECONDS_DENSE_CELL * float(n) * float(n)
-    return SECONDS_RUN + SECONDS_TOEPLITZ_STEP * float(n)
-
-
-def work(p: MatrixParams, counts, parts, methods, strict, solve, g: dict):
-    """``(runs, seconds, samples)``: the runs whose methods apply (:func:`runs`, as ``(n, text, j, method)``), the
-    estimated CPU seconds of their rows (one per point of the grid ``g``) each on one core, and the Monte Carlo
-    samples among them (both directions, every σ).  Refusals of a single run (its size, its Monte Carlo sample's
-    width, an MMCC search's target or δ) are raised here, before any work or estimate."""
-    rows = g["delta"].size
-    out, seconds, samples, seen = [], 0.0, 0.0, set()
-    sigmas = np.unique(np.asarray(p.sigma, float)) if p.sigma is not None else np.array([])
-    for n, text, j, m, s in runs(p, counts, parts, methods, strict, solve):
-        out.append((n, text, j, m))
-        if (n, text, j) not in seen:
-            seen.add((n, text, j))
-            seconds += run_seconds(text, n)
-        part = parts[j]
-        if m == "mc":
-            sampled.mc_check(s, part)
-            k = sigmas.size
-            samples += 2.0 * sampled.mc_count(p) * k
-            seconds += sampled.mc_seconds(sampled.mc_count(p), part.b, k)
-        elif m == "mmcc" and solve is not None:
-            sampled.mmcc_search_check(g, p)
-            seconds += SECONDS_ROW[solve][m] * rows
-        elif m == "mmcc":
-            seconds += sampled.mmcc_seconds(
-                s if s is not None else strategy(text, n), part.q, sigmas, rows // max(1, sigmas.size)
-            )
-        else:
-            seconds += SECONDS_ROW[solve][m] * rows
-    if not out:
-        raise InputError(f"--method {p.method}: applies to none of the strategies and patterns given")
-    return out, seconds, samples
-
-
-#: What the estimate of a sweep without Monte Carlo names (a sweep with it names its samples: "Monte Carlo").
-WHAT = "matrix accounting"
-
-
-def execute(compute, tasks, seconds: float, samples: float, rows: int):
-    """Yield ``compute(task)`` for every task, in order, after planning the work (:func:`dpcalc.execution.plan`:
-    the estimate said when long, ``--max-seconds``' cap, the bar).  Without Monte Carlo the tasks are spread over
-    the processes or cluster of the settings in force (:func:`dpcalc.commands.sweep.run`), a bar of rows; with it,
-    they run in order in this process and the samples of each are spread instead (their batches,
-    :func:`dpcalc.execution.mapper`), a bar of samples (the other rows' work counted in the estimate, not the bar)."""
-    if not samples:
-        yield from sweep.run(
-            compute, tasks, seconds=seconds, unit="rows", what=WHAT, weights=[rows] * len(tasks)
-        )
-        return
-    execution.plan(seconds, samples, "samples", what="Monte Carlo")
-    for task in tasks:
-        yield compute(task)
 
 
 def matrix(params: MatrixParams) -> Result:

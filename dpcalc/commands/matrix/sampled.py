@@ -167,7 +167,7 @@ def mc_note(samples: int, delta: float, confidence: float, finite: bool) -> str:
 def mc_rows(s, part, g, p):
     """The Monte Carlo row's (ε upper bounds, estimates, notes): its batches run on the processes or cluster of the
     settings in force (the same numbers anywhere); its work is planned by the caller, with the sweep's
-    (:func:`dpcalc.commands.matrix.command.work`, :func:`mc_seconds`)."""
+    (:func:`dpcalc.commands.matrix.plan.work`, :func:`mc_seconds`)."""
 
     samples = mc_count(p)
     confidence = MC_CONFIDENCE if p.confidence is None else p.confidence

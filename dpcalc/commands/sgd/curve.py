@@ -20,7 +20,7 @@ from dpcalc.errors import InputError
 
 
 def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = False):
-    """The Rényi curve of DP-SGD (``params``: :class:`dpcalc.commands.sgd.epsilon.SgdEpsilonParams`; its
+    """The Rényi curve of DP-SGD (``params``: :class:`dpcalc.commands.sgd.params.SgdEpsilonParams`; its
     ``delta``, ``conversion`` and ``eps_error`` are not used): T times the per-step curve of the
     subsampled Gaussian (:func:`dpcalc.engine.dpsgd.accounting.rdp_per_step`, Poisson: exact, MTZ 2019;
     fixed-size: the WBK 2019 bound at σ/2), exactly the curve the rdp accountant converts.

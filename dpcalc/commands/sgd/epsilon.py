@@ -2,20 +2,18 @@
 
 :func:`sgd_epsilon` checks the combination of inputs, builds their cartesian product, asks the
 accountants of :mod:`dpcalc.engine.dpsgd` (and the PLD accountant, docs/math.md §7) and packs the
-answer into a :class:`~dpcalc.result.Result`.
+answer into a :class:`~dpcalc.result.Result` (its columns: :mod:`.columns`; its figure: :mod:`.plot`).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
-from dpcalc.commands import schema, sweep
-from dpcalc.commands.choices import SGD_ACCOUNTANTS, SGD_CONVERSIONS
+from dpcalc.commands import sweep
 from dpcalc.commands.sgd import checks as sgd_checks
 from dpcalc.commands.sgd.checks import (  # noqa: F401 (the limits and checks, also read here)
     MC_CONFIDENCE,
@@ -25,71 +23,18 @@ from dpcalc.commands.sgd.checks import (  # noqa: F401 (the limits and checks, a
     checked,
     work_seconds,
 )
+from dpcalc.commands.sgd.columns import ALL_COLUMNS, _result_columns
 from dpcalc.commands.sgd.delta import delta_rows
 from dpcalc.commands.sgd.group import GROUP_ACCOUNTANTS, group_caption
+from dpcalc.commands.sgd.params import SgdEpsilonParams
+from dpcalc.commands.sgd.plot import _plot_spec
 from dpcalc.commands.sgd.rows import SIGMA_RTOL, accountant_rows
 from dpcalc.engine.dpsgd.balls_in_bins_samples import BATCH_DRAWS
 from dpcalc.errors import DpcalcWarning, InputError
-from dpcalc.result import PlotSpec, Result, Stream
+from dpcalc.result import Result, Stream
 
-#: The accountants and conversions offered (dpcalc.commands.choices, read by --help without numpy).
-ACCOUNTANTS = SGD_ACCOUNTANTS
-CONVERSIONS = SGD_CONVERSIONS
-METHOD_LABEL = {
-    "rdp": "rdp",
-    "pld": "pld",
-    "abadi": "abadi-asymptotic",
-    "bassily": "bassily-reference",
-    "shuffle": "shuffle-gaussian",  # the shuffle sampler's own row (dpcalc.engine.samplers.shuffle)
-    "mc": "balls-in-bins-mc",  # dpcalc.engine.dpsgd.balls_in_bins_mc
-    "rdp-group": "rdp-group",  # --group-size: the generic routes (dpcalc.commands.sgd.group)
-    "dp-group": "dp-group",
-}
 #: Combinations per chunk of a sweep (memory is bounded by the chunk, not by the sweep).
 CHUNK = 2048
-
-
-@dataclass(frozen=True)
-class SgdEpsilonParams:
-    """The inputs of ``dpcalc sgd-epsilon``: each numeric field a sequence of values (a sweep) or None.
-
-    Give ``sigma`` (the noise multiplier), the sample rate (``sample_rate``, or ``batch_size`` with
-    ``dataset_size``), the length (``steps``, or ``epochs``) and ``delta``.  With ``target_epsilon``,
-    leave out ``sigma`` (to get the smallest one) or the length (to get the largest number of steps).
-    ``accountant`` is one of :data:`ACCOUNTANTS` or ``"all"``; ``conversion`` one of
-    :data:`CONVERSIONS`; ``sampling`` ``"poisson"``, ``"fixed-size"``, ``"truncated-poisson"`` (with
-    ``max_batch_size``), ``"shuffle"``, ``"balls-in-bins"`` or ``"random-allocation"``; ``neighbors``
-    ``"add-remove"`` or ``"replace-one"`` (None: the usual one for the sampling); ``eps_error`` the
-    width of the PLD bracket (a number, or a sequence of one number).
-    """
-
-    delta: Sequence[float]
-    sigma: Sequence[float] | None = None
-    sample_rate: Sequence[float] | None = None
-    batch_size: Sequence[int] | None = None
-    dataset_size: Sequence[int] | None = None
-    max_batch_size: Sequence[int] | None = None
-    steps: Sequence[int] | None = None
-    epochs: Sequence[float] | None = None
-    target_epsilon: Sequence[float] | None = None
-    accountant: str = "rdp"
-    conversion: str = "optimal"
-    sampling: str = "poisson"
-    neighbors: str | None = None
-    eps_error: float | Sequence[float] | None = None
-    tuning: object | None = None  # a dpcalc.engine.composition.tuning.TuningRuns (--tuning-runs)
-    mc_samples: int | None = None  # --method mc (balls-in-bins): Monte Carlo samples per direction
-    confidence: float | None = None  # --method mc: the probability with which its ε holds
-    seed: int | None = None  # --method mc: the seed of the sampling
-    #: gradient accumulation (--physical-batch-size, --accumulation-steps): (B, A) when ``batch_size`` is
-    #: the logical batch B·A they make (noise once per optimizer step); named in the caption only
-    accumulation: tuple[int, int] | None = None
-    #: --group-size K: what the run promises a person who contributed K examples (1: one example, today's
-    #: rows), one value or a sequence (a sweep); the accountants rdp and pld then give the tight mixture
-    #: (Poisson sampling), rdp-group and dp-group the generic group routes (dpcalc.commands.sgd.group)
-    group_size: int | Sequence[int] = 1
-    #: --epsilon: δ at each of these ε instead of ε at ``delta`` (None: ε is asked; :mod:`dpcalc.commands.sgd.delta`)
-    epsilon: Sequence[float] | None = None
 
 
 def sgd_epsilon(params: SgdEpsilonParams, *, jobs: int | None = None, scheduler=None) -> Result:
@@ -293,16 +238,6 @@ def _part_kw(kw: dict, part: dict) -> dict:
     return out
 
 
-#: The note of every row of an accountant (pld rows carry their own: a refusal's reason).
-_NOTE = {
-    "abadi": "asymptotic closed form: not a guarantee where valid is false",
-    "bassily": "reference formula: not a guarantee where valid is false",
-}
-
-#: Every column sgd-epsilon prints, in order (the documented schema of dpcalc.commands.schema).
-ALL_COLUMNS = tuple(schema.names("sgd-epsilon"))
-
-
 def _caption(p: SgdEpsilonParams, names, solve, g, sampler) -> str:
     relation = sampler.relation_caption(p.neighbors)
     caption = f"sampling: {p.sampling}; neighbours: {p.neighbors} ({relation})"
@@ -346,198 +281,3 @@ def _accumulation_caption(accumulation: tuple[int, int], dataset_size) -> str:
         f"; logical batch = physical {physical} × accumulation {steps} = {logical}; sample_rate = {logical}/{n}; "
         "steps = optimizer steps (one noise addition each)"
     )
-
-
-def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns, sampler, given_k=True) -> dict:
-    """The output columns of ``rows`` ((accountant, answers) pairs) on the combinations ``g`` (``given_k``:
-    whether --group-size was given; else the group_size column is empty)."""
-    n = g["q"].size
-    out: dict[str, list] = {k: [] for k in columns}
-    for name, cols in rows:
-        e = cols["eps"]
-        steps = np.asarray(cols["steps"], float).reshape(-1)
-        q = np.asarray(cols["q"], float).reshape(-1) if "q" in cols else g["q"]
-        batch = None
-        if "b" in g:
-            batch = g["b"].astype(int).tolist()
-        elif solve == "q" and "n" in g:
-            batch = [None if not b > 0 else int(b) for b in np.round(q * g["n"])]
-        values = {
-            "method": [METHOD_LABEL[name]] * n,
-            "accountant": [name] * n,
-            "conversion": [
-                p.conversion
-                if name in ("rdp", "rdp-group", "dp-group")
-                else ("classic" if name == "abadi" else "")
-            ]
-            * n,
-            "sampling": [p.sampling] * n,
-            "neighbors": [p.neighbors] * n,
-            "group_size": [p.group_size if given_k else None] * n,
-            "sample_rate": _numbers(q),
-            "batch_size": batch,
-            "dataset_size": g["n"].astype(int).tolist() if "n" in g else None,
-            "max_batch_size": g["bmax"].astype(int).tolist() if "bmax" in g else None,
-            "noise_multiplier": np.asarray(cols["noise_multiplier"], float).reshape(-1).tolist(),
-            "steps": [None if np.isnan(t) else int(t) for t in steps],
-            "epochs": g["epochs"].tolist()
-            if "epochs" in g
-            else (
-                _numbers(sampler.whole_epochs_within(steps, g["q"], g.get("n"), g.get("b")))
-                if solve == "steps"
-                else None
-            ),
-            "delta": g["delta"].tolist() if "delta" in g else None,
-            "target_epsilon": g["target"].tolist() if solve is not None else None,
-            "epsilon": np.asarray(e.epsilon, float).reshape(-1).tolist(),
-            "epsilon_lower": cols["lower"].tolist() if "lower" in cols else [None] * n,
-            "epsilon_estimate": cols["estimate"].tolist() if "estimate" in cols else [None] * n,
-            "confidence": [p.confidence] * n if name == "mc" else None,
-            "samples": [p.mc_samples] * n if name == "mc" else None,
-            "alpha": [None if np.isnan(a) else float(a) for a in np.asarray(e.alpha, float).reshape(-1)],
-            "valid": [bool(v) for v in np.asarray(e.valid).reshape(-1)],
-            "note": _notes(sampler.note(name, p.neighbors, _NOTE.get(name, "")), cols.get("note"), n),
-        }
-        if "eps" in g:  # δ at ε (--epsilon): the accountant's values are δ's, the ε given is a column
-            values["delta"], values["epsilon"] = values["epsilon"], g["eps"].tolist()
-            values["delta_lower"], values["epsilon_lower"] = values["epsilon_lower"], None
-            values["delta_estimate"], values["epsilon_estimate"] = values["epsilon_estimate"], None
-        else:
-            values["delta_lower"] = values["delta_estimate"] = None
-        zero = g["delta"] == 0 if "delta" in g else np.zeros(n, bool)  # ε = inf there (docs/math.md §2.7)
-        values["note"] = [
-            _ZERO_NOTE + ("; " + note if note else "")
-            if z and not note.startswith("does not apply")
-            else note
-            for z, note in zip(zero, values["note"])
-        ]
-        if solve is not None:  # an inverse question nothing answers: say why in the row
-            values["note"] = _unsolved_notes(solve, "n" in g, values)
-        # a row the accountant could not compute is no statement at all: neither valid nor invalid
-        values["valid"] = [
-            None if note.startswith("does not apply") else v
-            for v, note in zip(values["valid"], values["note"])
-        ]
-        for k in columns:
-            out[k] += values[k] if values[k] is not None else [None] * n
-    return out
-
-
-def _notes(theorem: str, notes, n: int) -> list:
-    """The note column of one accountant's ``n`` rows: a row's own note (a refusal's reason) if it has
-    one, else the theorem and neighbouring relation of the setting (or the accountant's note)."""
-    if notes is None:
-        return [theorem] * n
-    return [note if note else theorem for note in notes]
-
-
-_ZERO_NOTE = "δ = 0: the subsampled Gaussian's privacy loss is unbounded, no finite ε"
-
-#: Why an inverse row has no answer, by the quantity solved for (with a dataset size for "q").
-_UNSOLVED = {
-    "sigma": "no solution: no noise multiplier in the range searched meets the target ε",
-    "steps": "no solution: even one step exceeds the target ε",
-    "q": "no solution: even the smallest sample rate searched exceeds the target ε",
-    "b": "no solution: even a batch of one exceeds the target ε",
-}
-
-
-def _unsolved_notes(solve: str, by_batch: bool, values: dict) -> list:
-    """The notes of an inverse question's rows, each row without an answer (no ε: σ = inf, 0 steps, a
-    sample rate of 0) saying why first, unless its note already does (δ = 0, a tuned row's miss) or the
-    accountant does not apply."""
-    solved = {"sigma": "noise_multiplier", "steps": "steps", "q": "sample_rate"}[solve]
-    why = _UNSOLVED["b" if solve == "q" and by_batch else solve]
-    out = []
-    for x, eps, note in zip(values[solved], values["epsilon"], values["note"]):
-        missing = x is None or not math.isfinite(x) or (solve != "sigma" and x == 0)
-        if (
-            missing
-            and not (eps is not None and math.isfinite(eps))
-            and not note.startswith(("does not apply", _ZERO_NOTE))
-            and "the target" not in note
-        ):
-            note = why + ("; " + note if note else "")
-        out.append(note)
-    return out
-
-
-def _numbers(x) -> list:
-    """Floats, None where nan (a value the row does not have)."""
-    return [None if np.isnan(v) else float(v) for v in np.asarray(x, float).reshape(-1)]
-
-
-_PLOT_SYMBOL = {
-    "group_size": "K",
-    "epochs": "epochs",
-    "steps": "T",
-    "target_epsilon": "target ε",
-    "noise_multiplier": "σ",
-    "sample_rate": "q",
-    "batch_size": "B",
-    "dataset_size": "N",
-    "max_batch_size": "B_max",
-    "delta": "δ",
-    "epsilon": "ε",
-}
-
-
-def _plot_spec(p: SgdEpsilonParams, out, headline):
-    """--plot: the headline by the first swept input, one line per accountant (a dot per accountant
-    when nothing is swept); rows whose ``valid`` is false are drawn as "not a bound"."""
-    inputs = {
-        "group_size": p.group_size if max(p.group_size) > 1 else None,
-        "epochs": p.epochs,
-        "steps": p.steps,
-        "target_epsilon": p.target_epsilon,
-        "noise_multiplier": p.sigma,
-        "sample_rate": p.sample_rate,
-        "batch_size": p.batch_size,
-        "dataset_size": p.dataset_size,
-        "max_batch_size": p.max_batch_size,
-        "delta": p.delta,
-        "epsilon": p.epsilon,
-    }
-    inputs = {k: v for k, v in inputs.items() if v is not None and k != headline}
-    swept = [k for k, v in inputs.items() if len(v) > 1 and k in out]
-    if len(out["method"]) < 2:
-        return None
-    x = swept[0] if swept else ("epsilon" if p.epsilon is not None else "delta")
-    fixed = ", ".join(f"{_PLOT_SYMBOL[k]} = {v[0]:g}" for k, v in inputs.items() if len(v) == 1)
-    what, ylabel = _PLOT_HEADLINE[headline]
-    return PlotSpec(
-        x=x,
-        y=headline,
-        series="method",
-        group=tuple(swept[1:]),
-        valid="valid",
-        band=(f"{headline}_lower", headline)
-        if headline in ("epsilon", "delta") and f"{headline}_lower" in out
-        else None,
-        logx=x == "delta",
-        autolog=True,
-        xlabel={
-            "steps": "steps T",
-            "epochs": "epochs",
-            "target_epsilon": "target ε (nats)",
-            "group_size": "examples of one person K",
-            "epsilon": "ε (nats)",
-        }.get(x, ""),
-        ylabel=ylabel,
-        title=f"DP-SGD: {what} " + (f"by {_PLOT_SYMBOL[x]}" if swept else "by accountant"),
-        subtitle=(f"{fixed}; " if fixed else "")
-        + f"sampling: {p.sampling}, neighbours: {p.neighbors}"
-        + (f", conversion: {p.conversion}" if "rdp" in out["accountant"] else ""),
-    )
-
-
-#: --plot: the headline of each question (ε, or what --target-epsilon solves for) -> (title words,
-#: y-axis label); every headline :func:`sgd_epsilon_stream` can choose is here.
-_PLOT_HEADLINE = {
-    "epsilon": ("ε", "ε (nats)"),
-    "delta": ("δ", "δ (probability)"),
-    "noise_multiplier": ("smallest noise multiplier", "noise multiplier σ (noise std / clipping norm)"),
-    "steps": ("largest number of steps", "largest number of steps T"),
-    "sample_rate": ("largest sample rate", "largest sample rate q"),
-    "batch_size": ("largest batch size", "largest batch size B"),
-}

@@ -1,0 +1,153 @@
+"""The output columns of ``dpcalc sgd-epsilon``'s rows (docs/math.md §3): the answers of each accountant
+(:mod:`dpcalc.engine.dpsgd`, and the PLD accountant, docs/math.md §7) on a chunk of combinations, as the columns of
+:data:`ALL_COLUMNS` (the documented schema, :mod:`dpcalc.commands.schema`), with each row's note (why a row has no
+answer; δ = 0, docs/math.md §2.7)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcalc.commands import schema
+from dpcalc.commands.sgd.params import SgdEpsilonParams
+
+METHOD_LABEL = {
+    "rdp": "rdp",
+    "pld": "pld",
+    "abadi": "abadi-asymptotic",
+    "bassily": "bassily-reference",
+    "shuffle": "shuffle-gaussian",  # the shuffle sampler's own row (dpcalc.engine.samplers.shuffle)
+    "mc": "balls-in-bins-mc",  # dpcalc.engine.dpsgd.balls_in_bins_mc
+    "rdp-group": "rdp-group",  # --group-size: the generic routes (dpcalc.commands.sgd.group)
+    "dp-group": "dp-group",
+}
+
+
+#: The note of every row of an accountant (pld rows carry their own: a refusal's reason).
+_NOTE = {
+    "abadi": "asymptotic closed form: not a guarantee where valid is false",
+    "bassily": "reference formula: not a guarantee where valid is false",
+}
+
+#: Every column sgd-epsilon prints, in order (the documented schema of dpcalc.commands.schema).
+ALL_COLUMNS = tuple(schema.names("sgd-epsilon"))
+
+
+def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns, sampler, given_k=True) -> dict:
+    """The output columns of ``rows`` ((accountant, answers) pairs) on the combinations ``g`` (``given_k``:
+    whether --group-size was given; else the group_size column is empty)."""
+    n = g["q"].size
+    out: dict[str, list] = {k: [] for k in columns}
+    for name, cols in rows:
+        e = cols["eps"]
+        steps = np.asarray(cols["steps"], float).reshape(-1)
+        q = np.asarray(cols["q"], float).reshape(-1) if "q" in cols else g["q"]
+        batch = None
+        if "b" in g:
+            batch = g["b"].astype(int).tolist()
+        elif solve == "q" and "n" in g:
+            batch = [None if not b > 0 else int(b) for b in np.round(q * g["n"])]
+        values = {
+            "method": [METHOD_LABEL[name]] * n,
+            "accountant": [name] * n,
+            "conversion": [
+                p.conversion
+                if name in ("rdp", "rdp-group", "dp-group")
+                else ("classic" if name == "abadi" else "")
+            ]
+            * n,
+            "sampling": [p.sampling] * n,
+            "neighbors": [p.neighbors] * n,
+            "group_size": [p.group_size if given_k else None] * n,
+            "sample_rate": _numbers(q),
+            "batch_size": batch,
+            "dataset_size": g["n"].astype(int).tolist() if "n" in g else None,
+            "max_batch_size": g["bmax"].astype(int).tolist() if "bmax" in g else None,
+            "noise_multiplier": np.asarray(cols["noise_multiplier"], float).reshape(-1).tolist(),
+            "steps": [None if np.isnan(t) else int(t) for t in steps],
+            "epochs": g["epochs"].tolist()
+            if "epochs" in g
+            else (
+                _numbers(sampler.whole_epochs_within(steps, g["q"], g.get("n"), g.get("b")))
+                if solve == "steps"
+                else None
+            ),
+            "delta": g["delta"].tolist() if "delta" in g else None,
+            "target_epsilon": g["target"].tolist() if solve is not None else None,
+            "epsilon": np.asarray(e.epsilon, float).reshape(-1).tolist(),
+            "epsilon_lower": cols["lower"].tolist() if "lower" in cols else [None] * n,
+            "epsilon_estimate": cols["estimate"].tolist() if "estimate" in cols else [None] * n,
+            "confidence": [p.confidence] * n if name == "mc" else None,
+            "samples": [p.mc_samples] * n if name == "mc" else None,
+            "alpha": [None if np.isnan(a) else float(a) for a in np.asarray(e.alpha, float).reshape(-1)],
+            "valid": [bool(v) for v in np.asarray(e.valid).reshape(-1)],
+            "note": _notes(sampler.note(name, p.neighbors, _NOTE.get(name, "")), cols.get("note"), n),
+        }
+        if "eps" in g:  # δ at ε (--epsilon): the accountant's values are δ's, the ε given is a column
+            values["delta"], values["epsilon"] = values["epsilon"], g["eps"].tolist()
+            values["delta_lower"], values["epsilon_lower"] = values["epsilon_lower"], None
+            values["delta_estimate"], values["epsilon_estimate"] = values["epsilon_estimate"], None
+        else:
+            values["delta_lower"] = values["delta_estimate"] = None
+        zero = g["delta"] == 0 if "delta" in g else np.zeros(n, bool)  # ε = inf there (docs/math.md §2.7)
+        values["note"] = [
+            _ZERO_NOTE + ("; " + note if note else "")
+            if z and not note.startswith("does not apply")
+            else note
+            for z, note in zip(zero, values["note"])
+        ]
+        if solve is not None:  # an inverse question nothing answers: say why in the row
+            values["note"] = _unsolved_notes(solve, "n" in g, values)
+        # a row the accountant could not compute is no statement at all: neither valid nor invalid
+        values["valid"] = [
+            None if note.startswith("does not apply") else v
+            for v, note in zip(values["valid"], values["note"])
+        ]
+        for k in columns:
+            out[k] += values[k] if values[k] is not None else [None] * n
+    return out
+
+
+def _notes(theorem: str, notes, n: int) -> list:
+    """The note column of one accountant's ``n`` rows: a row's own note (a refusal's reason) if it has
+    one, else the theorem and neighbouring relation of the setting (or the accountant's note)."""
+    if notes is None:
+        return [theorem] * n
+    return [note if note else theorem for note in notes]
+
+
+_ZERO_NOTE = "δ = 0: the subsampled Gaussian's privacy loss is unbounded, no finite ε"
+
+#: Why an inverse row has no answer, by the quantity solved for (with a dataset size for "q").
+_UNSOLVED = {
+    "sigma": "no solution: no noise multiplier in the range searched meets the target ε",
+    "steps": "no solution: even one step exceeds the target ε",
+    "q": "no solution: even the smallest sample rate searched exceeds the target ε",
+    "b": "no solution: even a batch of one exceeds the target ε",
+}
+
+
+def _unsolved_notes(solve: str, by_batch: bool, values: dict) -> list:
+    """The notes of an inverse question's rows, each row without an answer (no ε: σ = inf, 0 steps, a
+    sample rate of 0) saying why first, unless its note already does (δ = 0, a tuned row's miss) or the
+    accountant does not apply."""
+    solved = {"sigma": "noise_multiplier", "steps": "steps", "q": "sample_rate"}[solve]
+    why = _UNSOLVED["b" if solve == "q" and by_batch else solve]
+    out = []
+    for x, eps, note in zip(values[solved], values["epsilon"], values["note"]):
+        missing = x is None or not math.isfinite(x) or (solve != "sigma" and x == 0)
+        if (
+            missing
+            and not (eps is not None and math.isfinite(eps))
+            and not note.startswith(("does not apply", _ZERO_NOTE))
+            and "the target" not in note
+        ):
+            note = why + ("; " + note if note else "")
+        out.append(note)
+    return out
+
+
+def _numbers(x) -> list:
+    """Floats, None where nan (a value the row does not have)."""
+    return [None if np.isnan(v) else float(v) for v in np.asarray(x, float).reshape(-1)]
