@@ -25,7 +25,7 @@ from dpcalc.commands.curve import (
     orders,
 )
 from dpcalc.commands.iterate.plot import _plot
-from dpcalc.commands.iterate.rows import _columns
+from dpcalc.commands.iterate.rows import _columns, cni_noise
 from dpcalc.commands.schema import conform, names
 from dpcalc.engine.hidden_state import iteration as it
 from dpcalc.errors import InputError
@@ -299,11 +299,7 @@ def iterate_curve(params, alphas: Sequence[float] | None = None, *, stream: bool
             return {"rdp": it.rdp_feldman(a, s, lip, t, log_form=p.feldman_log)}
         if m == "composition":
             return {"rdp": it.rdp_composition(a, s, lip)}
-        # cni, as the command computes it: noise std ησ per step
-        with np.errstate(over="ignore", under="ignore"):
-            noise = lr * s
-        gone = noise == 0
-        noise = np.where(gone, 1.0, np.minimum(noise, 1e308))
+        noise, gone = cni_noise(lr, s)  # cni, as the command computes it: noise std ησ per step
         dist = g["initial_distance"][:, None]
         return {"rdp": np.where(gone, np.inf, it.rdp_contractive_iteration(a, dist, noise, t))}
 

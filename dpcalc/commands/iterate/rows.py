@@ -74,7 +74,7 @@ def _profile_at(m, query, x, s, lip, lr, t, diam, dist, conversion, feldman_log,
     return value, order, note
 
 
-def _cni_noise(lr, s):
+def cni_noise(lr, s):
     """cni's noise std ησ per step (docs/math.md §4.1) and where it underflowed: an underflowed ησ certifies
     nothing (inf); an overflowed one is replaced by a smaller std (safe)."""
     with np.errstate(over="ignore", under="ignore"):
@@ -103,7 +103,7 @@ def _columns(params, axes, lo, hi, query, alpha, methods, conversion, feldman_lo
         row_notes = [[] for _ in range(n)]
         noise = None
         if m == "cni":
-            noise, gone = _cni_noise(lr, s)
+            noise, gone = cni_noise(lr, s)
         if alpha is not None:
             a = g["alpha"]
             if m == "cni":
