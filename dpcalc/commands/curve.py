@@ -142,13 +142,6 @@ def curve_result(
         n = count
     else:
         n = len(next(iter(configs.values()))) if configs else 1
-    chunk = per_chunk(a)
-    seconds = None
-    if seconds_per_row is not None:
-        seconds = seconds_per_row * n * a.size * len(methods)
-        chunk = sweep.chunk_rows(chunk, seconds, n * len(methods))
-    pieces = sweep.slices(n, chunk)
-    tasks = [(m, lo, hi) for m in methods for lo, hi in pieces]
 
     def chunk_of(task):
         m, lo, hi = task
@@ -174,15 +167,17 @@ def curve_result(
             )
         return result
 
-    if seconds is None:
-        chunks = (chunk_of(t) for t in tasks)
+    if seconds_per_row is None:
+        chunks = (chunk_of((m, lo, hi)) for m in methods for lo, hi in sweep.slices(n, per_chunk(a)))
     else:
-        chunks = sweep.run(
+        chunks = sweep.by_method(
             chunk_of,
-            tasks,
-            seconds=seconds,
+            methods,
+            n,
+            per_chunk(a),
+            seconds=seconds_per_row * n * a.size * len(methods),
             what=f"{command} Rényi curves",
-            weights=[(hi - lo) * a.size for _, lo, hi in tasks],
+            per_row=a.size,
         )
     out = Stream(
         names,

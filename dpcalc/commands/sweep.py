@@ -78,6 +78,20 @@ def chunk_rows(chunk: int | None, seconds: float, rows: int) -> int | None:
     return max(1, min(chunk, int(CHUNK_SECONDS / (seconds / rows))))
 
 
+def by_method(
+    compute, methods, n: int, chunk: int | None, *, seconds: float, what: str, per_row: float = 1.0
+):
+    """Yield ``compute((method, lo, hi))`` for every method and every piece ``lo:hi`` of ``n`` combinations
+    (method first, then the pieces), in order, through :func:`run`: the pieces are ``chunk`` combinations, or
+    fewer where rows are expensive (:func:`chunk_rows`: they depend on the work, never on the processes); each
+    piece's share of the progress is its rows (``per_row`` rows a combination)."""
+    pieces = slices(n, chunk_rows(chunk, seconds, n * len(methods)))
+    tasks = [(m, lo, hi) for m in methods for lo, hi in pieces]
+    return run(
+        compute, tasks, seconds=seconds, what=what, weights=[(hi - lo) * per_row for _, lo, hi in tasks]
+    )
+
+
 def slices(n: int, chunk: int | None):
     """``[(lo, hi), ...]`` covering ``range(n)`` in pieces of at most ``chunk`` (``None``: one piece)."""
     if chunk is None or n <= chunk:

@@ -164,8 +164,6 @@ def _points(alpha, rdp, delta, epsilon, methods, chunk=None):
         "target": np.asarray(target, float),
     }
     headline = "epsilon" if want_eps else "delta"
-    pieces = sweep.slices(n, sweep.chunk_rows(chunk, seconds, n * len(methods)))
-    tasks = [(m, lo, hi) for m in methods for lo, hi in pieces]
 
     def compute(task):
         m, lo, hi = task
@@ -188,9 +186,7 @@ def _points(alpha, rdp, delta, epsilon, methods, chunk=None):
 
     return Stream(
         names("convert"),
-        sweep.run(
-            compute, tasks, seconds=seconds, what="RDP conversions", weights=[hi - lo for _, lo, hi in tasks]
-        ),
+        sweep.by_method(compute, methods, n, chunk, seconds=seconds, what="RDP conversions"),
         headline=headline,
         title="RDP → (ε, δ)",
         finish=finish,
@@ -288,8 +284,6 @@ def _from_dp(alpha, epsilon, delta, methods, chunk=None) -> Stream:
         "epsilon": np.asarray(epsilon, float),
         "delta": np.asarray(delta, float),
     }
-    pieces = sweep.slices(n, sweep.chunk_rows(chunk, seconds, n * len(methods)))
-    tasks = [(m, lo, hi) for m in methods for lo, hi in pieces]
 
     def compute(task):
         m, lo, hi = task
@@ -311,13 +305,7 @@ def _from_dp(alpha, epsilon, delta, methods, chunk=None) -> Stream:
 
     return Stream(
         names("convert"),
-        sweep.run(
-            compute,
-            tasks,
-            seconds=seconds,
-            what="DP → RDP conversions",
-            weights=[hi - lo for _, lo, hi in tasks],
-        ),
+        sweep.by_method(compute, methods, n, chunk, seconds=seconds, what="DP → RDP conversions"),
         headline="rdp_certifying",
         title="(ε, δ)-DP → RDP",
         caption="rdp_certifying: every (alpha, rdp_certifying)-RDP mechanism is (epsilon, delta)-DP",

@@ -172,8 +172,6 @@ def _stream(params, query, target, alpha, methods, conversion, feldman_log, seco
         + "; asoodeh: K of diameter D; composition: every iterate released"
         + ("; cni: same data, starts R apart" if "cni" in methods else "")
     )
-    pieces = sweep.slices(n, sweep.chunk_rows(CHUNK if chunk is None else chunk, seconds, n * len(methods)))
-    tasks = [(m, lo, hi) for m in methods for lo, hi in pieces]
 
     def compute(task):
         m, lo, hi = task
@@ -192,12 +190,13 @@ def _stream(params, query, target, alpha, methods, conversion, feldman_log, seco
         return result
 
     notes: list[str] = []
-    chunks = sweep.run(
+    chunks = sweep.by_method(
         compute,
-        tasks,
+        methods,
+        n,
+        CHUNK if chunk is None else chunk,
         seconds=seconds,
         what=f"privacy amplification by iteration (--method {'all' if len(methods) > 1 else methods[0]})",
-        weights=[hi - lo for _, lo, hi in tasks],
     )
     if n * len(methods) <= WHOLE_ROWS:  # the rows held together, judged as one result
         chunks = _whole(gathered(chunks, notes))

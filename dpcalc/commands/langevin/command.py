@@ -168,8 +168,6 @@ def _stream(params, alpha, delta, methods, conversion, from_lipschitz, seconds, 
     headline = "epsilon" if delta is not None else "rdp"
     if methods == ("lower",):
         headline += "_lower"
-    pieces = sweep.slices(n, sweep.chunk_rows(CHUNK if chunk is None else chunk, seconds, n * len(methods)))
-    tasks = [(m, lo, hi) for m in methods for lo, hi in pieces]
 
     def compute(task):
         m, lo, hi = task
@@ -186,12 +184,13 @@ def _stream(params, alpha, delta, methods, conversion, from_lipschitz, seconds, 
         result.plot = _plot(params, alpha, delta, methods, result)
         return result
 
-    chunks = sweep.run(
+    chunks = sweep.by_method(
         compute,
-        tasks,
+        methods,
+        n,
+        CHUNK if chunk is None else chunk,
         seconds=seconds,
         what=f"Langevin privacy dynamics (--method {'all' if len(methods) > 1 else methods[0]})",
-        weights=[hi - lo for _, lo, hi in tasks],
     )
     return Stream(
         names("langevin"),
