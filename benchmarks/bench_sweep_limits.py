@@ -2,7 +2,7 @@
 
 Every sweep is refused up front past a limit set from its measured cost per row (issue 27): the
 budget :data:`dpcalc.commands.sweep.WORK_SECONDS` (5 s) divided by the constants of
-``dpcalc.commands.sgd.checks`` (``SECONDS_EACH``, ``SEARCH_FACTOR``..., and each sampler's ``rdp_seconds`` in
+``dpcalc.commands.sgd.work`` (``SECONDS_EACH``, ``SEARCH_FACTOR``..., and each sampler's ``rdp_seconds`` in
 ``dpcalc.engine.samplers``) and of
 ``dpcalc.commands.convert.command`` (``POINT_SECONDS_EACH``, ``FROM_DP_MAX_ROWS``).  Each case here is a sweep of
 about its limit; the target is under 10 s of CPU (the process and its workers) and 500 MB, so a

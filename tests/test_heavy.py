@@ -12,7 +12,8 @@ import time
 import pytest
 
 from dpcalc import execution
-from dpcalc.commands.sgd import checks as sgd_checks
+from dpcalc.commands.sgd import question as sgd_question
+from dpcalc.commands.sgd import work as sgd_work
 from dpcalc.commands.sgd.epsilon import sgd_epsilon, sgd_epsilon_stream
 from dpcalc.commands.sgd.params import SgdEpsilonParams
 
@@ -58,7 +59,7 @@ def test_the_cap_refuses_up_front_naming_the_estimate_and_costs_nothing(invoke, 
 def test_work_above_three_seconds_is_announced_and_run(invoke, monkeypatch):
     monkeypatch.delenv("DPCALC_MAX_SECONDS")  # no cap by default
     # the pld accountant's cost made absurd: the sweep that was refused by work is now run, and said first
-    monkeypatch.setitem(sgd_checks.SECONDS_EACH, "pld", 1e4)
+    monkeypatch.setitem(sgd_work.SECONDS_EACH, "pld", 1e4)
     args = ["sgd-epsilon", "--sigma", "1,2", "--sample-rate", "0.01", "--steps", "10", "--delta", "1e-5"]
     res = invoke([*args, "--method", "pld", "-f", "csv", "--jobs", "1"])
     assert res.exit_code == 0 and res.stdout.count("\n") == 1 + 2
@@ -93,8 +94,7 @@ def test_the_three_issue_questions_are_estimated_not_refused(invoke):
         mc_samples=120_000_000,
     )
     for params, hours in ((big, (0.01, 10)), (table, (0.01, 1)), (mc, (0.1, 50))):
-        p, names, solve, sampler = sgd_checks.checked(params)
-        seconds = sgd_checks.check_sweep(p, names, solve, sampler)
+        seconds = sgd_question.ask(params).seconds
         assert hours[0] * 3600 < seconds < hours[1] * 3600
     # and rdp and mc run at a size the suite affords (rdp past its old limit of 13,253 rows; pld's 500 rows are
     # a few minutes, estimated above)

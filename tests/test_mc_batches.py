@@ -18,8 +18,8 @@ from dpcalc import execution
 from dpcalc.commands.matrix.command import matrix
 from dpcalc.commands.matrix.params import MatrixParams
 from dpcalc.commands.sgd.epsilon import sgd_epsilon
+from dpcalc.commands.sgd.mc import _count_up
 from dpcalc.commands.sgd.params import SgdEpsilonParams
-from dpcalc.commands.sgd.rows import _count_up
 from dpcalc.engine.dpsgd import balls_in_bins_conditioning as bcond
 from dpcalc.engine.dpsgd import balls_in_bins_counts as bc
 from dpcalc.engine.dpsgd import balls_in_bins_mc as bib

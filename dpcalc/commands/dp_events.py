@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from dpcalc.commands.sgd.checks import checked
+from dpcalc.commands.sgd.question import ask
 from dpcalc.errors import InputError
 from dpcalc.input.dpevent import event_of_specs, read_event, specs_of_event_object
 from dpcalc.input.spec import expand_sources, merge_identical, parse_mechanisms
@@ -42,8 +42,9 @@ def write_event(texts) -> str:
 def sgd_event(params) -> str:
     """The DpEvent JSON of one DP-SGD configuration of ``sgd-epsilon`` (Poisson or truncated Poisson sampling:
     the subsampled Gaussian composed over the steps; fixed-size: sampling without replacement)."""
-    p, _, solve, sampler = checked(params)
-    if solve is not None:
+    question = ask(params)
+    p, sampler = question.params, question.sampler
+    if question.solve is not None:
         raise InputError("--write-dp-event: give the noise, rate and length (not --target-epsilon)")
     if max(p.group_size) > 1:
         raise InputError("--write-dp-event: a person's run (--group-size) has no DpEvent of its own here")

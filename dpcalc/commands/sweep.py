@@ -85,11 +85,16 @@ def by_method(
     (method first, then the pieces), in order, through :func:`run`: the pieces are ``chunk`` combinations, or
     fewer where rows are expensive (:func:`chunk_rows`: they depend on the work, never on the processes); each
     piece's share of the progress is its rows (``per_row`` rows a combination)."""
-    pieces = slices(n, chunk_rows(chunk, seconds, n * len(methods)))
-    tasks = [(m, lo, hi) for m in methods for lo, hi in pieces]
+    tasks = [(m, lo, hi) for m in methods for lo, hi in pieces(n, chunk, seconds, n * len(methods))]
     return run(
         compute, tasks, seconds=seconds, what=what, weights=[(hi - lo) * per_row for _, lo, hi in tasks]
     )
+
+
+def pieces(n: int, chunk: int | None, seconds: float, rows: int):
+    """:func:`slices` of ``n`` combinations into chunks of :func:`chunk_rows` (``chunk``, or fewer where the
+    ``rows`` of the sweep are expensive for its ``seconds`` of work)."""
+    return slices(n, chunk_rows(chunk, seconds, rows))
 
 
 def slices(n: int, chunk: int | None):

@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 from dpcalc import execution
-from dpcalc.commands.sgd.rows import mc_needed_note
+from dpcalc.commands.sgd.mc import mc_needed_note
 from dpcalc.engine.dpsgd.noise_calibration import calibrate_noise
 from dpcalc.engine.matrix import accounting as acc
 from dpcalc.engine.matrix import balls_in_bins_mc as bb

@@ -10,7 +10,8 @@ import math
 import numpy as np
 
 from dpcalc.commands import schema
-from dpcalc.commands.sgd.params import SgdEpsilonParams
+from dpcalc.commands.sgd.group import group_caption
+from dpcalc.commands.sgd.rows import SIGMA_RTOL
 
 METHOD_LABEL = {
     "rdp": "rdp",
@@ -34,79 +35,127 @@ _NOTE = {
 ALL_COLUMNS = tuple(schema.names("sgd-epsilon"))
 
 
-def _result_columns(p: SgdEpsilonParams, solve, g, rows, columns, sampler, given_k=True) -> dict:
-    """The output columns of ``rows`` ((accountant, answers) pairs) on the combinations ``g`` (``given_k``:
-    whether --group-size was given; else the group_size column is empty)."""
+def result_columns(question, way, g, cols, given_k=True) -> dict:
+    """The output columns (:data:`ALL_COLUMNS`) of one accountant's answers ``cols`` to ``question`` on the
+    combinations ``g``, by the route ``way`` (:func:`dpcalc.commands.sgd.group.route`: its accountant, group
+    size and note); ``given_k``: whether --group-size was given, else the group_size column is empty."""
+    p, solve, sampler = question.params, question.solve, question.sampler
+    name, columns = way.accountant, ALL_COLUMNS
     n = g["q"].size
     out: dict[str, list] = {k: [] for k in columns}
-    for name, cols in rows:
-        e = cols["eps"]
-        steps = np.asarray(cols["steps"], float).reshape(-1)
-        q = np.asarray(cols["q"], float).reshape(-1) if "q" in cols else g["q"]
-        batch = None
-        if "b" in g:
-            batch = g["b"].astype(int).tolist()
-        elif solve == "q" and "n" in g:
-            batch = [None if not b > 0 else int(b) for b in np.round(q * g["n"])]
-        values = {
-            "method": [METHOD_LABEL[name]] * n,
-            "accountant": [name] * n,
-            "conversion": [
-                p.conversion
-                if name in ("rdp", "rdp-group", "dp-group")
-                else ("classic" if name == "abadi" else "")
-            ]
-            * n,
-            "sampling": [p.sampling] * n,
-            "neighbors": [p.neighbors] * n,
-            "group_size": [p.group_size if given_k else None] * n,
-            "sample_rate": _numbers(q),
-            "batch_size": batch,
-            "dataset_size": g["n"].astype(int).tolist() if "n" in g else None,
-            "max_batch_size": g["bmax"].astype(int).tolist() if "bmax" in g else None,
-            "noise_multiplier": np.asarray(cols["noise_multiplier"], float).reshape(-1).tolist(),
-            "steps": [None if np.isnan(t) else int(t) for t in steps],
-            "epochs": g["epochs"].tolist()
-            if "epochs" in g
-            else (
-                _numbers(sampler.whole_epochs_within(steps, g["q"], g.get("n"), g.get("b")))
-                if solve == "steps"
-                else None
-            ),
-            "delta": g["delta"].tolist() if "delta" in g else None,
-            "target_epsilon": g["target"].tolist() if solve is not None else None,
-            "epsilon": np.asarray(e.epsilon, float).reshape(-1).tolist(),
-            "epsilon_lower": cols["lower"].tolist() if "lower" in cols else [None] * n,
-            "epsilon_estimate": cols["estimate"].tolist() if "estimate" in cols else [None] * n,
-            "confidence": [p.confidence] * n if name == "mc" else None,
-            "samples": [p.mc_samples] * n if name == "mc" else None,
-            "alpha": [None if np.isnan(a) else float(a) for a in np.asarray(e.alpha, float).reshape(-1)],
-            "valid": [bool(v) for v in np.asarray(e.valid).reshape(-1)],
-            "note": _notes(sampler.note(name, p.neighbors, _NOTE.get(name, "")), cols.get("note"), n),
-        }
-        if "eps" in g:  # δ at ε (--epsilon): the accountant's values are δ's, the ε given is a column
-            values["delta"], values["epsilon"] = values["epsilon"], g["eps"].tolist()
-            values["delta_lower"], values["epsilon_lower"] = values["epsilon_lower"], None
-            values["delta_estimate"], values["epsilon_estimate"] = values["epsilon_estimate"], None
-        else:
-            values["delta_lower"] = values["delta_estimate"] = None
-        zero = g["delta"] == 0 if "delta" in g else np.zeros(n, bool)  # ε = inf there (docs/math.md §2.7)
-        values["note"] = [
-            _ZERO_NOTE + ("; " + note if note else "")
-            if z and not note.startswith("does not apply")
-            else note
-            for z, note in zip(zero, values["note"])
+    theorem = way.note if way.note is not None else sampler.note(name, p.neighbors, _NOTE.get(name, ""))
+    e = cols["eps"]
+    steps = np.asarray(cols["steps"], float).reshape(-1)
+    q = np.asarray(cols["q"], float).reshape(-1) if "q" in cols else g["q"]
+    batch = None
+    if "b" in g:
+        batch = g["b"].astype(int).tolist()
+    elif solve == "q" and "n" in g:
+        batch = [None if not b > 0 else int(b) for b in np.round(q * g["n"])]
+    values = {
+        "method": [METHOD_LABEL[name]] * n,
+        "accountant": [name] * n,
+        "conversion": [
+            p.conversion
+            if name in ("rdp", "rdp-group", "dp-group")
+            else ("classic" if name == "abadi" else "")
         ]
-        if solve is not None:  # an inverse question nothing answers: say why in the row
-            values["note"] = _unsolved_notes(solve, "n" in g, values)
-        # a row the accountant could not compute is no statement at all: neither valid nor invalid
-        values["valid"] = [
-            None if note.startswith("does not apply") else v
-            for v, note in zip(values["valid"], values["note"])
-        ]
-        for k in columns:
-            out[k] += values[k] if values[k] is not None else [None] * n
+        * n,
+        "sampling": [p.sampling] * n,
+        "neighbors": [p.neighbors] * n,
+        "group_size": [way.k if given_k else None] * n,
+        "sample_rate": _numbers(q),
+        "batch_size": batch,
+        "dataset_size": g["n"].astype(int).tolist() if "n" in g else None,
+        "max_batch_size": g["bmax"].astype(int).tolist() if "bmax" in g else None,
+        "noise_multiplier": np.asarray(cols["noise_multiplier"], float).reshape(-1).tolist(),
+        "steps": [None if np.isnan(t) else int(t) for t in steps],
+        "epochs": g["epochs"].tolist()
+        if "epochs" in g
+        else (
+            _numbers(sampler.whole_epochs_within(steps, g["q"], g.get("n"), g.get("b")))
+            if solve == "steps"
+            else None
+        ),
+        "delta": g["delta"].tolist() if "delta" in g else None,
+        "target_epsilon": g["target"].tolist() if solve is not None else None,
+        "epsilon": np.asarray(e.epsilon, float).reshape(-1).tolist(),
+        "epsilon_lower": cols["lower"].tolist() if "lower" in cols else [None] * n,
+        "epsilon_estimate": cols["estimate"].tolist() if "estimate" in cols else [None] * n,
+        "confidence": [p.confidence] * n if name == "mc" else None,
+        "samples": [p.mc_samples] * n if name == "mc" else None,
+        "alpha": [None if np.isnan(a) else float(a) for a in np.asarray(e.alpha, float).reshape(-1)],
+        "valid": [bool(v) for v in np.asarray(e.valid).reshape(-1)],
+        "note": _notes(theorem, cols.get("note"), n),
+    }
+    if "eps" in g:  # δ at ε (--epsilon): the accountant's values are δ's, the ε given is a column
+        values["delta"], values["epsilon"] = values["epsilon"], g["eps"].tolist()
+        values["delta_lower"], values["epsilon_lower"] = values["epsilon_lower"], None
+        values["delta_estimate"], values["epsilon_estimate"] = values["epsilon_estimate"], None
+    else:
+        values["delta_lower"] = values["delta_estimate"] = None
+    zero = g["delta"] == 0 if "delta" in g else np.zeros(n, bool)  # ε = inf there (docs/math.md §2.7)
+    values["note"] = [
+        _ZERO_NOTE + ("; " + note if note else "") if z and not note.startswith("does not apply") else note
+        for z, note in zip(zero, values["note"])
+    ]
+    if solve is not None:  # an inverse question nothing answers: say why in the row
+        values["note"] = _unsolved_notes(solve, "n" in g, values)
+    # a row the accountant could not compute is no statement at all: neither valid nor invalid
+    values["valid"] = [
+        None if note.startswith("does not apply") else v for v, note in zip(values["valid"], values["note"])
+    ]
+    for k in columns:
+        out[k] += values[k] if values[k] is not None else [None] * n
     return out
+
+
+def caption(question, g) -> str:
+    """The caption of ``question``'s rows (``g``: the swept inputs): the setting, what the columns of each
+    accountant mean, what was solved for."""
+    p, names, solve, sampler = question.params, question.accountants, question.solve, question.sampler
+    relation = sampler.relation_caption(p.neighbors)
+    caption = f"sampling: {p.sampling}; neighbours: {p.neighbors} ({relation})"
+    if "rdp" in names:
+        caption += f"; conversion: {p.conversion}"
+    caption += sampler.caption
+    x = "delta" if question.at_eps else "epsilon"  # what the rows bound: δ at ε with --epsilon
+    if "pld" in names and sampler.pld_upper_only:
+        caption += (
+            f"; pld: {x} is a certified upper bound (no lower end or estimate: {sampler.pld_upper_why})"
+        )
+    elif "pld" in names:
+        caption += f"; pld: [{x}_lower, {x}] is the certified bracket, {x}_estimate lies inside it"
+    if question.at_eps:
+        caption += "; delta: δ at the epsilon given"
+    if p.tuning is not None:
+        caption += f"; tuning: {p.tuning.label()}, the best of K runs released (rdp only)"
+    if p.accumulation is not None:
+        caption += _accumulation_caption(p.accumulation, p.dataset_size)
+    if question.person:
+        caption += group_caption(p.group_size, names, sampler, p.neighbors)
+    if "epochs" in g and not sampler.whole_epochs:
+        caption += "; steps = ceil(epochs / sample_rate)"
+    if solve == "sigma":
+        caption += f"; noise_multiplier: the smallest (within a factor {1 + SIGMA_RTOL:g}) with ε <= target"
+    elif solve == "steps":
+        caption += "; steps: the largest with ε <= target (epochs: the whole epochs within them)"
+    elif solve == "q" and "n" in g:
+        caption += "; batch_size: the largest with ε <= target (sample_rate = batch_size / dataset_size)"
+    elif solve == "q":
+        caption += f"; sample_rate: the largest (within a factor {1 + SIGMA_RTOL:g}) with ε <= target"
+    return caption
+
+
+def _accumulation_caption(accumulation: tuple[int, int], dataset_size) -> str:
+    """What gradient accumulation was taken to mean: the logical batch, its sample rate, the steps."""
+    physical, steps = accumulation
+    logical = physical * steps
+    n = f"{dataset_size[0]}" if dataset_size is not None and len(dataset_size) == 1 else "dataset_size"
+    return (
+        f"; logical batch = physical {physical} × accumulation {steps} = {logical}; sample_rate = {logical}/{n}; "
+        "steps = optimizer steps (one noise addition each)"
+    )
 
 
 def _notes(theorem: str, notes, n: int) -> list:

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders, per_chunk
-from dpcalc.commands.sgd.checks import checked
 from dpcalc.commands.sgd.group import refuse_group
+from dpcalc.commands.sgd.question import ask
 from dpcalc.engine.dpsgd import accounting
 from dpcalc.engine.grid import product
 from dpcalc.engine.mechanisms import sgm
@@ -55,7 +55,7 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
     if p.steps is None and p.epochs is None:
         raise InputError("give --steps or --epochs")
     p = dataclasses.replace(p, accountant="rdp")
-    p, _, _, _ = checked(p)  # the command's own checks of the inputs (and their messages)
+    p = ask(p).params  # the command's own checks of the inputs (and their messages)
     accounting.check_setting(p.sampling, p.neighbors)
     a = orders(alphas)
     sizes = {

@@ -31,13 +31,10 @@ import math
 
 import numpy as np
 
-from dpcalc import execution
-from dpcalc.commands.sgd.group import GROUP_ACCOUNTANTS, group_rows
-from dpcalc.commands.sgd.rows import SIGMA_RTOL, mc_plan
+from dpcalc.commands.sgd import mc
 from dpcalc.engine._numerics import next_up
 from dpcalc.engine.conversion.methods import delta_from_curve
 from dpcalc.engine.dpsgd import accounting as sgd
-from dpcalc.engine.dpsgd.balls_in_bins_mc import delta_balls_in_bins_mc
 from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld
 from dpcalc.engine.mechanisms import gaussian_exact, sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
@@ -48,32 +45,26 @@ from dpcalc.errors import InputError
 __all__ = ["delta_rows"]
 
 
-def delta_rows(p, sampler, name, g, kw, light=True, strict=True) -> dict:
-    """One accountant's δ at each ε of ``g["eps"]`` on the combinations ``g`` (flat arrays) of a run with
-    ``sampler`` (``strict``: pld alone was asked for, so its refusal is an error, not a row)."""
+def delta_rows(question, way, g, kw, light=True) -> dict:
+    """One accountant's δ at each ε of ``g["eps"]`` on the combinations ``g`` (flat arrays), by the route
+    ``way`` (:func:`dpcalc.commands.sgd.group.route`: an example's sampler and accountant, or a person's)."""
+    p, name, sampler = question.params, way.name, way.sampler
     with sgm.light_start() if light else contextlib.nullcontext():
-        if p.group_size > 1 or name in GROUP_ACCOUNTANTS:  # a person with K examples
-            if name == "dp-group":
-                return _dp_group(p, g, kw)
-            return group_rows(
-                p, sampler, name, None, g, kw, lambda s, n, k: _rows(p, s, n, g, k, strict), SIGMA_RTOL
-            )
-        return _rows(p, sampler, name, g, kw, strict)
-
-
-def _rows(p, sampler, name, g, kw, strict) -> dict:
-    if name == "pld":
-        return _pld(p, sampler, g, strict)
-    if name == "mc":
-        return _mc(p, sampler, g)
-    if not sampler.covers("rdp"):  # a row of its own (shuffle)
-        return _shuffle(g)
-    if name == "rdp":
-        return _rdp(g, kw)
-    if name == "abadi":
-        return _abadi(g, kw)
-    if name == "bassily":
-        return _bassily(g, kw)
+        if name == "dp-group":
+            return _dp_group(way.k, g, kw)
+        if name == "pld":
+            return _pld(p, sampler, g, question.strict)
+        if name == "mc":
+            upper, estimate = mc.delta_bounds(p, sampler, g)
+            return _cols(g, upper, estimate=estimate)
+        if not sampler.covers("rdp"):  # a row of its own (shuffle)
+            return _shuffle(g)
+        if name == "rdp":
+            return _rdp(g, kw)
+        if name == "abadi":
+            return _abadi(g, kw)
+        if name == "bassily":
+            return _bassily(g, kw)
     raise InputError(f"--method {name}: no δ at ε here")  # pragma: no cover - every accountant is above
 
 
@@ -142,9 +133,9 @@ def _bassily(g, kw) -> dict:
     return _cols(g, delta, None, valid | (delta >= 1.0))
 
 
-def _dp_group(p, g, kw) -> dict:
+def _dp_group(k, g, kw) -> dict:
     """(ε, δ) group conversion at ε' = ε/K of the example-level rdp row: δ = K·e^((K−1)ε/K)·δ'(ε/K)."""
-    k = int(p.group_size)
+    k = int(k)
     example = _rdp({**g, "eps": g["eps"] / k}, kw)["eps"].epsilon
     with np.errstate(over="ignore", divide="ignore"):
         log_delta = math.log(k) + (k - 1) * (g["eps"] / k) + np.log(example)
@@ -185,24 +176,6 @@ def _pld(p, sampler, g, strict) -> dict:
     if sampler.pld_upper_only:  # its models only dominate the run: no lower end, no estimate
         lower, est = np.full(n, np.nan), np.full(n, np.nan)
     return _cols(g, upper, lower=lower, estimate=est, note=notes)
-
-
-def _mc(p, sampler, g) -> dict:
-    """The Monte Carlo upper bound on δ(ε) of balls-in-bins (probability ``p.confidence``) and its estimate."""
-    m, epochs, samples = mc_plan(p, sampler, g)
-    upper, est = delta_balls_in_bins_mc(
-        g["sigma"],
-        m,
-        epochs,
-        g["eps"],
-        samples=samples,
-        confidence=p.confidence,
-        seed=p.seed,
-        mapper=execution.mapper(),
-    )
-    n = g["q"].size
-    upper = np.minimum(np.asarray(upper, float).reshape(n), 1.0)
-    return _cols(g, upper, estimate=np.asarray(est, float).reshape(n))
 
 
 #: The note of shuffle's row with --epsilon.

@@ -9,27 +9,20 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import replace
 
 import numpy as np
 
 from dpcalc.commands import sweep
-from dpcalc.commands.sgd import checks as sgd_checks
-from dpcalc.commands.sgd.checks import (  # noqa: F401 (the limits and checks, also read here)
-    MC_CONFIDENCE,
-    MC_SAMPLES,
-    TARGET_MIN,
-    check_sweep,
-    checked,
-    work_seconds,
-)
-from dpcalc.commands.sgd.columns import ALL_COLUMNS, _result_columns
+from dpcalc.commands.sgd.columns import ALL_COLUMNS, caption, result_columns
 from dpcalc.commands.sgd.delta import delta_rows
-from dpcalc.commands.sgd.group import GROUP_ACCOUNTANTS, group_caption
+from dpcalc.commands.sgd.group import route
+from dpcalc.commands.sgd.mc import MC_SAMPLES
 from dpcalc.commands.sgd.params import SgdEpsilonParams
-from dpcalc.commands.sgd.plot import _plot_spec
-from dpcalc.commands.sgd.rows import SIGMA_RTOL, accountant_rows
-from dpcalc.engine.dpsgd.balls_in_bins_samples import BATCH_DRAWS
+from dpcalc.commands.sgd.plot import plot_spec
+from dpcalc.commands.sgd.question import TARGET_MIN, ask  # noqa: F401 (TARGET_MIN: the limit, read here too)
+from dpcalc.commands.sgd.rows import accountant_rows
+from dpcalc.commands.sgd.work import mc_batches
+from dpcalc.engine.dpsgd.accounting import Epsilon
 from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.result import Result, Stream
 
@@ -56,73 +49,80 @@ def sgd_epsilon_stream(
     cluster ``scheduler`` (``None``: the settings in force, :mod:`dpcalc.execution`; by default one process per core
     when the work is worth it).  Memory is bounded by the chunk, not by the sweep; the checks run before the
     first chunk, the estimate (and ``--max-seconds``' cap) when the first chunk is asked for."""
-    p, names, solve, sampler = checked(params)
-    seconds = check_sweep(p, names, solve, sampler)
+    question = ask(params)
+    p, names, sampler, seconds = question.params, question.accountants, question.sampler, question.seconds
     axes, kw = _prepare(p, names, sampler)
-    at_eps = p.epsilon is not None  # δ at ε is asked (--epsilon)
     n = math.prod(a.size for a in axes.values())
-    ks = p.group_size  # a tuple after checked()
+    ks = p.group_size  # a tuple after ask()
     given_k = not isinstance(params.group_size, int)  # a sequence: --group-size given (the column shows it)
-    columns = list(ALL_COLUMNS)  # whatever the inputs and accountants: one schema scripts can rely on
-    caption = _caption(p, names, solve, axes, sampler)
-    rate = "batch_size" if p.dataset_size is not None else "sample_rate"
-    headline = {"sigma": "noise_multiplier", "steps": "steps", "q": rate}.get(
-        solve, "delta" if at_eps else "epsilon"
-    )  # never an estimate
-    derived = _derived(p, solve)
-    pieces = sweep.slices(
-        n, sweep.chunk_rows(CHUNK if chunk == 0 else chunk, seconds, n * len(names) * len(ks))
-    )
-    tasks = [(k, name, lo, hi) for k in ks for name in names for lo, hi in pieces]
+    text = caption(question, axes)
+    rows = n * len(names) * len(ks)
+    tasks = [
+        (k, name, lo, hi)
+        for k in ks
+        for name in names
+        for lo, hi in sweep.pieces(n, CHUNK if chunk == 0 else chunk, seconds, rows)
+    ]
     # a sweep of one chunk may evaluate small arrays without scipy (a quick start for single queries);
     # a sweep of several chunks uses scipy throughout, so that no value depends on where a chunk ends
-    light = len(pieces) == 1
-    strict = len(names) == 1
+    light = len(tasks) == len(ks) * len(names)
 
     def compute(task):
         k, name, lo, hi = task
-        pk = replace(p, group_size=k)
         part = _grid(axes, sampler, lo, hi)
-        part_kw = _part_kw(kw, part)
-        if at_eps:
-            cols = delta_rows(pk, sampler, name, part, part_kw, light, strict=strict)
+        way = route(question, name, k)
+        if way.refusal is not None:
+            cols = _refused(part, way.refusal)
         else:
-            cols = accountant_rows(pk, sampler, name, solve, part, part_kw, light, strict=strict)
+            part_kw = _part_kw(kw, part)
+            if way.person:
+                part_kw["sampling"] = way.sampler
+            if question.at_eps:
+                cols = delta_rows(question, way, part, part_kw, light)
+            else:
+                cols = accountant_rows(question, way, part, part_kw, light)
         return Result(
-            _result_columns(pk, solve, part, [(name, cols)], columns, sampler, given_k),
-            headline=headline,
+            result_columns(question, way, part, cols, given_k),
+            headline=question.answer,
             title="DP-SGD accounting",
-            caption=caption,
-            derived=derived,
+            caption=text,
+            derived=question.derived,
         )
 
     def finish(result):
-        result.plot = _plot_spec(p, result.columns, headline)
+        result.plot = plot_spec(question, result.columns)
         return result
 
-    rows = n * len(names) * len(ks)
-    mc = names == ["mc"]  # Monte Carlo: the samples are the work (spread over the processes within a row)
+    mc = names == ("mc",)  # Monte Carlo: the samples are the work (spread over the processes within a row)
     total = 2 * (p.mc_samples or MC_SAMPLES) * rows if mc else rows
     weights = [(hi - lo) * total / rows for _, _, lo, hi in tasks]
 
     return Stream(
-        columns,
+        list(ALL_COLUMNS),  # whatever the inputs and accountants: one schema scripts can rely on
         sweep.run(
             compute,
             tasks,
             seconds=seconds,
             unit="samples" if mc else "rows",
-            what=_what(p),
+            what=f"DP-SGD accounting (--method {p.accountant})",
             weights=weights,
-            parallel=_mc_batches(p, rows) if mc else len(tasks),
+            parallel=mc_batches(p, rows) if mc else len(tasks),
             settings=_overrides(jobs, scheduler),
         ),
-        headline=headline,
+        headline=question.answer,
         title="DP-SGD accounting",
-        caption=caption,
+        caption=text,
         finish=finish,
-        derived=derived,
+        derived=question.derived,
     )
+
+
+def _refused(g, note: str) -> dict:
+    """Rows with no value, ``note`` saying why (a route that does not apply)."""
+    n = g["q"].size
+    nan = np.full(n, np.nan)
+    e = Epsilon(nan, nan, np.zeros(n, bool), np.zeros(n, bool))
+    return dict(noise_multiplier=g.get("sigma", nan), steps=g["steps"], eps=e, note=[note] * n)
 
 
 def _overrides(jobs, scheduler) -> dict:
@@ -133,28 +133,6 @@ def _overrides(jobs, scheduler) -> dict:
     if scheduler is not None:
         out["scheduler"] = scheduler
     return out
-
-
-def _mc_batches(p: SgdEpsilonParams, rows: int) -> int:
-    """The Monte Carlo batches of ``rows`` configurations, both directions (the pieces its samples are spread in:
-    :data:`~dpcalc.engine.dpsgd.balls_in_bins_samples.BATCH_DRAWS` normal draws each, at least one a direction)."""
-    draws = (p.mc_samples or MC_SAMPLES) * max(1.0, sgd_checks.longest_run(p))
-    return 2 * rows * max(1, math.ceil(draws / BATCH_DRAWS))
-
-
-def _what(p: SgdEpsilonParams) -> str:
-    return f"DP-SGD accounting (--method {p.accountant})"
-
-
-def _derived(p: SgdEpsilonParams, solve) -> tuple[str, ...]:
-    """The columns each accountant finds for itself with --target-epsilon, besides the headline (see
-    :mod:`dpcalc.render.configs`): the epochs within the steps found; the sample rate, batch size and the
-    length not given (steps from --epochs, or the epochs within --steps)."""
-    if solve == "steps":
-        return ("epochs",)
-    if solve == "q":
-        return ("sample_rate", "batch_size", "steps" if p.epochs is not None else "epochs")
-    return ()
 
 
 def _axes(p: SgdEpsilonParams) -> dict[str, np.ndarray]:
@@ -236,48 +214,3 @@ def _part_kw(kw: dict, part: dict) -> dict:
     if "bmax" in part:
         out["max_batch_size"] = part["bmax"]
     return out
-
-
-def _caption(p: SgdEpsilonParams, names, solve, g, sampler) -> str:
-    relation = sampler.relation_caption(p.neighbors)
-    caption = f"sampling: {p.sampling}; neighbours: {p.neighbors} ({relation})"
-    if "rdp" in names:
-        caption += f"; conversion: {p.conversion}"
-    caption += sampler.caption
-    x = "delta" if p.epsilon is not None else "epsilon"  # what the rows bound: δ at ε with --epsilon
-    if "pld" in names and sampler.pld_upper_only:
-        caption += (
-            f"; pld: {x} is a certified upper bound (no lower end or estimate: {sampler.pld_upper_why})"
-        )
-    elif "pld" in names:
-        caption += f"; pld: [{x}_lower, {x}] is the certified bracket, {x}_estimate lies inside it"
-    if p.epsilon is not None:
-        caption += "; delta: δ at the epsilon given"
-    if p.tuning is not None:
-        caption += f"; tuning: {p.tuning.label()}, the best of K runs released (rdp only)"
-    if p.accumulation is not None:
-        caption += _accumulation_caption(p.accumulation, p.dataset_size)
-    if max(p.group_size) > 1 or any(name in GROUP_ACCOUNTANTS for name in names):
-        caption += group_caption(p.group_size, names, sampler, p.neighbors)
-    if "epochs" in g and not sampler.whole_epochs:
-        caption += "; steps = ceil(epochs / sample_rate)"
-    if solve == "sigma":
-        caption += f"; noise_multiplier: the smallest (within a factor {1 + SIGMA_RTOL:g}) with ε <= target"
-    elif solve == "steps":
-        caption += "; steps: the largest with ε <= target (epochs: the whole epochs within them)"
-    elif solve == "q" and "n" in g:
-        caption += "; batch_size: the largest with ε <= target (sample_rate = batch_size / dataset_size)"
-    elif solve == "q":
-        caption += f"; sample_rate: the largest (within a factor {1 + SIGMA_RTOL:g}) with ε <= target"
-    return caption
-
-
-def _accumulation_caption(accumulation: tuple[int, int], dataset_size) -> str:
-    """What gradient accumulation was taken to mean: the logical batch, its sample rate, the steps."""
-    physical, steps = accumulation
-    logical = physical * steps
-    n = f"{dataset_size[0]}" if dataset_size is not None and len(dataset_size) == 1 else "dataset_size"
-    return (
-        f"; logical batch = physical {physical} × accumulation {steps} = {logical}; sample_rate = {logical}/{n}; "
-        "steps = optimizer steps (one noise addition each)"
-    )

@@ -3,7 +3,6 @@ first swept input, one line per accountant."""
 
 from __future__ import annotations
 
-from dpcalc.commands.sgd.params import SgdEpsilonParams
 from dpcalc.result import PlotSpec
 
 _PLOT_SYMBOL = {
@@ -21,9 +20,11 @@ _PLOT_SYMBOL = {
 }
 
 
-def _plot_spec(p: SgdEpsilonParams, out, headline):
-    """--plot: the headline by the first swept input, one line per accountant (a dot per accountant
-    when nothing is swept); rows whose ``valid`` is false are drawn as "not a bound"."""
+def plot_spec(question, out):
+    """--plot: the answer to ``question`` (:class:`~dpcalc.commands.sgd.question.Question`) by the first swept
+    input, one line per accountant (a dot per accountant when nothing is swept); rows whose ``valid`` is false
+    are drawn as "not a bound"."""
+    p, headline = question.params, question.answer
     inputs = {
         "group_size": p.group_size if max(p.group_size) > 1 else None,
         "epochs": p.epochs,
@@ -41,7 +42,7 @@ def _plot_spec(p: SgdEpsilonParams, out, headline):
     swept = [k for k, v in inputs.items() if len(v) > 1 and k in out]
     if len(out["method"]) < 2:
         return None
-    x = swept[0] if swept else ("epsilon" if p.epsilon is not None else "delta")
+    x = swept[0] if swept else ("epsilon" if question.at_eps else "delta")
     fixed = ", ".join(f"{_PLOT_SYMBOL[k]} = {v[0]:g}" for k, v in inputs.items() if len(v) == 1)
     what, ylabel = _PLOT_HEADLINE[headline]
     return PlotSpec(

@@ -16,8 +16,8 @@ from dataclasses import replace
 import numpy as np
 
 from dpcalc.commands.risk import NOTES, refused_rows, risk_result, risk_rows
-from dpcalc.commands.sgd.checks import eps_error_of
 from dpcalc.commands.sgd.group import refuse_group
+from dpcalc.commands.sgd.question import eps_error_of, left_out
 from dpcalc.commands.sgd.tradeoff import profile_configs, profile_setting
 from dpcalc.engine import risk
 from dpcalc.engine._special import lazy_special as special
@@ -170,15 +170,7 @@ _UNKNOWNS = {
 
 def _unknown(params, question) -> str:
     """Which input the calibration finds: the one left out (exactly one of noise, length, rate)."""
-    left = [
-        name
-        for name, given in (
-            ("sigma", params.sigma is not None),
-            ("steps", params.steps is not None or params.epochs is not None),
-            ("q", params.sample_rate is not None or params.batch_size is not None),
-        )
-        if not given
-    ]
+    left = left_out(params)
     if len(left) != 1:
         raise InputError(
             f"{question}: leave out exactly one of --noise-multiplier, --steps (or --epochs) and --sample-rate "

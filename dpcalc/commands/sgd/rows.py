@@ -14,14 +14,11 @@ import math
 
 import numpy as np
 
-from dpcalc import execution
-from dpcalc.commands.sgd.group import GROUP_ACCOUNTANTS, group_rows
+from dpcalc.commands.sgd import mc
 from dpcalc.commands.sgd.searched import searched_rows
 from dpcalc.engine.composition.tuning import tuned_rdp
 from dpcalc.engine.dpsgd import accounting as sgd
 from dpcalc.engine.dpsgd import noise_calibration, pld_calibration, rate_budget, step_budget
-from dpcalc.engine.dpsgd.balls_in_bins_mc import DEFAULT_SAMPLES, epsilon_balls_in_bins_mc, samples_to_certify
-from dpcalc.engine.dpsgd.balls_in_bins_samples import MAX_WIDTH
 from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 from dpcalc.engine.mechanisms import sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
@@ -162,52 +159,57 @@ def _steps_at(q: float, v: dict, length: str) -> float:
     return float(max(math.ceil(ratio), 1))
 
 
-def accountant_rows(p, sampler, name, solve, g, kw, light=True, strict=True) -> dict:
-    """One accountant's answers on the combinations ``g`` (flat arrays) of a run with ``sampler``;
+def accountant_rows(question, way, g, kw, light=True) -> dict:
+    """One accountant's answers to ``question`` on the combinations ``g`` (flat arrays), by the route ``way``
+    (:func:`dpcalc.commands.sgd.group.route`: the sampler and accountant of an example's rows, or a person's);
     ``light``: small arrays may skip scipy (see :class:`dpcalc.engine.mechanisms.sgm.light_start`)."""
+    p, solve, name, sampler = question.params, question.solve, way.name, way.sampler
     with sgm.light_start() if light else contextlib.nullcontext():
         if p.tuning is not None:
             return _tuned_rows(p, name, g, kw, solve)
-        if p.group_size > 1 or name in GROUP_ACCOUNTANTS:  # a person with K examples
-            return group_rows(
-                p,
-                sampler,
-                name,
-                solve,
-                g,
-                kw,
-                lambda s, n, k: _rows(p, s, n, solve, g, k, strict),
-                SIGMA_RTOL,
+        if name == "dp-group":
+            return _dp_group(way.k, g, {**kw, "group_size": way.k}, solve)
+        if name == "pld":
+            return _pld_rows(p, sampler, g, solve, question.strict)
+        if name == "mc":  # Monte Carlo of balls-in-bins
+            return mc.epsilon_rows(p, sampler, g)
+        if not sampler.covers("rdp"):  # a row of its own (shuffle)
+            return _own_rows(sampler, g)
+        if solve is not None and not sampler.vectorised_inverse:
+            # truncated Poisson, random allocation: one search per configuration
+            return searched_rows(name, g, kw, solve, SIGMA_RTOL)
+        if solve is None:
+            e = sgd.epsilon(name, g["q"], g["sigma"], g["steps"], g["delta"], **kw)
+            return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e)
+        if solve == "sigma":
+            sig, e = noise_calibration.calibrate_noise(
+                g["q"], g["steps"], g["delta"], g["target"], accountant=name, rtol=SIGMA_RTOL, **kw
             )
-        return _rows(p, sampler, name, solve, g, kw, strict)
+            return dict(noise_multiplier=sig, steps=g["steps"], eps=e)
+        if solve == "q":
+            return _rate_rows(name, g, kw)
+        t, _ = step_budget.max_steps(g["q"], g["sigma"], g["delta"], g["target"], accountant=name, **kw)
+        # report ε (with its order and flags) at the answer; 0 steps: nothing fits
+        e = sgd.epsilon(name, g["q"], g["sigma"], np.maximum(t, 1.0), g["delta"], **kw)
+        e = e._replace(epsilon=np.where(t >= 1, e.epsilon, np.nan), alpha=np.where(t >= 1, e.alpha, np.nan))
+        return dict(noise_multiplier=g["sigma"], steps=t, eps=e)
 
 
-def _rows(p, sampler, name, solve, g, kw, strict) -> dict:
-    """:func:`accountant_rows` for one example (or a person's sampler in ``sampler`` and ``kw``)."""
-    if name == "pld":
-        return _pld_rows(p, sampler, g, solve, strict)
-    if name == "mc":  # Monte Carlo of balls-in-bins
-        return _mc_rows(p, sampler, g)
-    if not sampler.covers("rdp"):  # a row of its own (shuffle)
-        return _own_rows(sampler, g)
-    if solve is not None and not sampler.vectorised_inverse:
-        # truncated Poisson, random allocation: one search per configuration
-        return searched_rows(name, g, kw, solve, SIGMA_RTOL)
+def _dp_group(k, g, kw, solve) -> dict:
+    """dp-group: the (ε, δ) group conversion (Vadhan 2017, Lemma 2.2) of the example-level rdp bound for a
+    person with ``k`` examples (:func:`dpcalc.engine.dpsgd.accounting.epsilon_dp_group`), or its inverse
+    questions by a search per configuration; every row's note names the route."""
     if solve is None:
-        e = sgd.epsilon(name, g["q"], g["sigma"], g["steps"], g["delta"], **kw)
-        return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e)
-    if solve == "sigma":
-        sig, e = noise_calibration.calibrate_noise(
-            g["q"], g["steps"], g["delta"], g["target"], accountant=name, rtol=SIGMA_RTOL, **kw
-        )
-        return dict(noise_multiplier=sig, steps=g["steps"], eps=e)
-    if solve == "q":
-        return _rate_rows(name, g, kw)
-    t, _ = step_budget.max_steps(g["q"], g["sigma"], g["delta"], g["target"], accountant=name, **kw)
-    # report ε (with its order and flags) at the answer; 0 steps: nothing fits
-    e = sgd.epsilon(name, g["q"], g["sigma"], np.maximum(t, 1.0), g["delta"], **kw)
-    e = e._replace(epsilon=np.where(t >= 1, e.epsilon, np.nan), alpha=np.where(t >= 1, e.alpha, np.nan))
-    return dict(noise_multiplier=g["sigma"], steps=t, eps=e)
+        e = sgd.epsilon("dp-group", g["q"], g["sigma"], g["steps"], g["delta"], warn=False, **kw)
+        cols = dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e)
+    else:
+        cols = searched_rows("dp-group", g, kw, solve, SIGMA_RTOL)
+    note = (
+        f"a person with K = {k} examples; comparison: (ε, δ) group conversion (Vadhan 2017, Lemma 2.2) of the "
+        "example-level rdp bound, ε = K·ε' at the best δ' found; an upper bound"
+    )
+    cols["note"] = [note] * g["q"].size
+    return cols
 
 
 #: The note of an accountant other than rdp under --tuning-runs.
@@ -316,96 +318,3 @@ def _own_rows(sampler, g) -> dict:
     n = g["q"].size
     e = sgd.Epsilon(upper, np.full(n, np.nan), np.zeros(n, bool), np.ones(n, bool))
     return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, lower=lower)
-
-
-#: The Monte Carlo accountant's cost on one core, measured on the development machine (2 cores, shared) with a
-#: margin: CPU seconds per sample and direction, per normal draw of a sample (its steps, K·m), the extra per sample
-#: of the rejection samplers of epochs of 2 or 3 steps, and per configuration (the placing of the conditioning,
-#: the inversion).
-MC_SECONDS_PER_SAMPLE = 5e-6
-MC_SECONDS_PER_DRAW = 1.5e-8
-MC_SECONDS_SHORT_EPOCH = 8e-6
-MC_SECONDS_PER_CONFIG = 0.3
-
-
-def mc_seconds(samples: float, steps: float, epoch_steps: float | None = None) -> float:
-    """Estimated CPU seconds on one core of the Monte Carlo accountant (``--method mc``) for one configuration,
-    both directions: ``samples`` per direction of a run of ``steps`` normal draws a sample (the epochs times the
-    steps per epoch, K·m); ``epoch_steps`` (m, if known) adds the slower rejection sampling of epochs of 2 or 3
-    steps.  Linear in the samples and the steps: the batches' work, plus a fixed part per configuration."""
-    per = MC_SECONDS_PER_SAMPLE + MC_SECONDS_PER_DRAW * float(steps)
-    if epoch_steps is not None and 1 < epoch_steps <= 3:
-        per += MC_SECONDS_SHORT_EPOCH
-    return 2.0 * float(samples) * per + MC_SECONDS_PER_CONFIG
-
-
-def mc_plan(p, sampler, g):
-    """``(m, epochs, samples)`` of balls-in-bins Monte Carlo for the rows ``g``: the rounds, epochs and samples per
-    direction.  Any number of samples is computed (in batches, in bounded memory,
-    :mod:`dpcalc.engine.dpsgd.balls_in_bins_samples`); a run whose one sample would not fit in memory (more than
-    :data:`~dpcalc.engine.dpsgd.balls_in_bins_samples.MAX_WIDTH` steps) is refused before any draw."""
-    m, _, epochs = sampler.rounds(g["q"], g["steps"], g.get("n"))
-    samples = DEFAULT_SAMPLES if p.mc_samples is None else p.mc_samples
-    widest = float(np.max(np.asarray(m, float) * np.asarray(epochs, float))) if np.size(m) else 0.0
-    if widest > MAX_WIDTH:
-        raise InputError(
-            f"--method mc: one Monte Carlo sample of this run is {widest:.3g} normal draws (epochs × steps per "
-            f"epoch) held in memory at once, more than {MAX_WIDTH:.3g}; use --method rdp or pld"
-        )
-    return m, epochs, samples
-
-
-def mc_needed_note(samples: int, needed: float, delta: float, confidence: float) -> str:
-    """The note of a Monte Carlo row whose ε is inf: the samples given cannot certify δ, and how many would
-    (rounded up to two significant digits)."""
-    return (
-        f"{samples:,} samples cannot certify δ = {delta:g} at confidence {confidence:g} (ε = inf): "
-        f"{_count_up(needed)} samples per direction would (the least count whose bound, beyond every sampled loss, "
-        "is within δ); raise --mc-samples"
-    )
-
-
-def _count_up(n: float) -> str:
-    """``n`` rounded up to two significant digits, written out (e.g. 3,000,000), or in e-notation beyond 10^15."""
-    if not math.isfinite(n):
-        return "no number of"
-    digits = max(0, int(math.floor(math.log10(max(n, 1.0)))) - 1)
-    up = math.ceil(n / 10**digits) * 10**digits
-    return f"{up:,}" if up < 1e15 else f"{up:.2e}"
-
-
-def _mc_rows(p, sampler, g) -> dict:
-    """The Monte Carlo rows of balls-in-bins (:mod:`dpcalc.engine.dpsgd.balls_in_bins_mc`): ε holding with
-    probability ``p.confidence`` over the sampling, and the estimate; the samples drawn in batches on the
-    processes or cluster of the settings in force (:func:`dpcalc.execution.mapper`: the same numbers anywhere).
-    Where ε is inf the note says how many samples would certify δ (:func:`samples_to_certify`)."""
-    m, epochs, samples = mc_plan(p, sampler, g)
-    upper, est = epsilon_balls_in_bins_mc(
-        g["sigma"],
-        m,
-        epochs,
-        g["delta"],
-        samples=samples,
-        confidence=p.confidence,
-        seed=p.seed,
-        mapper=execution.mapper(),
-    )
-    n = g["q"].size
-    upper, est = np.asarray(upper, float).reshape(n), np.asarray(est, float).reshape(n)
-    e = sgd.Epsilon(upper, np.full(n, np.nan), np.zeros(n, bool), np.ones(n, bool))
-    cfg = np.broadcast_arrays(
-        *(np.asarray(x, float).reshape(-1) for x in (g["sigma"], m, epochs, g["delta"]))
-    )
-    needed: dict = {}
-    note = []
-    for i, u in enumerate(upper):
-        if np.isfinite(u):
-            note.append("")
-            continue
-        key = tuple(float(c[i]) for c in cfg)
-        if key not in needed:
-            needed[key] = samples_to_certify(
-                key[0], int(key[1]), int(key[2]), key[3], samples=samples, confidence=p.confidence
-            )
-        note.append(mc_needed_note(samples, needed[key], key[3], p.confidence))
-    return dict(noise_multiplier=g["sigma"], steps=g["steps"], eps=e, estimate=est, note=note)

@@ -11,8 +11,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from dpcalc.commands.sgd.checks import check_inputs, eps_error_of
 from dpcalc.commands.sgd.group import refuse_group
+from dpcalc.commands.sgd.question import check_inputs, eps_error_of
 from dpcalc.commands.tradeoff import CLT_NOTE, exact_rows, tradeoff_result, tradeoff_row
 from dpcalc.engine.dpsgd.accounting import rdp_total
 from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld

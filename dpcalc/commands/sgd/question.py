@@ -1,62 +1,111 @@
-"""The checks of ``dpcalc sgd-epsilon``'s inputs before any work (:mod:`dpcalc.commands.sgd.epsilon`): the
-combination of options, what the sampler needs and which accountants answer it (the sampler table,
-:mod:`dpcalc.engine.samplers`), the Monte Carlo accountant's options, and the bounded work of a sweep
-(docs/math.md §3).  The checks run in the order the command line has always reported them.
+"""What ``dpcalc sgd-epsilon`` is asked, decided once: :func:`ask` checks the inputs and returns a
+:class:`Question` — the inputs resolved, the sampler, the accountants that answer, the one quantity solved for
+and the work it costs.  Everything after it (the rows, their columns, caption and notes, the picture) reads the
+question instead of asking again (docs/math.md §3).
+
+The checks run in the order the command line has always reported them: the combination of rate, noise, length,
+δ and the target; what the sampler needs; the Monte Carlo accountant's options; a person's accountants
+(``--group-size``); the accountants of ``--method``.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from dpcalc.commands import sweep
 from dpcalc.commands.choices import SGD_ACCOUNTANTS
-from dpcalc.commands.sgd import rows as sgd_rows
-from dpcalc.commands.sgd.group import GROUP_ACCOUNTANTS, GROUP_SECONDS, group_names
+from dpcalc.commands.sgd import work
+from dpcalc.commands.sgd.mc import MC_CONFIDENCE, MC_SAMPLES
+from dpcalc.commands.sgd.params import SgdEpsilonParams
 from dpcalc.engine.samplers import catalogue
+from dpcalc.engine.samplers.base import Sampler
+from dpcalc.engine.samplers.person import grouped_sampler, tight_refusal
 from dpcalc.errors import InputError
 from dpcalc.input.group import check_group_size
-
-#: --method mc: Monte Carlo samples per direction, and the confidence of its ε (defaults).
-MC_SAMPLES = 1_000_000
-MC_CONFIDENCE = 0.95
 
 #: The smallest --target-epsilon when solving for the noise multiplier or the sample rate (bounded work:
 #: smaller targets made the searches evaluate ε ever closer to 0, minutes per configuration).
 TARGET_MIN = 1e-3
-
-#: CPU seconds per configuration of each accountant at its default flags, measured (benchmarks/) with a
-#: margin: the rdp accountant's is the sampler's (``Sampler.rdp_seconds``: a Rényi curve per configuration,
-#: or shared across the steps, the epochs and δ where ``Sampler.curve_reused``), the Monte Carlo
-#: accountant's per sample.
-SECONDS_EACH = {"abadi": 1e-4, "bassily": 1e-4, "pld": 0.1, "shuffle": 2.5e-3}
-#: a forward rdp row sharing its curve costs this beside its share of the curve (about 7,000 rows a second)
-RDP_SECONDS_PER_ROW = 1.5e-4
-#: --target-epsilon: a search costs about this many evaluations of ε per configuration (the sample rate's
-#: more: each evaluation a new curve); the pld accountant's calibration reuses its distributions.
-SEARCH_FACTOR = {"sigma": 10, "steps": 15, "q": 100}
-PLD_SEARCH_FACTOR = {"sigma": 3, "steps": 3, "q": 10}
 
 #: Accountants that ``--method all`` leaves out: Monte Carlo is slow, and a bound with a confidence only.
 ON_REQUEST = ("mc",)
 #: Accountants that need --dataset-size to apply (the bassily reference: its formula involves n).
 NEED_N = ("bassily",)
 
+#: The generic routes of a person's privacy, by accountant name (beside the tight rdp and pld).
+GROUP_ACCOUNTANTS = ("rdp-group", "dp-group")
+#: What ``--method all`` runs with --group-size K > 1, in order (those that apply).
+GROUP_ALL = ("rdp", "pld", *GROUP_ACCOUNTANTS)
 
-def checked(p):
-    """The inputs with the neighbouring relation and ``eps_error`` resolved (and the Monte Carlo
-    accountant's defaults), the accountants to run, what to solve for (None, ``"sigma"``, ``"steps"`` or
-    ``"q"``) and the sampler (its entry in :mod:`dpcalc.engine.samplers`)."""
-    sampler = catalogue.sampler(p.sampling)
-    neighbors = p.neighbors if p.neighbors is not None else sampler.default_relation
-    solve = _question(p)
+#: The quantity ``--target-epsilon`` (or a risk target) solves for -> the options that give it.
+UNKNOWNS = {
+    "sigma": "--noise-multiplier",
+    "steps": "--steps/--epochs",
+    "q": "--sample-rate/--batch-size",
+}
+
+
+@dataclass(frozen=True)
+class Question:
+    """One sgd-epsilon question: ``params`` resolved (the neighbouring relation, ``eps_error`` as a number, the
+    Monte Carlo defaults, ``group_size`` a tuple), the ``sampler`` (its entry in :mod:`dpcalc.engine.samplers`),
+    the ``accountants`` that answer, what ``--target-epsilon`` solves for (``solve``: None, ``"sigma"``,
+    ``"steps"`` or ``"q"``) and the estimated CPU seconds of the whole sweep on one core (``seconds``)."""
+
+    params: SgdEpsilonParams
+    sampler: Sampler
+    accountants: tuple[str, ...]
+    solve: str | None
+    seconds: float
+
+    @property
+    def at_eps(self) -> bool:
+        """δ at ε is asked (``--epsilon``), not ε at δ."""
+        return self.params.epsilon is not None
+
+    @property
+    def answer(self) -> str:
+        """The column that answers the question (never an estimate): ε or δ, or the quantity solved for."""
+        rate = "batch_size" if self.params.dataset_size is not None else "sample_rate"
+        return {"sigma": "noise_multiplier", "steps": "steps", "q": rate}.get(
+            self.solve, "delta" if self.at_eps else "epsilon"
+        )
+
+    @property
+    def derived(self) -> tuple[str, ...]:
+        """The columns each accountant finds for itself with --target-epsilon, besides the answer (see
+        :mod:`dpcalc.render.configs`): the epochs within the steps found; the sample rate, batch size and the
+        length not given (steps from --epochs, or the epochs within --steps)."""
+        if self.solve == "steps":
+            return ("epochs",)
+        if self.solve == "q":
+            return ("sample_rate", "batch_size", "steps" if self.params.epochs is not None else "epochs")
+        return ()
+
+    @property
+    def person(self) -> bool:
+        """Whether any row is a person's (``--group-size`` K > 1, or a group route asked for)."""
+        return max(self.params.group_size) > 1 or any(n in GROUP_ACCOUNTANTS for n in self.accountants)
+
+    @property
+    def strict(self) -> bool:
+        """One accountant alone answers, so its refusal of a configuration is an error, not a row."""
+        return len(self.accountants) == 1
+
+
+def ask(params: SgdEpsilonParams) -> Question:
+    """The question ``params`` asks, checked before any work: :class:`~dpcalc.errors.InputError` (a usage error
+    naming the option at fault) for an impossible combination."""
+    sampler = catalogue.sampler(params.sampling)
+    neighbors = params.neighbors if params.neighbors is not None else sampler.default_relation
+    p = params
+    solve = _solved_for(p)
     check_inputs(p, sampler)
     _check_mc(p, sampler, solve)
     p = replace(p, group_size=group_sizes(p.group_size))
     names = None
     if max(p.group_size) > 1 or p.accountant in GROUP_ACCOUNTANTS:  # a person with K examples
         sampler.check_relation(neighbors)
-        names = group_names(p, sampler, neighbors, solve)
+        names = _group_accountants(p, sampler, neighbors)
     if names is None:
         names = sampler.own_accountants(p.accountant, neighbors, solve, p.tuning)
     if names is None and p.accountant == "all":
@@ -76,7 +125,8 @@ def checked(p):
             confidence=MC_CONFIDENCE if p.confidence is None else p.confidence,
             seed=0 if p.seed is None else p.seed,
         )
-    return replace(p, neighbors=neighbors, eps_error=eps_error), names, solve, sampler
+    p = replace(p, neighbors=neighbors, eps_error=eps_error)
+    return Question(p, sampler, tuple(names), solve, work.sweep_seconds(p, names, solve, sampler))
 
 
 def eps_error_of(p, pld: bool):
@@ -103,15 +153,24 @@ def group_sizes(value) -> tuple[int, ...]:
     return tuple(check_group_size(k) for k in values)
 
 
-def _question(p):
+def left_out(p) -> list[str]:
+    """The quantities of :data:`UNKNOWNS` that ``p`` does not give (a target solves for exactly one of them)."""
+    given = {
+        "q": p.sample_rate is not None or p.batch_size is not None,
+        "sigma": p.sigma is not None,
+        "steps": p.steps is not None or p.epochs is not None,
+    }
+    return [name for name in ("q", "sigma", "steps") if not given[name]]
+
+
+def _solved_for(p):
     """What ``--target-epsilon`` solves for (None: ε is asked), with the checks of the combination of
     rate, noise, length, δ and --tuning-runs."""
     if p.sample_rate is not None and p.batch_size is not None:
         raise InputError("give either --sample-rate or --batch-size with --dataset-size, not both")
     if p.steps is not None and p.epochs is not None:
         raise InputError("give either --steps or --epochs, not both")
-    rate_given = p.sample_rate is not None or p.batch_size is not None
-    length_given = p.steps is not None or p.epochs is not None
+    left = left_out(p)
     if p.batch_size is not None and p.dataset_size is None:
         raise InputError("--batch-size needs --dataset-size (the sample rate is batch size / dataset size)")
     solve = None
@@ -122,21 +181,20 @@ def _question(p):
             if value is not None:
                 raise InputError(f"--epsilon cannot be used with {option} (it is answered at --delta)")
     if p.target_epsilon is None:
-        if not rate_given:
+        if "q" in left:
             raise InputError("give --sample-rate, or --batch-size with --dataset-size")
-        if p.sigma is None:
+        if "sigma" in left:
             raise InputError("missing option --noise-multiplier (or give --target-epsilon to solve for it)")
-        if not length_given:
+        if "steps" in left:
             raise InputError("give --steps or --epochs (or --target-epsilon to solve for the steps)")
     else:
-        left_out = [not rate_given, p.sigma is None, not length_given]
-        if sum(left_out) != 1:
+        if len(left) != 1:
             raise InputError(
                 "with --target-epsilon, leave out exactly one option to solve for: --noise-multiplier, "
                 "--steps/--epochs, or --sample-rate/--batch-size"
-                + (" (give --dataset-size to solve for the batch size)" if sum(left_out) > 1 else "")
+                + (" (give --dataset-size to solve for the batch size)" if len(left) > 1 else "")
             )
-        solve = "q" if not rate_given else ("sigma" if p.sigma is None else "steps")
+        solve = left[0]
     if solve is not None and p.delta is not None and 0 in p.delta:
         raise _invalid(
             "--delta",
@@ -214,85 +272,33 @@ def _check_mc(p, sampler, solve) -> None:
         raise InputError(f"--seed: {p.seed} is out of range: must be a whole number in [0, 2^63 − 1]")
 
 
-def _swept_k(value):
-    """--group-size's values when given beyond the default K = 1 (a sweep axis), else None."""
-    ks = group_sizes(value)
-    return ks if max(ks) > 1 or len(ks) > 1 else None
-
-
-def swept(p) -> dict:
-    """Option -> its values, for the options given (their product is the grid)."""
-    options = {
-        "--sample-rate": p.sample_rate,
-        "--batch-size": p.batch_size,
-        "--dataset-size": p.dataset_size,
-        "--max-batch-size": p.max_batch_size,
-        "--noise-multiplier": p.sigma,
-        "--steps": p.steps,
-        "--epochs": p.epochs,
-        "--delta": p.delta,
-        "--epsilon": getattr(p, "epsilon", None),
-        "--target-epsilon": p.target_epsilon,
-        "--group-size": _swept_k(getattr(p, "group_size", 1)),
-    }
-    return {k: v for k, v in options.items() if v is not None}
-
-
-def check_sweep(p, names, solve, sampler) -> float:
-    """Refuse, before any work, a sweep of more rows than :data:`dpcalc.commands.sweep.MAX_ROWS`; return the
-    estimated CPU seconds of the whole sweep on one core (:func:`work_seconds`)."""
-    sizes = {opt: len(v) for opt, v in swept(p).items()}
-    sweep.check_rows(sizes, len(names))
-    return work_seconds(p, names, solve, sizes, sampler)
-
-
-def _example_cost(p, name, solve, sizes, sampler) -> float:
-    """CPU seconds per configuration of one example-level accountant."""
-    if name == "rdp":
-        cost = sampler.rdp_seconds
-        if solve is None and sampler.curve_reused:
-            # one Rényi curve per (rate, noise); the steps, epochs and δ of a sweep reuse it
-            configs = math.prod(sizes.values())
-            curves = math.prod(
-                v
-                for k, v in sizes.items()
-                if k not in ("--steps", "--epochs", "--delta", "--epsilon", "--group-size")
-            )
-            cost = cost * curves / configs + RDP_SECONDS_PER_ROW
-        return cost
-    if name == "mc":
-        return sgd_rows.mc_seconds(p.mc_samples or MC_SAMPLES, longest_run(p))
-    return SECONDS_EACH.get(name, 0.1)
-
-
-def longest_run(p) -> float:
-    """The most steps of any configuration (with --epochs: the epochs times the steps an epoch, 1/q or N/B)."""
-    if p.steps is not None:
-        return float(max(p.steps))
-    if p.epochs is None:
-        return 0.0
-    if p.sample_rate is not None:
-        per_epoch = 1.0 / min(p.sample_rate)
-    elif p.batch_size is not None and p.dataset_size is not None:
-        per_epoch = max(p.dataset_size) / min(p.batch_size)
-    else:
-        per_epoch = 1.0
-    return float(max(p.epochs)) * math.ceil(per_epoch)
-
-
-def work_seconds(p, names, solve, sizes: dict[str, int], sampler=None) -> float:
-    """The estimated CPU seconds on one core of the configurations ``sizes`` (option -> number of values) under
-    the accountants ``names`` (the costs measured in benchmarks/, with a margin)."""
+def _group_accountants(p, sampler, neighbors) -> list[str]:
+    """The accountants to run for a person with ``p.group_size`` examples (a tuple: a sweep of K), refusing
+    one that does not apply (a usage error naming what is missing).  With ``--method all`` the tight rows
+    run where they apply to some K > 1 of the sweep (a K where they do not gets rows that say why)."""
+    ks = p.group_size
     if p.tuning is not None:
-        return 0.0  # bounded by --tuning-runs' own limits
-    sampler = sampler or catalogue.sampler(p.sampling)
-    ks = group_sizes(getattr(p, "group_size", 1))
-    each = 0.0
-    for name in names:
-        # a person's rows (dpcalc.commands.sgd.group) for K > 1; K = 1 rows are the example-level ones
-        person = [k for k in ks if k > 1 or name in GROUP_ACCOUNTANTS]
-        cost = GROUP_SECONDS[name] * len(person) / len(ks) if person else 0.0
-        if len(person) < len(ks):
-            cost += _example_cost(p, name, solve, sizes, sampler) * (len(ks) - len(person)) / len(ks)
-        each += cost * (PLD_SEARCH_FACTOR if name == "pld" else SEARCH_FACTOR).get(solve, 1)
-    return each * math.prod(sizes.values())
+        raise InputError("--group-size cannot be used with --tuning-runs")
+    generic = sampler.covers("rdp", neighbors)
+    refusals = [(k, tight_refusal(sampler, neighbors, k)) for k in ks if k > 1]
+    tight = not refusals or any(why is None for _, why in refusals)
+    if p.accountant == "all":
+        names = [a for a in GROUP_ALL if (generic if a in GROUP_ACCOUNTANTS else tight)]
+        if not names:
+            grouped_sampler(sampler, max(ks))  # raises: no Rényi curve to group
+            raise InputError(refusals[0][1])
+        return names
+    if p.accountant in GROUP_ACCOUNTANTS:
+        if not generic:
+            grouped_sampler(sampler, max(ks))
+            raise InputError(f"--method {p.accountant}: the example-level rdp accountant does not apply here")
+        return [p.accountant]
+    if p.accountant in ("rdp", "pld"):
+        for k, why in refusals:
+            if why is not None:
+                raise InputError(f"--method {p.accountant} with --group-size {k}: {why}")
+        return [p.accountant]
+    raise InputError(
+        f"--method {p.accountant} with --group-size {max(ks)}: an example-level formula; for a person use "
+        "rdp, pld (Poisson sampling), rdp-group, dp-group or all"
+    )
