@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 from dpcalc import execution
-from dpcalc.commands.sgd.mc import mc_needed_note
+from dpcalc.commands.sgd.mc import MC_CONFIDENCE, MC_SAMPLES, mc_needed_note  # as sgd-epsilon's --method mc
 from dpcalc.engine.dpsgd.noise_calibration import calibrate_noise
 from dpcalc.engine.matrix import accounting as acc
 from dpcalc.engine.matrix import balls_in_bins_mc as bb
@@ -29,9 +29,6 @@ NOTES = {
     "the run and is its own in the worst case, so the estimate is of the run; Chua et al. 2025, arXiv:2412.16802): "
     "an upper bound with probability confidence over the sampling, not a certified bound",
 }
-#: The Monte Carlo row's defaults (as sgd-epsilon's --method mc): samples per direction, confidence, seed.
-MC_SAMPLES = 1_000_000
-MC_CONFIDENCE = 0.95
 #: The Monte Carlo row's cost on one core, measured on the development machine (2 cores, shared) with a margin:
 #: CPU seconds per sample and direction — a fixed part, per bin (the log-sum-exp of b terms) and per bin squared
 #: (b normals times the b × b root) — and per noise value (the inversion).

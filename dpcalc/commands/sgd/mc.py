@@ -87,19 +87,8 @@ def epsilon_rows(p, sampler, g) -> dict:
     probability ``p.confidence`` over the sampling, and the estimate; the samples drawn in batches on the
     processes or cluster of the settings in force (:func:`dpcalc.execution.mapper`: the same numbers anywhere).
     Where ε is inf the note says how many samples would certify δ (:func:`samples_to_certify`)."""
-    m, epochs, samples = mc_plan(p, sampler, g)
-    upper, est = epsilon_balls_in_bins_mc(
-        g["sigma"],
-        m,
-        epochs,
-        g["delta"],
-        samples=samples,
-        confidence=p.confidence,
-        seed=p.seed,
-        mapper=execution.mapper(),
-    )
+    (m, epochs, samples), (upper, est) = _bounds(epsilon_balls_in_bins_mc, p, sampler, g, g["delta"])
     n = g["q"].size
-    upper, est = np.asarray(upper, float).reshape(n), np.asarray(est, float).reshape(n)
     e = sgd.Epsilon(upper, np.full(n, np.nan), np.zeros(n, bool), np.ones(n, bool))
     cfg = np.broadcast_arrays(
         *(np.asarray(x, float).reshape(-1) for x in (g["sigma"], m, epochs, g["delta"]))
@@ -121,17 +110,24 @@ def epsilon_rows(p, sampler, g) -> dict:
 
 def delta_bounds(p, sampler, g):
     """The Monte Carlo upper bound on δ(ε) of balls-in-bins (probability ``p.confidence``) and its estimate."""
-    m, epochs, samples = mc_plan(p, sampler, g)
-    upper, est = delta_balls_in_bins_mc(
+    _, (upper, est) = _bounds(delta_balls_in_bins_mc, p, sampler, g, g["eps"])
+    return np.minimum(upper, 1.0), est
+
+
+def _bounds(accountant, p, sampler, g, at):
+    """The plan (:func:`mc_plan`) and ``accountant``'s (upper bound, estimate) at ``at`` (δ's or ε's) on the
+    rows ``g``, as flat arrays."""
+    plan = mc_plan(p, sampler, g)
+    m, epochs, samples = plan
+    upper, est = accountant(
         g["sigma"],
         m,
         epochs,
-        g["eps"],
+        at,
         samples=samples,
         confidence=p.confidence,
         seed=p.seed,
         mapper=execution.mapper(),
     )
     n = g["q"].size
-    upper = np.minimum(np.asarray(upper, float).reshape(n), 1.0)
-    return upper, np.asarray(est, float).reshape(n)
+    return plan, (np.asarray(upper, float).reshape(n), np.asarray(est, float).reshape(n))
