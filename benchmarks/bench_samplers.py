@@ -3,7 +3,7 @@ dp-accounting where it has the scheme (a script, not a test).
 
     python benchmarks/bench_samplers.py [--repeat 3]
 
-The run of the README's "Which sampler did you run?" section: 60000 examples, batches of 256, noise
+The run of the "Which sampler did you run?" section of docs/guide/sgd-epsilon.md: 60000 examples, batches of 256, noise
 multiplier 1.1, 60 epochs, δ = 1e-5.  Each row is what a user runs, default flags, the whole process
 (start-up included): wall time (min / median / max of ``--repeat`` runs after an untimed warm-up), peak
 memory of the process tree, and the answer.  Side by side, dp-accounting's PLD accountant (its defaults)

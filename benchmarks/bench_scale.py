@@ -25,7 +25,7 @@ speed cancels; the medians are quoted.
    1/1.7).  Beside it, with ``--jax-python`` (an interpreter that has jax_privacy): jax_privacy's Monte Carlo
    (``experimental.monte_carlo.sample_generation.get_privacy_loss_sample`` for BallsInBinsSampling(1000, 100),
    ``c_col = [1]``, both directions, whole process; it has no parallel mode).
-4. ``matrix``: the README's BandMF-under-balls-in-bins example (``matrix --strategy identity --strategy
+4. ``matrix``: the guide's BandMF-under-balls-in-bins example (docs/guide/matrix.md) (``matrix --strategy identity --strategy
    sqrt:bands=4 --steps 400 --participation balls-in-bins:b=100 --noise-multiplier 2``) at δ = 1e-6 with the
    samples that certify δ = 1e-6 (read off the note of a short run's inf row), with ``--jobs 1`` and the
    default (every core; a dpcalc without ``matrix --jobs``: 1 process is ``taskset -c 0``, since dpcalc uses
@@ -70,7 +70,7 @@ free cores ``--jobs 2`` would take about half the CPU seconds plus the serial pa
 
 The matrix example is 2 strategies × 2 directions × 3·10^6 = 1.2·10^7 samples of 4 draws: about 410,000
 samples per CPU second.  The samples that certify δ = 1e-6 (3·10^6 a direction, the note of an inf row) are
-the floor below which ε is inf, not the 1.2·10^8 of the README's tight-ε figure (Chua et al., Fact 4.2): that
+the floor below which ε is inf, not the 1.2·10^8 of the tight-ε figure of docs/guide/sgd-epsilon.md (Chua et al., Fact 4.2): that
 is 40 times the work, about 1,170 CPU seconds (20 minutes on one core, 10 on two, extrapolated).
 """
 
@@ -418,7 +418,7 @@ def bench_mc(args):
 
 
 def bench_matrix(args):
-    print(f"\n4. matrix: the README's BandMF-under-balls-in-bins example at δ = 1e-6; {load()}")
+    print(f"\n4. matrix: the guide's BandMF-under-balls-in-bins example (docs/guide/matrix.md) at δ = 1e-6; {load()}")
     short = once(matrix(20_000), keep=True)
     needed = max(
         int(x.replace(",", "")) for x in re.findall(r"([\d,]+) samples per direction would", short.stdout)
