@@ -1,11 +1,11 @@
-"""Regenerate the README's pictures by running real dpcalc commands with ``--plot``.
+"""Regenerate the guide's pictures (docs/guide/pictures.md) by running real dpcalc commands with ``--plot``.
 
     python docs/make_images.py            # rewrite docs/img/*.png
     python docs/make_images.py OUTDIR     # write them to OUTDIR instead (the test does this)
-    python docs/make_images.py --tour     # rewrite the pictures section of README.md
+    python docs/make_images.py --tour     # rewrite the pictures of docs/guide/pictures.md
 
 Each picture is one ``dpcalc ... --plot OUTDIR/NAME.png`` command line, run in-process (the same
-click entry point as the installed ``dpcalc``); README.md's pictures section shows the same command lines,
+click entry point as the installed ``dpcalc``); docs/guide/pictures.md shows the same command lines,
 and ``tests/test_plot_images.py`` checks that the two agree and that every command draws its picture.
 A picture may need setup commands first (the odometer's ledger is filled event by event); they run in
 a scratch directory, which is also the working directory of the plotting command.
@@ -31,7 +31,7 @@ FINETUNE_EPOCH = "subsampled-gaussian:q=0.01024,sigma=1,count=98"
 class Image:
     name: str  # file name under docs/img
     command: str  # the dpcalc command line, without --plot
-    about: str  # one line for the README's pictures section
+    about: str  # one line for the guide's page of pictures
     setup: tuple[str, ...] = ()  # command lines run before it, in the same scratch directory
 
     def plot_command(self, outdir: str = "docs/img") -> str:
@@ -129,8 +129,6 @@ def make(outdir: Path, names=None) -> list[Path]:
 
 
 INTRO = """\
-## Pictures — `--plot FILE`
-
 Every command whose result is a curve or a comparison also draws it: add `--plot FILE` (`.png`, `.svg`
 or `.pdf`, by the extension). This needs the `plot` extra, `pip install 'dpcalc[plot]'`; without it the
 command exits 2 with that install line. The table or CSV is printed as usual. The first swept option
@@ -145,7 +143,7 @@ The pictures below are made by `python docs/make_images.py` from exactly these c
 
 
 def tour_markdown() -> str:
-    """README.md's pictures section: each picture with the command lines that make it."""
+    """The pictures of docs/guide/pictures.md: each picture with the command lines that make it."""
     parts = [INTRO]
     for image in IMAGES:
         lines = [image.about, "", "```sh"]
@@ -156,7 +154,7 @@ def tour_markdown() -> str:
             image.plot_command(),
             "```",
             "",
-            f"![{image.name[:-4].replace('-', ' ')}](docs/img/{image.name})",
+            f"![{image.name[:-4].replace('-', ' ')}](../img/{image.name})",
         ]
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
@@ -166,7 +164,7 @@ BEGIN, END = "<!-- plots:begin -->\n", "\n<!-- plots:end -->"
 
 
 def splice_readme(text: str) -> str:
-    """The README with its pictures section (between the plots markers) replaced by :func:`tour_markdown`."""
+    """The page ``text`` with its pictures (between the plots markers) replaced by :func:`tour_markdown`."""
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     return head + BEGIN + tour_markdown().rstrip("\n") + END + tail
@@ -174,7 +172,7 @@ def splice_readme(text: str) -> str:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--tour"]:
-        readme = ROOT / "README.md"
+        readme = ROOT / "docs" / "guide" / "pictures.md"
         readme.write_text(splice_readme(readme.read_text(encoding="utf-8")), encoding="utf-8")
         return 0
     outdir = Path(argv[0]) if argv else DEFAULT_OUT

@@ -1,5 +1,5 @@
-"""docs/make_images.py draws every README picture from real dpcalc commands, and the README section
-(README.md's pictures section) shows exactly those commands and pictures."""
+"""docs/make_images.py draws every picture of the guide from real dpcalc commands, and the guide's page of
+pictures (docs/guide/pictures.md) shows exactly those commands and pictures."""
 
 from __future__ import annotations
 
@@ -48,16 +48,19 @@ def test_one_picture_per_command():
     assert commands == {"convert", "compose", "sgd-epsilon", "iterate", "langevin", "odometer"}
 
 
-def test_readme_pictures_section_is_current():
-    """README.md's pictures section is what the script generates (python docs/make_images.py --tour)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGE = ROOT / "docs" / "guide" / "pictures.md"
+
+
+def test_pictures_page_is_current():
+    """docs/guide/pictures.md is what the script generates (python docs/make_images.py --tour)."""
+    text = PAGE.read_text(encoding="utf-8")
     assert _script().splice_readme(text) == text
 
 
-def test_readme_shows_every_committed_picture():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    shown = re.findall(r"!\[[^\]]*\]\((docs/img/[^)]+)\)", text)
-    committed = sorted(f"docs/img/{p.name}" for p in (ROOT / "docs" / "img").glob("*.png"))
+def test_pictures_page_shows_every_committed_picture():
+    text = PAGE.read_text(encoding="utf-8")
+    shown = re.findall(r"!\[[^\]]*\]\((\.\./img/[^)]+)\)", text)
+    committed = sorted(f"../img/{p.name}" for p in (ROOT / "docs" / "img").glob("*.png"))
     assert sorted(shown) == committed
     for image in _script().IMAGES:
         assert image.plot_command() in text
