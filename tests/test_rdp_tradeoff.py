@@ -151,11 +151,12 @@ def test_published_riskcal_values_at_020_030_are_not_zcdp_bounds(i):
 
 
 def test_tighter_than_the_profile_route():
-    """β_old = 1 − tradeoff.rdp_tpr (through the (ε, δ) profile of the curve) never exceeds the new β:
-    the binary pair at the new β meets every order's constraint, so every (ε, δ) derived from the curve."""
+    """β_old = 1 − the TPR bound of the curve's (ε, δ) profile (tradeoff.rdp_profile, profile_tpr: the route
+    tradeoff.rdp_tpr took before it became the optimal conversion) never exceeds the new β: the binary pair at
+    the new β meets every order's constraint, so every (ε, δ) derived from the curve."""
     fpr = np.array([1e-10, 1e-6, 1e-3, 0.01, 0.1, 0.2, 0.3, 0.5, 0.9])
     for curve in (DEFAULT_ORDERS * 0.5, _sgm_curve(0.1, 2.0, 100, DEFAULT_ORDERS)):
-        tpr_old = tradeoff.rdp_tpr(DEFAULT_ORDERS, curve, fpr)
+        tpr_old = tradeoff.profile_tpr(fpr, *tradeoff.rdp_profile(DEFAULT_ORDERS, curve, fpr))
         assert np.all(rt.tpr_from_rdp(DEFAULT_ORDERS, curve, fpr) <= tpr_old)
         assert np.all(rt.beta_from_rdp(DEFAULT_ORDERS, curve, fpr) >= 1 - tpr_old)
 

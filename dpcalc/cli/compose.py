@@ -212,7 +212,7 @@ directions of the neighbouring relation), from the privacy profile: TPR(α) <= e
 1 − e^(−ε)(1 − δ(ε) − α) at every ε (Kairouz, Oh and Viswanath 2015; Dong, Roth and Su 2022).
 exact (plain gaussian specs): μ-GDP with μ = sqrt(Σ count·(Δ/σ)²) and TPR = Φ(Φ⁻¹(α) + μ) exactly,
 μ in the mu column.  pld: δ(ε) brackets at a grid of ε refined around each α: [tpr_lower, tpr_upper],
-tpr inside it.  rdp: the profile of the Rényi curve, an upper bound.  clt-asymptotic (with
+tpr inside it.  rdp: the optimal conversion of the Rényi curve to a trade-off curve, an upper bound.  clt-asymptotic (with
 subsampled-gaussian specs): the central-limit μ = sqrt(Σ count·q²(e^(1/σ²) − 1)) of Dong, Roth and Su
 and Bu et al. 2020, an approximation and not a bound (never judged, never picked by best).  Methods
 optimal, advanced and basic do not answer it.  --max-tpr T fails (exit 3) when a certified tpr_upper

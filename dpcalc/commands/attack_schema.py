@@ -97,7 +97,7 @@ TRADEOFF_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         *_TRADEOFF_TAIL,
     ),
     "convert": (
-        ("method", "optimal: the profile of the Rényi bound (optimal and Balle et al. conversions)"),
+        ("method", "optimal: the optimal conversion of the Rényi bound to a trade-off curve"),
         ("alpha", "the Rényi order α given (empty for --curve)"),
         ("rdp", "the Rényi-DP level ζ at alpha (empty for --curve)"),
         ("fpr", "the false-positive rate α of a membership test (--fpr)"),

@@ -11,8 +11,8 @@ Rows (one per false-positive rate, per configuration and per method):
   a grid of ε refined around each α's best ε): ``tpr`` = ``tpr_upper`` from the upper ends (a certified
   bound), ``tpr_lower`` the least any profile within the bracket can certify, ``tpr_estimate`` from the
   estimates (not a bound).
-* ``rdp`` — the profile of the Rényi curve (Balle et al.'s conversion on a dense grid of ε, the optimal
-  one near each α's best ε): a certified upper bound.
+* ``rdp`` — the optimal conversion of the Rényi curve to a trade-off curve (every order's constraint on a
+  binary test, :func:`dpcalc.engine.tradeoff.rdp_tpr`): a certified upper bound.
 * ``clt-asymptotic`` — DP-SGD's central-limit μ (Dong, Roth & Su, §5; Bu et al. 2020,
   arXiv:1911.11607): an approximation, never a guarantee, never judged by ``--max-tpr``: its value is in
   ``tpr_estimate``, its ``tpr`` empty.
@@ -29,6 +29,11 @@ import math
 from dpcalc.commands.attack_schema import tradeoff_names
 from dpcalc.result import PlotSpec, Result
 
+#: The note of a trade-off row from a Rényi curve alone (dpcalc.engine.tradeoff.rdp_tpr).
+RDP_NOTE = (
+    "optimal conversion of the Rényi curve to a trade-off curve (Zhu, Dong & Wang 2022, arXiv:2106.08567, "
+    "App. F): an upper bound"
+)
 CLT_NOTE = "central limit theorem (Dong, Roth & Su 2022; Bu et al. 2020): an approximation, not a guarantee"
 
 

@@ -33,6 +33,7 @@ import numpy as np
 from dpcalc.engine._numerics import require
 from dpcalc.engine._special import lazy_special as special
 from dpcalc.engine.conversion.methods import delta_from_curve
+from dpcalc.engine.conversion.rdp_tradeoff import tpr_from_rdp
 
 #: relative slack added to upper ends (and taken off lower ends) for the rounding of a few float ops
 _REL = 1e-12
@@ -223,7 +224,9 @@ def pld_tpr(fpr, delta_at, epsilon_at):
 
 
 def rdp_tpr(orders, curve, fpr):
-    """A certified upper bound on TPR at each ``fpr`` from a Rényi curve (:func:`rdp_profile`,
-    :func:`profile_tpr`)."""
-    eps, delta = rdp_profile(orders, curve, fpr)
-    return profile_tpr(fpr, eps, delta)
+    """A certified upper bound on TPR at each ``fpr`` from a Rényi curve: the optimal conversion of the curve
+    to a trade-off curve (every order's constraint on a binary test, both directions; Zhu, Dong & Wang 2022,
+    arXiv:2106.08567, App. F; :func:`dpcalc.engine.conversion.rdp_tradeoff.tpr_from_rdp`), which no conversion
+    that sees only the curve can improve on (the bound of its privacy profile, :func:`rdp_profile` and
+    :func:`profile_tpr`, is one such conversion)."""
+    return tpr_from_rdp(orders, curve, fpr)

@@ -1,6 +1,6 @@
 """``dpcalc compose --fpr``: the largest true-positive rate of any membership test at each false-positive
 rate, for a composition of mechanisms (docs/math.md §10; the rows are those of
-:mod:`dpcalc.commands.tradeoff`): exact (μ-GDP), pld (a certified bracket), rdp (the profile of the Rényi
+:mod:`dpcalc.commands.tradeoff`): exact (μ-GDP), pld (a certified bracket), rdp (the optimal conversion of the Rényi
 curve) and, for subsampled Gaussians, the central-limit approximation."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dpcalc.commands.compose.methods import (
     pld_target_seconds,
     relation_caption,
 )
-from dpcalc.commands.tradeoff import CLT_NOTE, exact_rows, tradeoff_result, tradeoff_row
+from dpcalc.commands.tradeoff import CLT_NOTE, RDP_NOTE, exact_rows, tradeoff_result, tradeoff_row
 from dpcalc.engine import tradeoff
 from dpcalc.engine.composition.pld import compose_pld
 from dpcalc.engine.mechanisms.catalogue import CATALOGUE, gaussian_r2, rdp_refusal, total_rdp
@@ -123,7 +123,7 @@ def compose_tradeoff(texts, fpr, method, eps_error=None, group_size=1) -> Result
         if name == "rdp":
             curve = total_rdp(specs, DEFAULT_ORDERS) if curve is None else curve
             hi_ = tradeoff.rdp_tpr(DEFAULT_ORDERS, curve, rates)
-            note = "privacy profile of the Rényi curve (Balle et al. and optimal conversions): an upper bound"
+            note = RDP_NOTE
             return name, [
                 tradeoff_row("rdp", float(a), None, None, float(h), None, note) for a, h in zip(rates, hi_)
             ]

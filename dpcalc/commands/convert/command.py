@@ -21,7 +21,7 @@ from dpcalc.commands.attack_schema import tradeoff_names
 from dpcalc.commands.choices import CONVERSIONS
 from dpcalc.commands.curve import grid_part
 from dpcalc.commands.schema import conform, names
-from dpcalc.commands.tradeoff import tradeoff_plot
+from dpcalc.commands.tradeoff import RDP_NOTE, tradeoff_plot
 from dpcalc.engine.conversion import methods as conversions
 from dpcalc.errors import InputError
 from dpcalc.input.curves import load_curve
@@ -349,7 +349,7 @@ def _from_dp_plot(alpha, epsilon, delta, methods, rows):
 
 
 # -- --fpr ------------------------------------------------------------------------------------------------
-_TRADEOFF_NOTE = "profile of the Rényi bound (Balle et al. and optimal conversions): an upper bound"
+_TRADEOFF_NOTE = RDP_NOTE
 
 
 def convert_tradeoff(params: ConvertParams, fpr) -> Result:
@@ -357,9 +357,8 @@ def convert_tradeoff(params: ConvertParams, fpr) -> Result:
     rate, from one Rényi-DP level (α, ζ) or a whole curve: one row per (α, ζ) combination (or one curve) and
     false-positive rate.
 
-    Every pair (ε, δ(ε)) that an RDP guarantee certifies bounds the TPR (Kairouz, Oh & Viswanath 2015,
-    Thm 2.1); the pairs are those of Balle et al. 2020 on a dense ε grid and of the optimal conversion of
-    Asoodeh et al. 2021 refined around each α's best ε (:func:`dpcalc.engine.tradeoff.rdp_profile`).  An
+    The bound is the optimal conversion of the Rényi bound to a trade-off curve: the smallest type-II error
+    that every order's constraint on a binary test allows (:func:`dpcalc.engine.tradeoff.rdp_tpr`).  An
     RDP bound holds in one direction; the row assumes, as the (ε, δ) rows of ``convert`` do, that the curve
     given bounds both directions of the neighbouring relation."""
     # lazy: scipy (dpcalc.engine.tradeoff); only --fpr needs it: a plain sgd-epsilon or convert imports none
@@ -386,8 +385,7 @@ def convert_tradeoff(params: ConvertParams, fpr) -> Result:
         ]
     cols: dict[str, list] = {name: [] for name in tradeoff_names("convert")}
     for a, z, orders, values in curves:
-        eps, delta = tradeoff.rdp_profile(orders, values, fpr)
-        hi = tradeoff.profile_tpr(fpr, eps, delta)
+        hi = tradeoff.rdp_tpr(orders, values, fpr)
         for f, h in zip(fpr, hi):
             row = {"method": "optimal", "alpha": a, "rdp": z, "fpr": float(f), "tpr": float(h)}
             row.update(tpr_upper=float(h), note=_TRADEOFF_NOTE)

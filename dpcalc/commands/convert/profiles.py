@@ -24,6 +24,7 @@ from dpcalc.commands.schema import names
 from dpcalc.commands.tradeoff import exact_rows, tradeoff_plot
 from dpcalc.engine import risk, tradeoff
 from dpcalc.engine.conversion.methods import delta_from_curve
+from dpcalc.engine.conversion.rdp_tradeoff import tpr_from_zcdp
 from dpcalc.engine.mechanisms import gaussian_exact
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
@@ -120,9 +121,11 @@ def convert_tradeoff_of(p, fpr) -> Result:
             )
             rows += [_row("dp", a, h, note, lo=h) for a, h in zip(fpr, hi)]
         else:
-            eps, delta = tradeoff.rdp_profile(_ORDERS, float(label.split("=")[1]) * _ORDERS, fpr)
-            hi = tradeoff.profile_tpr(fpr, eps, delta)
-            note = f"ρ-zCDP, {label}: the profile of its Rényi curve ρ·α (optimal conversion): an upper bound"
+            hi = tpr_from_zcdp(float(label.split("=")[1]), fpr)
+            note = (
+                f"ρ-zCDP, {label}: optimal conversion of its Rényi curve ρ·α (every order > 1, and KL ≤ ρ) to a "
+                "trade-off curve (Zhu, Dong & Wang 2022, App. F): an upper bound"
+            )
             rows += [_row("optimal", a, h, note) for a, h in zip(fpr, hi)]
     names = tradeoff_names("convert")
     cols = {n: [r.get(n) for r in rows] for n in names}

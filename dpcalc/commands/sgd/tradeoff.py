@@ -13,7 +13,7 @@ import numpy as np
 
 from dpcalc.commands.sgd.group import refuse_group
 from dpcalc.commands.sgd.question import check_inputs, eps_error_of
-from dpcalc.commands.tradeoff import CLT_NOTE, exact_rows, tradeoff_result, tradeoff_row
+from dpcalc.commands.tradeoff import CLT_NOTE, RDP_NOTE, exact_rows, tradeoff_result, tradeoff_row
 from dpcalc.engine.dpsgd.accounting import rdp_total
 from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.engine.orders import DEFAULT_ORDERS
@@ -55,7 +55,7 @@ def sgd_tradeoff(params, fpr) -> Result:
                 q, sigma, steps, DEFAULT_ORDERS, sampling=sampling, neighbors=neighbors, **extra
             )
             hi = tradeoff.rdp_tpr(DEFAULT_ORDERS, curve, fpr)
-            note = "privacy profile of the Rényi curve (Balle et al. and optimal conversions): an upper bound"
+            note = RDP_NOTE
             rows += [
                 dict(tradeoff_row("rdp", float(a), None, None, float(h), None, note), **cfg)
                 for a, h in zip(fpr, hi)
