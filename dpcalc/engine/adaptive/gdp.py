@@ -170,10 +170,16 @@ def running_sum_up(x, lo=None) -> np.ndarray:
     return add_up(s, corr)[:, 0]
 
 
-def admit_within(hi, lo, budgets, *, halt: bool = False) -> np.ndarray:
+def _all_within(sums, budgets):
+    return np.all(sums <= budgets, axis=1)
+
+
+def admit_within(hi, lo, budgets, *, halt: bool = False, fits=_all_within) -> np.ndarray:
     """Which steps a sum filter runs: step n runs iff, for every resource r, the exact costs
     ``hi + lo`` of the steps that ran before it plus its own sum to at most ``budgets[r]`` (tested on the
-    upper bound of :func:`cumsum_bound`, which is the exact sum wherever that is certifiable).
+    upper bound of :func:`cumsum_bound`, which is the exact sum wherever that is certifiable).  Another
+    rule may be given as ``fits(sums, budgets) -> bool per row``; it must be monotone (a row that fails
+    keeps failing when any sum grows).
 
     ``hi``, ``lo``: shape (n,) or (n, R), ``hi + lo`` the exact non-negative costs (``lo`` may be None);
     ``budgets``: shape () or (R,), already rounded down.  ``halt=False``: a refused step costs nothing and
@@ -195,7 +201,7 @@ def admit_within(hi, lo, budgets, *, halt: bool = False) -> np.ndarray:
     zero = np.zeros(width)
     if halt:
         s, corr = cumsum_bound(zero, zero, h, low)
-        ok = np.all(add_up(s, corr) <= b, axis=1)
+        ok = fits(add_up(s, corr), b)
         return np.logical_and.accumulate(ok) if n else ok
     ran = np.zeros(n, dtype=bool)
     spent, spent_corr, count = zero, zero, 0
@@ -205,12 +211,12 @@ def admit_within(hi, lo, budgets, *, halt: bool = False) -> np.ndarray:
         # a superset of the steps that fit alone (the exact test follows): the floating-point spent sum is
         # within γ_count of the exact one (Higham 2002, Eq. 4.4), and the sums only grow
         loose = b * (1.0 + 4.0 * (count + 8) * _U) + np.finfo(float).tiny
-        cand = np.flatnonzero(np.all(spent + h[pos:end] <= loose, axis=1))
+        cand = np.flatnonzero(fits(spent + h[pos:end], loose))
         if cand.size == 0:
             pos, window = end, 2 * window
             continue
         s, corr = cumsum_bound(spent, spent_corr, h[pos + cand], low[pos + cand])
-        ok = np.all(add_up(s, corr) <= b, axis=1)
+        ok = fits(add_up(s, corr), b)
         first_bad = int(np.argmin(ok)) if not ok.all() else cand.size
         ran[pos + cand[:first_bad]] = True
         if first_bad:
