@@ -20,7 +20,9 @@ Rogers et al.'s filters).  Both are covered by the theorem.
 
 **The odometer.**  Smith & Thakurta give a filter, not a running bound; a running bound valid at every
 stopping time is built here from a ladder of their filters, by the argument of Lécuyer 2021
-(arXiv:2103.01379, Thm 2) and Rogers et al. 2016 (§5): see :func:`gdp_odometer_epsilon`.
+(arXiv:2103.01379, Thm 2), where it turns Rényi filters into an odometer: see :func:`gdp_odometer_epsilon`.
+Neither Smith & Thakurta's abstract and introduction nor Whitehouse et al.'s abstract (the parts we could
+read) mention a GDP odometer.
 :func:`gdp_odometer` is the plain running μ = √Σμ_i², a valid GDP parameter only for a schedule fixed in
 advance (or as the budget of a filter fixed in advance), not for an adaptively stopped interaction.
 
@@ -105,7 +107,7 @@ def add_up(a, b):
 
 def exact_square(x) -> tuple[np.ndarray, np.ndarray]:
     """``(hi, lo)`` with ``x² ≤ hi + lo`` and equality where it can be certified: ``hi = fl(x²)`` and ``lo`` its
-    exact error by Dekker's product (Veltkamp's split; Higham 2002, §4.3 / Dekker 1971) for 2^-460 ≤ x ≤
+    exact error by Dekker's product (Veltkamp's split; Higham 2002, §4.3 / Dekker 1971) for 2^-400 ≤ x ≤
     2^500; outside that range (where the split could underflow or overflow) ``hi = fl(x²)`` rounded up and
     ``lo = 0``.  x = 0 gives (0, 0)."""
     x = np.asarray(x, dtype=float)
@@ -115,7 +117,7 @@ def exact_square(x) -> tuple[np.ndarray, np.ndarray]:
         xh = c - (c - x)
         xl = x - xh
         lo = ((xh * xh - hi) + 2.0 * xh * xl) + xl * xl
-    safe = (x >= 2.0**-460) & (x <= 2.0**500)
+    safe = (x >= 2.0**-400) & (x <= 2.0**500)
     hi = np.where(safe | (x == 0), hi, next_up(hi))
     lo = np.where(safe, lo, 0.0)
     return hi, lo
@@ -125,7 +127,7 @@ def square_down(x) -> np.ndarray:
     """``x²`` rounded down (exactly ``fl(x²)`` where that is not above the square)."""
     x = np.asarray(x, dtype=float)
     hi, lo = exact_square(x)
-    safe = (x >= 2.0**-460) & (x <= 2.0**500)
+    safe = (x >= 2.0**-400) & (x <= 2.0**500)
     with np.errstate(over="ignore"):
         plain = x * x
     return np.where(safe, np.where(lo >= 0, hi, np.nextafter(hi, 0.0)), np.nextafter(plain, 0.0))
@@ -365,8 +367,8 @@ def ladder_level(sum_sq, first_mu: float, ratio: float = 2.0) -> np.ndarray:
 def gdp_odometer_epsilon(mus, delta: float, *, first_mu: float, ratio: float = 2.0) -> LadderBound:
     """A running (ε, δ)-DP bound of an adaptive sequence of μ_i-GDP steps, valid at every stopping time.
 
-    Construction (Lécuyer 2021, arXiv:2103.01379, Thm 2 and its proof; Rogers, Roth, Ullman & Vadhan 2016,
-    arXiv:1605.08294, §5): a ladder of GDP filters fixed before the interaction, filter j with budget
+    Construction (Lécuyer 2021, arXiv:2103.01379, Thm 2 and its proof, with GDP filters in place of Rényi
+    ones): a ladder of GDP filters fixed before the interaction, filter j with budget
     ``μ_j = first_mu·ratio^{(j−1)/2}`` (:func:`ladder_rung`) and ``δ_j = 6δ/(π² j²)`` (:func:`ladder_delta`,
     Σ_j δ_j ≤ δ).  After step n the level is the smallest j with ``Σ_{m≤n} μ_m² ≤ μ_j²``
     (:func:`ladder_level`, on the rounded-up sum) and the bound is ``ε_n = ε_{μ_j}(δ_j)``, the exact ε of
