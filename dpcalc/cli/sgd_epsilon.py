@@ -147,6 +147,17 @@ RUN_HELP = {
     "computed, in bounded memory (--max-seconds caps it)",
 )
 @click.option(
+    "--release",
+    type=click.Choice(["full", "last-iterate"]),
+    default="full",
+    show_default=True,
+    help="What the run releases: full (every step's noisy gradient; the model after each step, what every "
+    "accountant bounds), or last-iterate, which adds the last-iterate heuristic of Steinke et al. 2025 "
+    "(arXiv:2410.06186): a row last-iterate-heuristic whose ε (or δ) is in epsilon_estimate (delta_estimate), "
+    "exact for linear losses only, NOT a bound (the paper gives counterexamples); never read by -q, "
+    "--max-epsilon or a ledger.  Poisson sampling, add/remove neighbours, ε or δ of a run (no targets).",
+)
+@click.option(
     "--target-epsilon",
     type=Grid(lo=0),
     default=None,
@@ -182,6 +193,7 @@ def command(
     mc_samples,
     confidence,
     seed,
+    release,
     target_epsilon,
     eps_error,
     fpr,
@@ -287,6 +299,7 @@ def command(
         accumulation=accumulation,
         group_size=tuple(group_size) if group_size is not None else 1,
         epsilon=epsilon,
+        release=release,
     )
     if write_dp_event:  # the run as a DpEvent, to check it in dp-accounting
         if out.plot:

@@ -87,13 +87,13 @@ def key_columns(names, headline: str, derived=()) -> list[str]:
 
 def sound_row(row: dict) -> bool:
     """Whether a row's ε and δ are sound upper bounds: not a row whose ``valid`` is false, nor a row
-    whose ``method`` is ``lower`` or ends in ``-asymptotic`` or ``-reference`` (a formula that is not a
-    guarantee), nor a row whose ``bound`` is ``lower``."""
+    whose ``method`` is ``lower`` or ends in ``-asymptotic``, ``-reference`` or ``-heuristic`` (a formula that is
+    not a guarantee), nor a row whose ``bound`` is ``lower``."""
     if row.get("valid") is False or row.get("bound") == "lower":
         return False
     method = row.get("method")
     if isinstance(method, str) and (
-        method == "lower" or method.endswith("-asymptotic") or method.endswith("-reference")
+        method == "lower" or method.endswith(("-asymptotic", "-reference", "-heuristic"))
     ):
         return False
     return True

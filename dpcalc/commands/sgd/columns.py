@@ -22,6 +22,7 @@ METHOD_LABEL = {
     "mc": "balls-in-bins-mc",  # dpcalc.engine.dpsgd.balls_in_bins_mc
     "rdp-group": "rdp-group",  # --group-size: the generic routes (dpcalc.commands.sgd.group)
     "dp-group": "dp-group",
+    "last-iterate": "last-iterate-heuristic",  # --release last-iterate: an estimate, never a bound
 }
 
 
@@ -29,6 +30,11 @@ METHOD_LABEL = {
 _NOTE = {
     "abadi": "asymptotic closed form: not a guarantee where valid is false",
     "bassily": "reference formula: not a guarantee where valid is false",
+    "last-iterate": (
+        "heuristic, NOT a bound: Steinke et al. 2025 (arXiv:2410.06186), exact for linear losses when only the "
+        "last model is released; the paper gives counterexamples, and it is not monotone in the steps (fewer "
+        "steps can leak more)"
+    ),
 }
 
 #: Every column sgd-epsilon prints, in order (the documented schema of dpcalc.commands.schema).
@@ -101,9 +107,10 @@ def result_columns(question, way, g, cols, given_k=True) -> dict:
     ]
     if solve is not None:  # an inverse question nothing answers: say why in the row
         values["note"] = _unsolved_notes(solve, "n" in g, values)
-    # a row the accountant could not compute is no statement at all: neither valid nor invalid
+    # a row the accountant could not compute is no statement at all: neither valid nor invalid; nor a heuristic's
     values["valid"] = [
-        None if note.startswith("does not apply") else v for v, note in zip(values["valid"], values["note"])
+        None if note.startswith("does not apply") or name == "last-iterate" else v
+        for v, note in zip(values["valid"], values["note"])
     ]
     for k in columns:
         out[k] += values[k] if values[k] is not None else [None] * n
@@ -128,6 +135,8 @@ def caption(question, g) -> str:
         caption += f"; pld: [{x}_lower, {x}] is the certified bracket, {x}_estimate lies inside it"
     if question.at_eps:
         caption += "; delta: δ at the epsilon given"
+    if "last-iterate" in names:
+        caption += "; last-iterate-heuristic: an estimate (Steinke et al. 2025), not a bound"
     if p.tuning is not None:
         caption += f"; tuning: {p.tuning.label()}, the best of K runs released (rdp only)"
     if p.accumulation is not None:

@@ -32,9 +32,12 @@ import math
 import numpy as np
 
 from dpcalc.commands.sgd import mc
+from dpcalc.commands.sgd.question import LAST_ITERATE
+from dpcalc.commands.sgd.rows import heuristic_cols
 from dpcalc.engine._numerics import next_up
 from dpcalc.engine.conversion.methods import delta_from_curve
 from dpcalc.engine.dpsgd import accounting as sgd
+from dpcalc.engine.dpsgd.last_iterate import last_iterate_delta
 from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld
 from dpcalc.engine.mechanisms import gaussian_exact, sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
@@ -52,6 +55,8 @@ def delta_rows(question, way, g, kw, light=True) -> dict:
     with sgm.light_start() if light else contextlib.nullcontext():
         if name == "dp-group":
             return _dp_group(way.k, g, kw)
+        if name == LAST_ITERATE:
+            return heuristic_cols(g, last_iterate_delta(g["eps"], g["sigma"], g["q"], g["steps"]))
         if name == "pld":
             return _pld(p, sampler, g, question.strict)
         if name == "mc":

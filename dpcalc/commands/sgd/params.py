@@ -54,3 +54,6 @@ class SgdEpsilonParams:
     group_size: int | Sequence[int] = 1
     #: --epsilon: δ at each of these ε instead of ε at ``delta`` (None: ε is asked; :mod:`dpcalc.commands.sgd.delta`)
     epsilon: Sequence[float] | None = None
+    #: --release: "full" (every step released: what the accountants bound) or "last-iterate", which adds the
+    #: last-iterate heuristic's row (Steinke et al. 2025; an estimate, never a bound)
+    release: str = "full"

@@ -36,6 +36,9 @@ GROUP_ACCOUNTANTS = ("rdp-group", "dp-group")
 #: What ``--method all`` runs with --group-size K > 1, in order (those that apply).
 GROUP_ALL = ("rdp", "pld", *GROUP_ACCOUNTANTS)
 
+#: The row of ``--release last-iterate``: the heuristic of Steinke et al. 2025 (an estimate, not a bound).
+LAST_ITERATE = "last-iterate"
+
 #: The quantity ``--target-epsilon`` (or a risk target) solves for -> the options that give it.
 UNKNOWNS = {
     "sigma": "--noise-multiplier",
@@ -117,6 +120,9 @@ def ask(params: SgdEpsilonParams) -> Question:
             "--method pld: the privacy loss distribution here is for Poisson sampling (plain or truncated) "
             f"and random allocation; use --method rdp for --sampling {p.sampling}"
         )
+    if p.release != "full":
+        _check_last_iterate(p, sampler, neighbors, solve)
+        names = [*names, LAST_ITERATE]
     eps_error = eps_error_of(p, "pld" in names)
     if p.accountant == "mc":  # the Monte Carlo accountant's defaults (reproducible: a fixed seed)
         p = replace(
@@ -270,6 +276,25 @@ def _check_mc(p, sampler, solve) -> None:
         raise InputError("--tuning-runs applies to --method rdp, not mc")
     if p.seed is not None and not 0 <= p.seed < 2**63:  # the command line's option checks it too
         raise InputError(f"--seed: {p.seed} is out of range: must be a whole number in [0, 2^63 − 1]")
+
+
+def _check_last_iterate(p, sampler, neighbors, solve) -> None:
+    """``--release last-iterate``: the heuristic's setting (Steinke et al. 2025, arXiv:2410.06186: Poisson
+    sampling, a person is one example added or removed) and its questions (ε or δ of a run, not a target: a
+    heuristic is no bound to calibrate to)."""
+    if p.release not in ("full", "last-iterate"):
+        raise _invalid("--release", f"{p.release!r} is not one of 'full', 'last-iterate'")
+    if sampler.name != "poisson" or neighbors != "add-remove":
+        raise InputError(
+            "--release last-iterate: the heuristic of Steinke et al. 2025 is for Poisson sampling with add/remove "
+            f"neighbours, not --sampling {sampler.name} with {neighbors}"
+        )
+    if solve is not None:
+        raise InputError(
+            "--release last-iterate cannot be used with --target-epsilon (a heuristic is not a bound to solve for)"
+        )
+    if max(p.group_size) > 1 or p.tuning is not None:
+        raise InputError("--release last-iterate: for one example's run (no --group-size, no --tuning-runs)")
 
 
 def _group_accountants(p, sampler, neighbors) -> list[str]:

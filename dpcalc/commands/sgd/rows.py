@@ -15,10 +15,12 @@ import math
 import numpy as np
 
 from dpcalc.commands.sgd import mc
+from dpcalc.commands.sgd.question import LAST_ITERATE
 from dpcalc.commands.sgd.searched import searched_rows
 from dpcalc.engine.composition.tuning import tuned_rdp
 from dpcalc.engine.dpsgd import accounting as sgd
 from dpcalc.engine.dpsgd import noise_calibration, pld_calibration, rate_budget, step_budget
+from dpcalc.engine.dpsgd.last_iterate import last_iterate_epsilon
 from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
 from dpcalc.engine.mechanisms import sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
@@ -169,6 +171,8 @@ def accountant_rows(question, way, g, kw, light=True) -> dict:
             return _tuned_rows(p, name, g, kw, solve)
         if name == "dp-group":
             return _dp_group(way.k, g, {**kw, "group_size": way.k}, solve)
+        if name == LAST_ITERATE:
+            return heuristic_cols(g, last_iterate_epsilon(g["delta"], g["sigma"], g["q"], g["steps"]))
         if name == "pld":
             return _pld_rows(p, sampler, g, solve, question.strict)
         if name == "mc":  # Monte Carlo of balls-in-bins
@@ -210,6 +214,17 @@ def _dp_group(k, g, kw, solve) -> dict:
     )
     cols["note"] = [note] * g["q"].size
     return cols
+
+
+def heuristic_cols(g, value) -> dict:
+    """The columns of a heuristic's rows (``--release last-iterate``): its value an estimate (``estimate``), the
+    bound columns empty (no -q, --max-epsilon or ledger reads it)."""
+    n = g["q"].size
+    nan = np.full(n, np.nan)
+    e = sgd.Epsilon(nan, nan, np.zeros(n, bool), np.ones(n, bool))
+    return dict(
+        noise_multiplier=g["sigma"], steps=g["steps"], eps=e, estimate=np.asarray(value, float).reshape(n)
+    )
 
 
 #: The note of an accountant other than rdp under --tuning-runs.

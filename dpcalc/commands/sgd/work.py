@@ -16,7 +16,7 @@ from dpcalc.engine.dpsgd.balls_in_bins_samples import BATCH_DRAWS
 #: margin: the rdp accountant's is the sampler's (``Sampler.rdp_seconds``: a Rényi curve per configuration,
 #: or shared across the steps, the epochs and δ where ``Sampler.curve_reused``), the Monte Carlo
 #: accountant's per sample.
-SECONDS_EACH = {"abadi": 1e-4, "bassily": 1e-4, "pld": 0.1, "shuffle": 2.5e-3}
+SECONDS_EACH = {"abadi": 1e-4, "bassily": 1e-4, "pld": 0.1, "shuffle": 2.5e-3, "last-iterate": 0.05}
 #: a forward rdp row sharing its curve costs this beside its share of the curve (about 7,000 rows a second)
 RDP_SECONDS_PER_ROW = 1.5e-4
 #: --target-epsilon: a search costs about this many evaluations of ε per configuration (the sample rate's
