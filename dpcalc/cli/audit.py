@@ -8,7 +8,7 @@ import functools
 import click
 
 from dpcalc.cli.common import BudgetExceeded, common_options, run, single
-from dpcalc.cli.run_options import run_options
+from dpcalc.cli.run_options import CLIP_NORM_WORDS, NOISE_STD_WORDS, noise_multiplier, run_options
 from dpcalc.cli.spec_complete import complete_mechanism
 from dpcalc.cli.types import SEED_MAX, Grid
 from dpcalc.input.opening import open_error
@@ -82,10 +82,10 @@ the other half alone are used.
 --claimed-epsilon E adds epsilon_claimed and ratio = epsilon_lower/E; a lower bound above E prints
 the verdict AUDIT FAILED on stderr after the rows and their notes (one line in a pipe or a file,
 wrapped to a terminal's width) and exits 3.  Instead of E, the claim can be a DP-SGD
-run given as for sgd-epsilon (--noise-multiplier, --sample-rate or --batch-size with --dataset-size,
---steps or --epochs; Poisson sampling, add/remove neighbours): epsilon_claimed is then its ε at each
-row's δ by the PLD accountant, the certified upper end that sgd-epsilon --method pld prints, and
-a note names the run.  The claim can also be a run as the other commands describe it, with their
+run given as for sgd-epsilon (--noise-multiplier, or --noise-std with --clip-norm, --sample-rate or
+--batch-size with --dataset-size, --steps or --epochs; Poisson sampling, add/remove neighbours):
+epsilon_claimed is then its ε at each row's δ by the PLD accountant, the certified upper end that
+sgd-epsilon --method pld prints, and a note names the run (and S / C, given so).  The claim can also be a run as the other commands describe it, with their
 options and files, its ε at each row's δ the smallest certified upper bound of that command's methods
 (never an estimate, a bound with a confidence or a lower end), the method named in the note: a
 composition, --claimed-mechanism MECHANISM (repeatable) and --dp-event FILE (repeatable, - for
@@ -112,6 +112,9 @@ Formulas: docs/math.md §11."""
 RUN_HELP = {
     "--noise-multiplier": "Claim from DP-SGD (as for sgd-epsilon): its noise multiplier; with the sample rate and "
     "the length.  With --strategy: the matrix run's (as for matrix).",
+    "--noise-std": f"Claim from DP-SGD or --strategy, instead of --noise-multiplier, with --clip-norm: "
+    f"{NOISE_STD_WORDS} (> 0); the noise multiplier is S/C, named in the claim's note.",
+    "--clip-norm": f"With --noise-std: {CLIP_NORM_WORDS}.",
     "--sample-rate": "Claim from DP-SGD: Poisson rate q in (0, 1].",
     "--batch-size": "Claim from DP-SGD: batch size B (q = B/N, with --dataset-size).",
     "--dataset-size": "Claim from DP-SGD: dataset size N (with --schedule: for its batch_size column, as for "
@@ -121,6 +124,8 @@ RUN_HELP = {
 }
 RUN_METAVAR = {
     "--noise-multiplier": "S",
+    "--noise-std": "S",
+    "--clip-norm": "C",
     "--sample-rate": "Q",
     "--batch-size": "B",
     "--dataset-size": "N",
@@ -300,6 +305,8 @@ def command(
     dp_events,
     schedule,
     sigma,
+    noise_std,
+    clip_norm,
     sample_rate,
     batch_size,
     dataset_size,
@@ -320,6 +327,16 @@ def command(
     --noise-multiplier); or an iterate or langevin setting (--claimed-iterate, --claimed-langevin).
     """
     claimed = single(claimed_epsilon, "--claimed-epsilon")
+    others = {
+        "--claimed-epsilon": claimed_epsilon,
+        "--claimed-mechanism": claimed_mechanisms or None,
+        "--dp-event": dp_events or None,
+        "--schedule": schedule,
+        "--claimed-iterate": claimed_iterate,
+        "--claimed-langevin": claimed_langevin,
+    }
+    why = "one claim at a time: the noise is that of a DP-SGD or --strategy run"
+    sigma, noise = noise_multiplier(sigma, noise_std, clip_norm, refused=others, why=why, one=True)
     sgd = {
         "sigma": single(sigma, "--noise-multiplier"),
         "sample_rate": single(sample_rate, "--sample-rate"),
@@ -354,6 +371,7 @@ def command(
         claimed_schedule=schedule,
         claimed_strategy=tuple(strategies) or None,
         claimed_participation=tuple(participations) or None,
+        claimed_noise_std=noise,
         plot=bool(out.plot),
     )
     done = []

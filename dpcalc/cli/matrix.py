@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from dpcalc.cli.common import common_options, eps_error_option, monte_carlo_options, run, single
+from dpcalc.cli.run_options import noise_multiplier, run_options
 from dpcalc.cli.tradeoff import refuse_with, risk_options, risk_question, tradeoff_options, with_max_tpr
 from dpcalc.cli.types import Grid
 from dpcalc.cli.work_options import work_options
@@ -61,7 +62,9 @@ MAN_EXAMPLES = [
 
 MAN_NOTES = """\
 The run releases A·G + B·Z for a workload A = B·C: G the clipped gradient sums (one per step, clipping
-norm 1), Z ~ N(0, σ²) per entry; its privacy is that of C·G + Z (docs/math.md §12).
+norm 1), Z ~ N(0, σ²) per entry; its privacy is that of C·G + Z (docs/math.md §12).  --noise-std S
+--clip-norm NORM gives σ = S / NORM: S the standard deviation of each entry of Z when the per-example
+gradients are clipped to NORM (the caption names the quotient).
 
 Strategies (--strategy, repeatable): identity (DP-SGD); toeplitz:coef=c0|c1|... (alias banded: the
 lower-triangular Toeplitz C with those diagonals, b = len(coef) bands) or toeplitz:path=FILE (the
@@ -168,6 +171,15 @@ up to 2048 steps). mc answers ε only."""
     default=None,
     help="Noise standard deviation / clipping norm (> 0); leave out with --target-epsilon.",
 )
+@run_options(
+    {
+        "--noise-std": "Instead of --noise-multiplier, with --clip-norm: the standard deviation S of each entry of the "
+        "noise Z (> 0), the noise the strategy correlates, on the sums of the clipped per-example gradients; the "
+        "noise multiplier is S / clip norm, named in the caption.",
+        "--clip-norm": "With --noise-std: the clipping norm of each per-example gradient (> 0; one value).",
+    },
+    {"--clip-norm": "NORM"},
+)
 @click.option(
     "--delta",
     type=Grid(lo=0, hi=1, hi_open=True),
@@ -207,6 +219,8 @@ def command(
     steps,
     participation,
     sigma,
+    noise_std,
+    clip_norm,
     delta,
     target_epsilon,
     method,
@@ -232,6 +246,16 @@ def command(
     noise multiplier instead.
     """
     eps_error = single(eps_error, "--eps-error")
+    # the noise is what a target solves for, except --target-epsilon without --steps (then the steps are)
+    solved = next(
+        (
+            o
+            for o, v in (("--target-advantage", target_advantage), ("--target-tpr", target_tpr))
+            if v is not None
+        ),
+        "--target-epsilon" if target_epsilon is not None and steps is not None else None,
+    )
+    sigma, noise = noise_multiplier(sigma, noise_std, clip_norm, solved=solved)
     out = with_max_tpr(out, fpr, max_tpr)
     out, risk = risk_question(out, fpr, advantage, prior, max_advantage, target_advantage, target_tpr)
     if target_tpr is None:
@@ -261,6 +285,7 @@ def command(
         mc_samples=mc_samples,
         confidence=confidence,
         seed=seed,
+        noise_std=noise,
     )
     if risk or fpr is not None:  # an attacker's terms (docs/math.md §10, §10.4, §12.6)
         from dpcalc.commands.matrix import risk as matrix_risk  # lazy: with the command's work

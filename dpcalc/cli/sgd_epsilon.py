@@ -9,7 +9,7 @@ import click
 
 from dpcalc.cli.common import common_options, eps_error_option, monte_carlo_options, run, single
 from dpcalc.cli.rdp_curve import curve_options, wanted
-from dpcalc.cli.run_options import run_options
+from dpcalc.cli.run_options import CLIP_NORM_WORDS, NOISE_STD_WORDS, noise_multiplier, run_options
 from dpcalc.cli.sgd_epsilon_man import MAN_EXAMPLES, MAN_NOTES  # noqa: F401  (the man page's text)
 from dpcalc.cli.tradeoff import refuse_with, risk_options, risk_question, tradeoff_options, with_max_tpr
 from dpcalc.cli.tuning import tuning_option
@@ -20,6 +20,10 @@ from dpcalc.commands.choices import GROUP_SIZE_MAX, SGD_ACCOUNTANTS, SGD_CONVERS
 RUN_HELP = {
     "--noise-multiplier": "Noise standard deviation / clipping norm (> 0). Leave out with --target-epsilon to solve "
     "for it.",
+    "--noise-std": f"Instead of --noise-multiplier, with --clip-norm: {NOISE_STD_WORDS} (> 0); the noise "
+    "multiplier is S/C under either --neighbors (the accountants count replace-one's sensitivity 2C), named in "
+    "the caption.",
+    "--clip-norm": f"With --noise-std: {CLIP_NORM_WORDS}.",
     "--sample-rate": "Sampling probability q in (0, 1].",
     "--batch-size": "Batch size B (q = B/N).",
     "--dataset-size": "Dataset size N (with --batch-size; also checks δ < 1/N).",
@@ -32,7 +36,7 @@ RUN_HELP = {
 
 
 @click.command("sgd-epsilon")
-@run_options(RUN_HELP)
+@run_options(RUN_HELP, {"--clip-norm": "C"})
 @click.option(
     "--physical-batch-size",
     type=click.IntRange(min=1),
@@ -172,6 +176,8 @@ RUN_HELP = {
 @common_options
 def command(
     sigma,
+    noise_std,
+    clip_norm,
     sample_rate,
     batch_size,
     dataset_size,
@@ -225,6 +231,16 @@ def command(
     )
     if accumulation is not None:
         batch_size = [accumulation[0] * accumulation[1]]  # the logical batch: q = B·A/N, noise once per step
+    sigma, noise = noise_multiplier(
+        sigma,
+        noise_std,
+        clip_norm,
+        solved=_solves_noise(
+            target_epsilon, target_advantage, target_tpr, sample_rate, batch_size, steps, epochs
+        ),
+        refused={"--schedule": schedule},
+        why="the schedule gives the run: a noise_multiplier per phase",
+    )
     if schedule is not None:
         _schedule(
             schedule,
@@ -297,6 +313,7 @@ def command(
         confidence=confidence,
         seed=seed,
         accumulation=accumulation,
+        noise_std=noise,
         group_size=tuple(group_size) if group_size is not None else 1,
         epsilon=epsilon,
         release=release,
@@ -333,6 +350,24 @@ def _method(method, alias) -> str:
             "give one"
         )
     return method or alias or "rdp"
+
+
+def _solves_noise(target_epsilon, target_advantage, target_tpr, sample_rate, batch_size, steps, epochs):
+    """The target option that solves for the noise (given, with the rate and the length given), or None."""
+    target = next(
+        (
+            o
+            for o, v in (
+                ("--target-epsilon", target_epsilon),
+                ("--target-advantage", target_advantage),
+                ("--target-tpr", target_tpr),
+            )
+            if v is not None
+        ),
+        None,
+    )
+    rate = sample_rate is not None or batch_size is not None
+    return target if rate and (steps is not None or epochs is not None) else None
 
 
 def _refuse_with_risk(target, delta, rdp_curve, tuning, write_dp_event, epsilon=None) -> None:

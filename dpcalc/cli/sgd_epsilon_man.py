@@ -11,6 +11,11 @@ MAN_EXAMPLES = [
         "dpcalc sgd-epsilon --sigma 1.1 --batch-size 256 --dataset-size 60000 --epochs 1:60:1 --delta 1e-5 -f csv",
     ),
     (
+        "The same run as the training code sets it: noise std 2.2 on the sum of clipped gradients, clip norm 2:",
+        "dpcalc sgd-epsilon --noise-std 2.2 --clip-norm 2 --batch-size 256 --dataset-size 60000 --epochs 60 "
+        "--delta 1e-5",
+    ),
+    (
         "Every accountant side by side (exact RDP, the Abadi et al. closed form):",
         "dpcalc sgd-epsilon --sigma 4 --sample-rate 0.04 --steps 1000 --delta 1e-5 --method all",
     ),
@@ -127,7 +132,10 @@ Only a sweep of more than 10^8 rows is refused by its size.
 Sampling and neighbours: --sampling fixed-size uses the Wang, Balle and Kasiviswanathan 2019 bound
 for sampling without replacement, an upper bound, under replace-one neighbours.  The noise
 multiplier is the noise standard deviation over the clipping norm C: the sensitivity of the clipped
-sum is C under add/remove and 2C under replace-one, so replace-one analyses σ/2.  Fixed-size batches
+sum is C under add/remove and 2C under replace-one, so replace-one analyses σ/2.  --noise-std S
+--clip-norm C gives it as training code sets it: σ = S/C under either relation, S the standard
+deviation of the noise added to the sum of the clipped per-example gradients (the caption names the
+quotient; noise added after averaging over B examples has standard deviation S/B).  Fixed-size batches
 with add/remove are refused: no theorem here covers them.
 
 --sampling poisson --neighbors replace-one: pld composes the pair (1−q)N(0,σ²)+qN(±1,σ²) (as

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcalc.commands import noise_std
 from dpcalc.commands.audit import claim as audit_claim
 from dpcalc.commands.audit.claim import exceeded  # noqa: F401  (the command line's verdict)
 from dpcalc.commands.audit.plot import plot_spec
@@ -91,6 +92,9 @@ class AuditParams:
     #: and noise multiplier are ``claimed_sgd``'s ``steps`` and ``sigma``)
     claimed_strategy: tuple[str, ...] | None = None
     claimed_participation: tuple[str, ...] | None = None
+    #: --noise-std S --clip-norm C: ((S,), C) when the DP-SGD or matrix run's noise multiplier is S/C
+    #: (dpcalc.commands.noise_std); named in the claim's note only
+    claimed_noise_std: tuple[tuple[float, ...], float] | None = None
     plot: bool = False  # --plot: attach the trade-off picture (:mod:`dpcalc.commands.audit.plot`)
 
 
@@ -128,6 +132,8 @@ def audit(p: AuditParams) -> Result:
             tp, fp, fn, tn = p.tp, p.fp, p.fn, p.tn
         result = _counts(p, tp, fp, fn, tn, paired=p.input is not None)
     run = audit_claim.add(result, claim)
+    if p.claimed_noise_std is not None and claim is not None and claim.kind in ("sgd", "matrix"):
+        result.notes[-1] += noise_std.caption(p.claimed_noise_std)  # the claim's note, just added
     if p.plot:
         result.plot = plot_spec(result, run)
     return result

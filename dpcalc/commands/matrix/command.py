@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from dpcalc.commands import schema, sweep
+from dpcalc.commands import noise_std, schema, sweep
 from dpcalc.commands.matrix import sampled
 from dpcalc.commands.matrix.params import MatrixParams, setting, step_counts
 from dpcalc.commands.matrix.plan import _Built, execute, work
@@ -97,8 +97,8 @@ def matrix(params: MatrixParams) -> Result:
     headline = {"sigma": "noise_multiplier", "steps": "steps"}.get(solve, "epsilon")
     caption = (
         f"participation: {', '.join(pt.label() for pt in parts)}; noise: C·G + Z with Z ~ N(0, σ²) per entry, σ relative to the clipping "
-        "norm; sensitivity_bound: the sensitivity of C under the participation, an upper bound (sensitivity_exact: true "
-        "where it is the exact value)"
+        f"norm{noise_std.caption(p.noise_std)}; sensitivity_bound: the sensitivity of C under the participation, an "
+        "upper bound (sensitivity_exact: true where it is the exact value)"
     )
     if "mc" in out["method"]:
         caption += (

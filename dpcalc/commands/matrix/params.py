@@ -45,6 +45,9 @@ class MatrixParams:
     confidence: float | None = None  # mc: the probability with which its ε holds [MC_CONFIDENCE]
     seed: int | None = None  # mc: the seed of the sampling [0]
     mmcc_memory_cap: int | None = None  # mmcc: the PLD's memory cap (set by the searches; None: its default)
+    #: --noise-std S --clip-norm C: ((S, ...), C) when ``sigma`` is S/C (dpcalc.commands.noise_std); named in the
+    #: caption only
+    noise_std: tuple[tuple[float, ...], float] | None = None
 
 
 def participation(text: str) -> Participation:

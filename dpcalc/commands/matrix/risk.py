@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from dpcalc.commands import sweep
+from dpcalc.commands import noise_std, sweep
 from dpcalc.commands.matrix import command as base
 from dpcalc.commands.matrix import params, plan, sampled
 from dpcalc.commands.matrix.profiles import MC_NO_TRADEOFF, _mmcc_note, _row
@@ -141,10 +141,12 @@ def _planned(p, counts, parts, methods, strict, question: str, values: int):
     return run
 
 
-def _caption(parts, what: str) -> str:
+def _caption(parts, what: str, noise=None) -> str:
+    """The setting of the rows (``noise``: the pair of --noise-std/--clip-norm, named when given)."""
     return (
         f"participation: {', '.join(pt.label() for pt in parts)}; noise: C·G + Z with Z ~ N(0, σ²) per entry, σ "
-        f"relative to the clipping norm; {what} from each row's privacy profile (docs/math.md §12.6)"
+        f"relative to the clipping norm{noise_std.caption(noise)}; {what} from each row's privacy profile "
+        "(docs/math.md §12.6)"
     )
 
 
@@ -181,7 +183,7 @@ def matrix_risk(p, priors) -> Result:
 
     rows: list[dict] = list(run(compute))
     what = "advantage and success: certified upper bounds (mc: with probability confidence)"
-    return _grouped(risk_result(rows, "matrix", _caption(parts, what), priors), rows)
+    return _grouped(risk_result(rows, "matrix", _caption(parts, what, p.noise_std), priors), rows)
 
 
 def matrix_tradeoff(p, fpr) -> Result:
@@ -217,7 +219,7 @@ def matrix_tradeoff(p, fpr) -> Result:
 
     rows: list[dict] = list(run(compute))
     result = tradeoff_result(
-        rows, "matrix", "Matrix mechanism: the trade-off curve", _caption(parts, "tpr"), ""
+        rows, "matrix", "Matrix mechanism: the trade-off curve", _caption(parts, "tpr", p.noise_std), ""
     )
     return _grouped(result, rows)
 

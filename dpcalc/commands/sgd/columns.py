@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from dpcalc.commands import schema
+from dpcalc.commands import noise_std, schema
 from dpcalc.commands.sgd.group import group_caption
 from dpcalc.commands.sgd.rows import SIGMA_RTOL
 
@@ -123,6 +123,7 @@ def caption(question, g) -> str:
     p, names, solve, sampler = question.params, question.accountants, question.solve, question.sampler
     relation = sampler.relation_caption(p.neighbors)
     caption = f"sampling: {p.sampling}; neighbours: {p.neighbors} ({relation})"
+    caption += noise_std.caption(p.noise_std)  # --noise-std/--clip-norm: σ = S/C
     if "rdp" in names:
         caption += f"; conversion: {p.conversion}"
     caption += sampler.caption

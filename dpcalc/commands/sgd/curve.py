@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dpcalc.commands import noise_std
 from dpcalc.commands.curve import FOR_CONVERT, check_curve_rows, curve_result, orders, per_chunk
 from dpcalc.commands.sgd.group import refuse_group
 from dpcalc.commands.sgd.question import ask
@@ -124,8 +125,8 @@ def sgd_curve(params, alphas: Sequence[float] | None = None, *, stream: bool = F
 
     relation = sampler.relation_caption(p.neighbors)
     caption = (
-        f"sampling: {p.sampling}; neighbours: {p.neighbors} ({relation}); rdp: {sampler.curve_words}, the rdp accountant's "
-        f"curve; {FOR_CONVERT}"
+        f"sampling: {p.sampling}; neighbours: {p.neighbors} ({relation}){noise_std.caption(p.noise_std)}; rdp: "
+        f"{sampler.curve_words}, the rdp accountant's curve; {FOR_CONVERT}"
     )
     fixed = [
         f"{s} = {sizes[opt][0]:g}" for s, opt in _SGD_SYMBOLS.items() if sizes[opt] and len(sizes[opt]) == 1

@@ -48,6 +48,9 @@ class SgdEpsilonParams:
     #: gradient accumulation (--physical-batch-size, --accumulation-steps): (B, A) when ``batch_size`` is
     #: the logical batch B·A they make (noise once per optimizer step); named in the caption only
     accumulation: tuple[int, int] | None = None
+    #: --noise-std S --clip-norm C: ((S, ...), C) when ``sigma`` is S/C (dpcalc.commands.noise_std); named in the
+    #: caption only
+    noise_std: tuple[tuple[float, ...], float] | None = None
     #: --group-size K: what the run promises a person who contributed K examples (1: one example, today's
     #: rows), one value or a sequence (a sweep); the accountants rdp and pld then give the tight mixture
     #: (Poisson sampling), rdp-group and dp-group the generic group routes (dpcalc.commands.sgd.group)

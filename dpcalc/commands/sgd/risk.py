@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from dpcalc.commands import noise_std
 from dpcalc.commands.risk import NOTES, refused_rows, risk_result, risk_rows
 from dpcalc.commands.sgd.group import refuse_group
 from dpcalc.commands.sgd.question import eps_error_of, left_out
@@ -96,6 +97,7 @@ def sgd_risk(params, priors, target=None, tpr_at=None) -> Result:
     setting = f"sampling: {sampler.name}; neighbours: {neighbors}" + "".join(
         f"; {k}: {v:g}" for k, v in extra.items() if k in sampler.captioned_inputs
     )
+    setting += noise_std.caption(params.noise_std)
     if target is not None or tpr_at is not None:
         goal = _Goal(target, tpr_at, rdp_kw, params.eps_error, pld_kw)
         return _calibrated(params, sampler, question, goal, methods, names, priors, setting, rdp_kw, pld_kw)

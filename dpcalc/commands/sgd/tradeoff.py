@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from dpcalc.commands import noise_std
 from dpcalc.commands.sgd.group import refuse_group
 from dpcalc.commands.sgd.question import check_inputs, eps_error_of
 from dpcalc.commands.tradeoff import CLT_NOTE, RDP_NOTE, exact_rows, tradeoff_result, tradeoff_row
@@ -86,7 +87,8 @@ def sgd_tradeoff(params, fpr) -> Result:
     setting = f"sampling: {sampling}; neighbours: {neighbors}" + "".join(
         f"; {k}: {v:g}" for k, v in extra.items() if k in sampler.captioned_inputs
     )
-    return tradeoff_result(rows, "sgd-epsilon", "DP-SGD trade-off", setting, setting)
+    caption = setting + noise_std.caption(params.noise_std)
+    return tradeoff_result(rows, "sgd-epsilon", "DP-SGD trade-off", caption, setting)
 
 
 def profile_setting(params, question="--fpr"):
