@@ -418,7 +418,9 @@ def bench_mc(args):
 
 
 def bench_matrix(args):
-    print(f"\n4. matrix: the guide's BandMF-under-balls-in-bins example (docs/guide/matrix.md) at δ = 1e-6; {load()}")
+    print(
+        f"\n4. matrix: the guide's BandMF-under-balls-in-bins example (docs/guide/matrix.md) at δ = 1e-6; {load()}"
+    )
     short = once(matrix(20_000), keep=True)
     needed = max(
         int(x.replace(",", "")) for x in re.findall(r"([\d,]+) samples per direction would", short.stdout)
