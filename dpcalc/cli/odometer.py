@@ -8,7 +8,7 @@ import click
 from dpcalc.cli.common import common_options, single
 from dpcalc.cli.spec_complete import complete_mechanism
 from dpcalc.cli.types import Grid, parse_values
-from dpcalc.commands.choices import CONVERSIONS
+from dpcalc.commands.choices import CONVERSIONS, ODOMETER_METHODS
 from dpcalc.ledger import head as H
 
 MAN_EXAMPLES = [
@@ -130,6 +130,14 @@ ORDERS_HELP = (
     default=None,
     help="Target δ in (0, 1) (a ledger remembers its own; not 0: Rényi bounds certify no finite ε at δ = 0).",
 )
+@click.option(
+    "--method",
+    type=click.Choice(ODOMETER_METHODS),
+    default=None,
+    help="The accountant: rdp (Rényi DP, Lécuyer 2021; the default), gdp (μ-GDP, Gaussian steps only: "
+    "Smith & Thakurta 2022) or dp ((ε, δ) steps, at the rate of advanced composition). A ledger "
+    "remembers its own.",
+)
 @click.option("--alphas", default="paper", show_default=True, metavar="LIST", help=ORDERS_HELP)
 @click.option(
     "--gamma",
@@ -153,6 +161,21 @@ ORDERS_HELP = (
     default=None,
     metavar="EPS",
     help="Run an (EPS, δ) privacy filter: each row says whether the step may run.",
+)
+@click.option(
+    "--filter-mu",
+    type=Grid(lo=0),
+    default=None,
+    metavar="MU",
+    help="--method gdp: run a μ-GDP filter of budget MU (--filter EPS gives it as (EPS, δ) instead).",
+)
+@click.option(
+    "--odometer-target",
+    type=Grid(lo=0),
+    default=None,
+    metavar="EPS",
+    help="--method gdp or dp: the ε at δ where the odometer is aimed, fixed before the first step "
+    "(default 1; a ledger fixes it in its first line).",
 )
 @click.option(
     "--filter-rule",
@@ -213,10 +236,13 @@ def command(
     inline,
     dp_events,
     delta,
+    method,
     alphas,
     gamma_kind,
     conversion,
     filter_eps,
+    filter_mu,
+    odometer_target,
     filter_rule,
     follow,
     ledger,
@@ -249,17 +275,28 @@ def command(
     ctx = click.get_current_context()
     given = {
         name: ctx.get_parameter_source(param) not in (None, click.core.ParameterSource.DEFAULT)
-        for name, param in (("alphas", "alphas"), ("gamma", "gamma_kind"))
+        for name, param in (
+            ("alphas", "alphas"),
+            ("gamma", "gamma_kind"),
+            ("conversion", "conversion"),
+            ("filter_rule", "filter_rule"),
+        )
     }
     delta = single(delta, "--delta")  # one stream, one δ: no sweeps here
     filter_eps = single(filter_eps, "--filter")
+    filter_mu = single(filter_mu, "--filter-mu")
+    odometer_target = single(odometer_target, "--odometer-target")
+    _method_options(method, given, filter_eps, filter_mu, odometer_target, delta, out, ledger is not None)
     orders = _orders(alphas)
     expect = {
         "delta": delta,
         "alphas": orders if given["alphas"] else None,
         "gamma": gamma_kind if given["gamma"] else None,
+        "method": method,
     }
     if ledger is not None:
+        if filter_mu is not None:
+            raise click.UsageError("--filter-mu cannot be used with --ledger")
         pins = _ledger_options(
             events,
             inline + dp_events,
@@ -279,7 +316,7 @@ def command(
             inline,
             dp_events,
             follow,
-            delta,
+            delta is None and not (method == "gdp" and filter_mu is not None),  # --filter-mu needs no δ
             add,
             check,
             repair,
@@ -293,7 +330,23 @@ def command(
 
     if ledger is not None:
         odometer_io.use_ledger(
-            ledger, add, check, repair, delta, orders, gamma_kind, conversion, expect, pins, print_head, out
+            ledger,
+            add,
+            check,
+            repair,
+            delta,
+            orders,
+            gamma_kind,
+            conversion,
+            expect,
+            pins,
+            print_head,
+            out,
+            odometer=(method, odometer_target),
+        )
+    elif method in ("gdp", "dp"):
+        odometer_io.stream_adaptive(
+            events, inline, follow, method, delta, filter_eps, filter_mu, odometer_target, out, dp_events
         )
     else:
         odometer_io.stream_events(
@@ -309,6 +362,34 @@ def command(
             out,
             dp_events,
         )
+
+
+def _method_options(method, given, filter_eps, filter_mu, target, delta, out, ledger):
+    """--method gdp|dp: the Rényi accountant's options are refused, and the GDP and dp options need theirs
+    (with --ledger and no --method, the ledger's accountant decides: checked against its first line)."""
+    if method in ("gdp", "dp"):
+        for name, key in (
+            ("--alphas", "alphas"),
+            ("--gamma", "gamma"),
+            ("--conversion", "conversion"),
+            ("--filter-rule", "filter_rule"),
+        ):
+            if given[key]:
+                raise click.UsageError(f"{name} applies to --method rdp (the Rényi accountant), not {method}")
+    if filter_mu is not None:
+        if method != "gdp":
+            raise click.UsageError("--filter-mu needs --method gdp (a budget in μ of μ-GDP)")
+        if filter_eps is not None:
+            raise click.UsageError("give one budget: --filter EPS (with --delta) or --filter-mu MU")
+        if delta is None and out.max_epsilon is not None:
+            raise click.UsageError("--max-epsilon with --filter-mu needs --delta (ε is reported at δ)")
+    if target is not None:
+        if method == "rdp" or (method is None and not ledger):
+            raise click.UsageError(
+                "--odometer-target needs --method gdp or dp (rdp's odometer is set by --gamma)"
+            )
+        if filter_eps is not None or filter_mu is not None:
+            raise click.UsageError("--odometer-target sets the odometer: it cannot be used with a filter")
 
 
 def _ledger_options(
@@ -332,7 +413,7 @@ def _ledger_options(
 
 
 def _stream_options(
-    events, inline, dp_events, follow, delta, add, check, repair, print_head, expect_head, head_file, out
+    events, inline, dp_events, follow, no_delta, add, check, repair, print_head, expect_head, head_file, out
 ):
     """Without --ledger: the ledger's options are refused, and the events need a source and --delta."""
     for name, value in (
@@ -353,7 +434,7 @@ def _stream_options(
         raise click.UsageError("EVENTS - and --dp-event - both read standard input: give one of them a file")
     if follow and (events is None or events == "-"):
         raise click.UsageError("--follow needs EVENTS to be a file (a pipe is followed anyway)")
-    if delta is None:
+    if no_delta:
         raise click.UsageError("missing option --delta")
     if out.plot and follow:
         raise click.UsageError("--plot cannot be used with --follow (the stream has no end to draw at)")
