@@ -53,6 +53,24 @@ MAN_EXAMPLES = [
         "Draw the spent budget of a ledger (odometer against plain RDP):",
         "dpcalc odometer --ledger privacy.ledger --delta 1e-6 --plot budget.png",
     ),
+    (
+        "Gaussian queries under μ-GDP: which may run within μ = 1 (a step too large is refused, later "
+        "ones that fit still run):",
+        "dpcalc odometer queries.csv --method gdp --filter-mu 1",
+    ),
+    (
+        "The same budget given as (2, 1e-6)-DP, and the GDP odometer at δ = 1e-6, valid at any stopping time:",
+        "dpcalc odometer queries.csv --method gdp --filter 2 --delta 1e-6; "
+        "dpcalc odometer queries.csv --method gdp --delta 1e-6",
+    ),
+    (
+        "(ε, δ) steps within (1, 1e-6)-DP at the rate of advanced composition:",
+        "dpcalc odometer --method dp --event dp:epsilon=0.05,delta=1e-9,count=100 --delta 1e-6 --filter 1",
+    ),
+    (
+        "A ledger under μ-GDP (it remembers its accountant; non-Gaussian events are refused):",
+        "dpcalc odometer --ledger gdp.ledger --method gdp --add gaussian:sigma=20 --delta 1e-6 --max-epsilon 2",
+    ),
 ]
 
 MAN_NOTES = """\
@@ -88,6 +106,31 @@ line ending in LF.  --expect-head HEAD (or the head kept in --head-file FILE) re
 changing nothing, a ledger whose first COUNT entries are not those HEAD pinned: truncated, rolled
 back, deleted, replaced or rewritten.  Undetected even so: entries added after the pinned head and
 removed again, and a ledger rolled back or deleted together with its head.
+
+--method gdp (μ-GDP; Smith & Thakurta, "Fully Adaptive Composition for Gaussian Differential
+Privacy", 2022): every step a Gaussian mechanism, μ = Δ/σ rounded up; a subsampled Gaussian, a
+DP-SGD row or another mechanism is refused (use --method rdp).  If Σμ_i² <= μ² on every path, the
+interaction is μ-GDP however the steps were chosen.  --filter-mu MU runs a step iff the steps that
+ran and it keep Σμ² <= MU² (exact sums; a refused step costs nothing, a later one that fits still
+runs); --filter EPS uses the largest μ that is (EPS, δ)-DP.  The odometer is a ladder of such
+filters (Lécuyer's Thm 2 argument): rungs μ_j = μ_1·2^((j−1)/2) with δ_j = 6δ/(π² j²), and at the
+level j reached epsilon is the exact ε of μ_j-GDP at δ_j.  --odometer-target EPS (default 1) fixes
+μ_1 as the largest μ that is (EPS, 6δ/π²)-DP.
+
+--method dp ((ε, δ)-DP; ε-DP is ε²/2-zCDP, Bun & Steinke 2016, Prop. 3.3; filters and odometers at
+this rate: Whitehouse, Ramdas, Rogers & Wu, "Fully-Adaptive Composition in Differential Privacy",
+2023): every step (ε_i, δ_i)-DP, a dp: spec or a mechanism's pure ε (δ_i = 0); a Gaussian is refused
+(give it as dp:epsilon=E,delta=D).  Half of δ bounds the loss's tail, half the steps' Σδ_i.  --filter
+EPS runs a step iff √(2 log(2/δ) Σε²) + Σε²/2 <= EPS or Σε <= EPS, and Σδ_i <= δ/2.  The odometer is
+Σε²/2 + √(2(Σε² + ρ) log((2/δ)√((Σε² + ρ)/ρ))), or Σε where smaller, and inf once Σδ_i > δ/2;
+--odometer-target EPS (default 1) fixes ρ where the rate reaches EPS.
+
+Under gdp and dp a MECHANISM with count=K is K steps, one row each (at most 1,000,000), with their own
+columns (GDP AND DP COLUMNS).  mu and epsilon_fixed hold only for a schedule fixed in advance.  A
+ledger started with --method gdp or dp has a v2 first line naming it and fixing its odometer; an
+earlier dpcalc refuses it.  There is no PLD or f-DP filter: composing privacy-loss distributions (or
+trade-off curves) along an adaptive path is invalid in general (Tran, Koskela, Räisä & Honkela 2026,
+arXiv:2602.06756).
 
 --plot draws the running odometer ε against the plain RDP ε by step (from EVENTS or a ledger
 report), or with --filter the spent budget against the filter's; not with --follow.
@@ -271,6 +314,10 @@ def command(
     A Rényi curve printed by --rdp-curve (CSV alpha,rdp) is one event: rdp-curve:file=FILE (in a
     'mechanism' row, --event or --add); the curve CSV itself is not an EVENTS file.  A ledger records
     it by absolute path and SHA-256: if the file moves or changes, the ledger no longer replays.
+
+    --method gdp accounts Gaussian steps under μ-GDP (a filter in μ, --filter-mu, or in ε at δ; an
+    odometer from a ladder of filters), --method dp (ε, δ) steps at the rate of advanced composition;
+    both print one row per step (count=K is K steps) with their own columns.
     """
     ctx = click.get_current_context()
     given = {
