@@ -20,7 +20,7 @@ from click.shell_completion import get_completion_class
 from dpcalc import __version__
 from dpcalc.cli import COMMANDS, main
 from dpcalc.commands.attack_schema import RISK_SCHEMAS, TRADEOFF_SCHEMAS
-from dpcalc.commands.schema import CURVE_SCHEMAS, SCHEDULE_SCHEMAS, SCHEMAS
+from dpcalc.commands.schema import ADAPTIVE_SCHEMAS, CURVE_SCHEMAS, SCHEDULE_SCHEMAS, SCHEMAS
 from dpcalc.engine.mechanisms.base import SUBSAMPLING_KEYS
 from dpcalc.engine.mechanisms.catalogue import CATALOGUE
 from dpcalc.exitcodes import ExitCode
@@ -54,6 +54,12 @@ COLUMN_SECTIONS = (
         "SCHEDULE COLUMNS",
         "With --schedule FILE, every CSV, TSV and JSON row has these columns instead, in this order: one row per "
         "phase, accountant and δ, ε after the phase.",
+    ),
+    (
+        ADAPTIVE_SCHEMAS,
+        "GDP AND DP COLUMNS",
+        "With --method gdp or --method dp, every CSV, TSV and JSON row has these columns instead, in this order: "
+        "one row per step (a MECHANISM with count=K is K steps); a column that does not apply is empty.",
     ),
     (
         RISK_SCHEMAS,

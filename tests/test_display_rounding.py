@@ -12,7 +12,7 @@ import re
 import pytest
 
 from dpcalc.commands.attack_schema import RISK_SCHEMAS, TRADEOFF_SCHEMAS
-from dpcalc.commands.schema import CURVE_SCHEMAS, SCHEDULE_SCHEMAS, SCHEMAS
+from dpcalc.commands.schema import ADAPTIVE_SCHEMAS, CURVE_SCHEMAS, SCHEDULE_SCHEMAS, SCHEMAS
 from dpcalc.render import MARK_RTOL
 from dpcalc.render.cells import INPUT_OR_ANSWER, rounded
 from dpcalc.result import (
@@ -35,7 +35,14 @@ CLASSES = {
 def schema_columns() -> set[str]:
     return {
         name
-        for schemas in (SCHEMAS, CURVE_SCHEMAS, TRADEOFF_SCHEMAS, SCHEDULE_SCHEMAS, RISK_SCHEMAS)
+        for schemas in (
+            SCHEMAS,
+            CURVE_SCHEMAS,
+            TRADEOFF_SCHEMAS,
+            SCHEDULE_SCHEMAS,
+            RISK_SCHEMAS,
+            ADAPTIVE_SCHEMAS,
+        )
         for columns in schemas.values()
         for name, _ in columns
     }
@@ -61,8 +68,8 @@ _MENTION_ONLY = {"confidence", "valid", "bound", "method"}
 
 @pytest.mark.parametrize(
     "schemas",
-    [SCHEMAS, CURVE_SCHEMAS, TRADEOFF_SCHEMAS, SCHEDULE_SCHEMAS, RISK_SCHEMAS],
-    ids=["main", "curve", "tradeoff", "schedule", "risk"],
+    [SCHEMAS, CURVE_SCHEMAS, TRADEOFF_SCHEMAS, SCHEDULE_SCHEMAS, RISK_SCHEMAS, ADAPTIVE_SCHEMAS],
+    ids=["main", "curve", "tradeoff", "schedule", "risk", "adaptive"],
 )
 def test_the_classification_agrees_with_each_documented_meaning(schemas):
     """Read independently of dpcalc.result: a column documented as an upper bound (or upper end) rounds

@@ -6,100 +6,11 @@ from __future__ import annotations
 import click
 
 from dpcalc.cli.common import common_options, single
+from dpcalc.cli.odometer_man import MAN_EXAMPLES, MAN_NOTES  # noqa: F401  (the man page's text)
 from dpcalc.cli.spec_complete import complete_mechanism
 from dpcalc.cli.types import Grid, parse_values
-from dpcalc.commands.choices import CONVERSIONS
+from dpcalc.commands.choices import CONVERSIONS, ODOMETER_METHODS
 from dpcalc.ledger import head as H
-
-MAN_EXAMPLES = [
-    (
-        "The odometer of Lécuyer's fine-tuning run (q = 0.01024, σ = 1, 98 steps per epoch) after epochs 6, "
-        "20 and 50, with the γ of the paper's figures and the plain RDP ε by Mironov's conversion:",
-        "dpcalc odometer --event sgm:q=0.01024,sigma=1,count=588 --event sgm:q=0.01024,sigma=1,count=1372 "
-        "--event sgm:q=0.01024,sigma=1,count=2940 --delta 1e-6 --gamma code --alphas code --conversion mironov",
-    ),
-    (
-        "Follow a training log as it grows (columns sample_rate,noise_multiplier,steps):",
-        "dpcalc odometer train.csv --follow --delta 1e-6",
-    ),
-    ("The same from a pipe:", "tail -f train.csv | dpcalc odometer - --delta 1e-6"),
-    (
-        "A filter: which steps may run within (2, 1e-6)-DP:",
-        "dpcalc odometer events.csv --delta 1e-6 --filter 2",
-    ),
-    (
-        "A CI job spends budget from a shared ledger, refused (exit 3) past ε = 8:",
-        "dpcalc odometer --ledger privacy.ledger --add gaussian:sigma=20 --delta 1e-6 --max-epsilon 8 -q",
-    ),
-    (
-        "Ask without spending:",
-        "dpcalc odometer --ledger privacy.ledger --add gaussian:sigma=20 --check --max-epsilon 8",
-    ),
-    ("Report the ledger:", "dpcalc odometer --ledger privacy.ledger"),
-    (
-        "Spend, refused (exit 1) if the ledger no longer extends the head a CI variable kept, and print "
-        "the new head to keep:",
-        'dpcalc odometer --ledger privacy.ledger --add gaussian:sigma=20 --expect-head "$LEDGER_HEAD" --head',
-    ),
-    (
-        "The same with the head kept in a file (read, checked, then replaced atomically):",
-        "dpcalc odometer --ledger privacy.ledger --add gaussian:sigma=20 --head-file privacy.head",
-    ),
-    (
-        "A training run's Rényi curve (from sgd-epsilon --rdp-curve) as one event:",
-        "dpcalc odometer --event rdp-curve:file=curve.csv --delta 1e-5",
-    ),
-    (
-        "Draw the spent budget of a ledger (odometer against plain RDP):",
-        "dpcalc odometer --ledger privacy.ledger --delta 1e-6 --plot budget.png",
-    ),
-]
-
-MAN_NOTES = """\
-Lécuyer, "Practical Privacy Filters and Odometers with Rényi Differential Privacy" (2021).
-Neighbours: add/remove one (the subsampled Gaussian is Poisson-sampled).
-
-The odometer (Thm 2, Eq. 5) tracks the running RDP sums r(α) over the orders Λ and reports, at any
-stopping time, min over α of 2^(f-1) γ(α) + log(2|Λ| f²/δ)/(α − 1), where f is the smallest level
-with r(α) <= 2^(f-1) γ(α).  --gamma paper is γ(α) = log(2|Λ|/δ)/(α − 1) (§4.5 of the paper);
---gamma code is 6/(α − 1), what the paper's figures used.
-
-epsilon_rdp is the plain RDP bound by --conversion: valid only for a schedule fixed in advance,
-shown for comparison.
-
---filter EPS: a step runs iff some order stays within its budget.  --filter-rule union (the
-default) gives each order δ/|Λ|, which makes the (EPS, δ) guarantee hold unconditionally and lets
-the exact DP → RDP conversion set the budgets; --filter-rule paper is the paper's Cor. 1 rule
-ε − log(1/δ)/(α − 1), whose proof applies a fixed-order theorem at a data-dependent order.
-
-The ledger is append-only: a header fixing δ, Λ and γ, then one line per event (UTC time,
-mechanism, and a checksum chained to the line before: sha256: and the first 16 hex digits, 64 bits,
-of a SHA-256).  Appends hold an exclusive flock and are fsync'd (a lock held by another process is
-waited for at most 30 seconds, then exit 1); a last line cut short by an interrupted append is
-reported and ignored.  --repair removes that line and nothing else; a file that does not begin with
-the ledger's header (any other file, or an empty one) is refused with exit 2 and left as it was, as
-is a report or --add on a file that is not a ledger.  The ledger's orders are fixed by its header:
-a note on a bound at the edge of them is advice for the next ledger.  An edited, inserted, duplicated, reordered
-or spliced entry, and a deleted entry that another follows, are refused with exit 1.  The file
-alone cannot show that its last entries were removed (a truncated ledger, an older copy restored),
-nor that it was replaced whole or rewritten with its checksums recomputed: pin its head.  --head
-prints COUNT:SHA256, the number of entries and the SHA-256 of the header and those entries, each
-line ending in LF.  --expect-head HEAD (or the head kept in --head-file FILE) refuses with exit 1,
-changing nothing, a ledger whose first COUNT entries are not those HEAD pinned: truncated, rolled
-back, deleted, replaced or rewritten.  Undetected even so: entries added after the pinned head and
-removed again, and a ledger rolled back or deleted together with its head.
-
---plot draws the running odometer ε against the plain RDP ε by step (from EVENTS or a ledger
-report), or with --filter the spent budget against the filter's; not with --follow.
-
-Input: EVENTS and the ledger are UTF-8 text; a byte-order mark and CRLF or CR line ends are
-accepted.  Bytes that are not UTF-8, a missing or unreadable file, a directory, a line over 1 MiB
-or a field over 100,000 characters exit 2 with one line naming the input.  An EVENTS file is
-checked whole before the first row is written; standard input, a pipe and --follow are checked
-row by row, and an error says how many rows were written before it.  A column the odometer does
-not read gets one warning naming it.  The ledger must be a regular file (a FIFO or a device exits
-2); a refused first --add creates nothing, and a refused --add prints nothing with -q; -q prints
-no notes on orders at the edge.  Ctrl-C ends every mode (--follow included) with exit 130."""
 
 ORDERS_HELP = (
     "Rényi orders Λ: 'paper' (1.25:10:0.25,16,32; default), 'code' (2.25:10:0.25,16,32), or a list/ranges."
@@ -130,6 +41,14 @@ ORDERS_HELP = (
     default=None,
     help="Target δ in (0, 1) (a ledger remembers its own; not 0: Rényi bounds certify no finite ε at δ = 0).",
 )
+@click.option(
+    "--method",
+    type=click.Choice(ODOMETER_METHODS),
+    default=None,
+    help="The accountant: rdp (Rényi DP, Lécuyer 2021; the default), gdp (μ-GDP, Gaussian steps only: "
+    "Smith & Thakurta 2022) or dp ((ε, δ) steps, at the rate of advanced composition). A ledger "
+    "remembers its own.",
+)
 @click.option("--alphas", default="paper", show_default=True, metavar="LIST", help=ORDERS_HELP)
 @click.option(
     "--gamma",
@@ -153,6 +72,21 @@ ORDERS_HELP = (
     default=None,
     metavar="EPS",
     help="Run an (EPS, δ) privacy filter: each row says whether the step may run.",
+)
+@click.option(
+    "--filter-mu",
+    type=Grid(lo=0),
+    default=None,
+    metavar="MU",
+    help="--method gdp: run a μ-GDP filter of budget MU (--filter EPS gives it as (EPS, δ) instead).",
+)
+@click.option(
+    "--odometer-target",
+    type=Grid(lo=0),
+    default=None,
+    metavar="EPS",
+    help="--method gdp or dp: the ε at δ where the odometer is aimed, fixed before the first step "
+    "(default 1; a ledger fixes it in its first line).",
 )
 @click.option(
     "--filter-rule",
@@ -213,10 +147,13 @@ def command(
     inline,
     dp_events,
     delta,
+    method,
     alphas,
     gamma_kind,
     conversion,
     filter_eps,
+    filter_mu,
+    odometer_target,
     filter_rule,
     follow,
     ledger,
@@ -245,21 +182,36 @@ def command(
     A Rényi curve printed by --rdp-curve (CSV alpha,rdp) is one event: rdp-curve:file=FILE (in a
     'mechanism' row, --event or --add); the curve CSV itself is not an EVENTS file.  A ledger records
     it by absolute path and SHA-256: if the file moves or changes, the ledger no longer replays.
+
+    --method gdp accounts Gaussian steps under μ-GDP (a filter in μ, --filter-mu, or in ε at δ; an
+    odometer from a ladder of filters), --method dp (ε, δ) steps at the rate of advanced composition;
+    both print one row per step (count=K is K steps) with their own columns.
     """
     ctx = click.get_current_context()
     given = {
         name: ctx.get_parameter_source(param) not in (None, click.core.ParameterSource.DEFAULT)
-        for name, param in (("alphas", "alphas"), ("gamma", "gamma_kind"))
+        for name, param in (
+            ("alphas", "alphas"),
+            ("gamma", "gamma_kind"),
+            ("conversion", "conversion"),
+            ("filter_rule", "filter_rule"),
+        )
     }
     delta = single(delta, "--delta")  # one stream, one δ: no sweeps here
     filter_eps = single(filter_eps, "--filter")
+    filter_mu = single(filter_mu, "--filter-mu")
+    odometer_target = single(odometer_target, "--odometer-target")
+    _method_options(method, given, filter_eps, filter_mu, odometer_target, delta, out, ledger is not None)
     orders = _orders(alphas)
     expect = {
         "delta": delta,
         "alphas": orders if given["alphas"] else None,
         "gamma": gamma_kind if given["gamma"] else None,
+        "method": method,
     }
     if ledger is not None:
+        if filter_mu is not None:
+            raise click.UsageError("--filter-mu cannot be used with --ledger")
         pins = _ledger_options(
             events,
             inline + dp_events,
@@ -279,7 +231,7 @@ def command(
             inline,
             dp_events,
             follow,
-            delta,
+            delta is None and not (method == "gdp" and filter_mu is not None),  # --filter-mu needs no δ
             add,
             check,
             repair,
@@ -293,7 +245,23 @@ def command(
 
     if ledger is not None:
         odometer_io.use_ledger(
-            ledger, add, check, repair, delta, orders, gamma_kind, conversion, expect, pins, print_head, out
+            ledger,
+            add,
+            check,
+            repair,
+            delta,
+            orders,
+            gamma_kind,
+            conversion,
+            expect,
+            pins,
+            print_head,
+            out,
+            odometer=(method, odometer_target),
+        )
+    elif method in ("gdp", "dp"):
+        odometer_io.stream_adaptive(
+            events, inline, follow, method, delta, filter_eps, filter_mu, odometer_target, out, dp_events
         )
     else:
         odometer_io.stream_events(
@@ -309,6 +277,34 @@ def command(
             out,
             dp_events,
         )
+
+
+def _method_options(method, given, filter_eps, filter_mu, target, delta, out, ledger):
+    """--method gdp|dp: the Rényi accountant's options are refused, and the GDP and dp options need theirs
+    (with --ledger and no --method, the ledger's accountant decides: checked against its first line)."""
+    if method in ("gdp", "dp"):
+        for name, key in (
+            ("--alphas", "alphas"),
+            ("--gamma", "gamma"),
+            ("--conversion", "conversion"),
+            ("--filter-rule", "filter_rule"),
+        ):
+            if given[key]:
+                raise click.UsageError(f"{name} applies to --method rdp (the Rényi accountant), not {method}")
+    if filter_mu is not None:
+        if method != "gdp":
+            raise click.UsageError("--filter-mu needs --method gdp (a budget in μ of μ-GDP)")
+        if filter_eps is not None:
+            raise click.UsageError("give one budget: --filter EPS (with --delta) or --filter-mu MU")
+        if delta is None and out.max_epsilon is not None:
+            raise click.UsageError("--max-epsilon with --filter-mu needs --delta (ε is reported at δ)")
+    if target is not None:
+        if method == "rdp" or (method is None and not ledger):
+            raise click.UsageError(
+                "--odometer-target needs --method gdp or dp (rdp's odometer is set by --gamma)"
+            )
+        if filter_eps is not None or filter_mu is not None:
+            raise click.UsageError("--odometer-target sets the odometer: it cannot be used with a filter")
 
 
 def _ledger_options(
@@ -332,7 +328,7 @@ def _ledger_options(
 
 
 def _stream_options(
-    events, inline, dp_events, follow, delta, add, check, repair, print_head, expect_head, head_file, out
+    events, inline, dp_events, follow, no_delta, add, check, repair, print_head, expect_head, head_file, out
 ):
     """Without --ledger: the ledger's options are refused, and the events need a source and --delta."""
     for name, value in (
@@ -353,7 +349,7 @@ def _stream_options(
         raise click.UsageError("EVENTS - and --dp-event - both read standard input: give one of them a file")
     if follow and (events is None or events == "-"):
         raise click.UsageError("--follow needs EVENTS to be a file (a pipe is followed anyway)")
-    if delta is None:
+    if no_delta:
         raise click.UsageError("missing option --delta")
     if out.plot and follow:
         raise click.UsageError("--plot cannot be used with --follow (the stream has no end to draw at)")

@@ -9,7 +9,6 @@ import dataclasses
 import itertools
 import os
 import select
-import shutil
 import sys
 import warnings
 
@@ -17,7 +16,9 @@ import click
 
 from dpcalc.cli import _quiet_broken_pipe
 from dpcalc.cli.common import BudgetExceeded, emit, run
+from dpcalc.cli.odometer_tables import ADAPTIVE_DROPPED, DROPPED, StreamedTable, WholeTable
 from dpcalc.commands.dp_events import sourced_event_specs
+from dpcalc.commands.odometer import adaptive
 from dpcalc.commands.odometer import command as session
 from dpcalc.errors import DpcalcWarning, InputError
 from dpcalc.exitcodes import ExitCode
@@ -25,13 +26,15 @@ from dpcalc.input import opening
 from dpcalc.input.events import Event, follow_lines, iter_events, stream_lines
 from dpcalc.ledger import file as L
 from dpcalc.ledger import head as H
-from dpcalc.render import RowWriter, render
-from dpcalc.render.cells import for_terminal, table_cell
+from dpcalc.render import RowWriter
+from dpcalc.render.cells import for_terminal
 from dpcalc.result import Result
 
 # -- streaming --------------------------------------------------------------------------------
 #: Events computed together (the numbers do not depend on it; rows are written as each batch is done).
 BATCH = 2048
+#: Steps computed together at most under --method gdp|dp (an event with count=K is K steps).
+BATCH_STEPS = 1 << 16
 
 
 class _Waiter:
@@ -113,14 +116,44 @@ def stream_events(
         orders, delta, gamma_kind, conversion, filter_eps, filter_rule, keep_rows=bool(out.plot)
     )
     filtering = stream.filtering
+    never = ("recorded", "alpha", "level") if filtering else ("recorded", "run")
+    layout = (orders, delta, never, DROPPED[filtering])
+    _run_stream(stream, layout, events, inline, follow, out, dp_events)
+
+
+def stream_adaptive(
+    events, inline, follow, method, delta, filter_eps, filter_mu, target, out, dp_events=()
+) -> None:
+    """``--method gdp|dp`` on EVENTS (:mod:`dpcalc.commands.odometer.adaptive`): the same streaming as
+    :func:`stream_events`, one row per step."""
+    setup = adaptive.Setup(method, delta, filter_eps, filter_mu)
+    if not setup.filtering:
+        params = adaptive.odometer_params(
+            method, delta, adaptive.DEFAULT_TARGET if target is None else target
+        )
+        setup = dataclasses.replace(setup, params=params)
+    stream = adaptive.AdaptiveStream(setup, keep_rows=bool(out.plot))
+    unused = {
+        "gdp": ("epsilon_step", "delta_step"),
+        "dp": ("mu_step", "mu", "mu_budget", "level"),
+    }[method]
+    never = ("recorded", "method", *unused, *(("level",) if setup.filtering else ("run",)))
+    layout = ((), delta, never, ADAPTIVE_DROPPED[setup.filtering])
+    _run_stream(stream, layout, events, inline, follow, out, dp_events)
+
+
+def _run_stream(stream, layout, events, inline, follow, out, dp_events) -> None:
+    """Read the events, write each batch's rows as it is computed (see :func:`stream_events`)."""
+    filtering = stream.filtering
     writer = None  # created at the first good row: an input error before it leaves stdout empty
     fmt = out.resolved_format()
+    weight = getattr(stream, "weight", None)  # gdp, dp: an event is `count` steps (rows)
 
     def open_writer():
         if fmt == "table" and not out.quiet:
             if not streaming:  # an input read whole: one table, laid out by the renderer to fit
-                return _WholeTable(stream.columns, out.columns)
-            return _StreamedTable(stream.columns, filtering, orders, delta, out.columns)
+                return WholeTable(stream.columns, out.columns)
+            return StreamedTable(stream.columns, *layout, out.columns)
         return RowWriter(
             stream.columns,
             fmt,
@@ -157,7 +190,8 @@ def stream_events(
             writer.write(row)
             written += 1
             stream.keep(row)
-            if out.max_epsilon is not None and row["epsilon"] > out.max_epsilon and worst is None:
+            eps = row["epsilon"]
+            if out.max_epsilon is not None and eps is not None and eps > out.max_epsilon and worst is None:
                 worst = (row["step"], row["epsilon"])
         if rows:
             sys.stdout.flush()
@@ -175,10 +209,13 @@ def stream_events(
                 source, streaming, waiter = _event_source(events, inline, follow, stream.curves, dp_events)
                 if waiter is not None:
                     waiter.idle = flush
+                steps = 0
                 for ev in source:
                     pending.append(ev)
-                    if len(pending) >= BATCH:
+                    steps += 1 if weight is None else weight(ev)
+                    if len(pending) >= BATCH or steps >= BATCH_STEPS:
                         flush()
+                        steps = 0
                 flush()
             except InputError as exc:
                 if not streaming:
@@ -216,112 +253,31 @@ def _broken_pipe():
     raise click.exceptions.Exit(ExitCode.OK)
 
 
-# -- tables -----------------------------------------------------------------------------------
-class _WholeTable:
-    """The table of an input read whole (a file, --event, --dp-event): its rows are drawn at the end by
-    the renderer, which fits them to the terminal as every command's table (:mod:`dpcalc.render`)."""
-
-    def __init__(self, columns, select) -> None:
-        self.columns, self.select, self.rows = list(columns), select, []
-
-    def write(self, row: dict) -> None:
-        self.rows.append(row)
-
-    def close(self) -> None:
-        if not self.rows:  # no rows, no table (a CSV header or an empty JSON array are for programs)
-            return
-        result = Result({c: [r.get(c) for r in self.rows] for c in self.columns}, title="odometer")
-        render(result, "table", sys.stdout, columns=self.select)
-
-
-#: Streamed table rows (standard input, a pipe, --follow), in the order shown: the mechanism last, so that
-#: a long one shifts no other column.  On a terminal, the columns that never apply in the mode are left
-#: out (``recorded`` in a stream; ``run`` without --filter, the odometer's ``alpha`` and ``level`` with it),
-#: and where the rest are too wide they go in the order of ``_DROPPED`` until the others fit.
-_STREAM_ORDER = ("step", "run", "epsilon", "alpha", "level", "epsilon_rdp", "delta", "recorded", "mechanism")
-_DROPPED = {
-    False: ("recorded", "run", "delta", "level", "alpha", "epsilon_rdp", "mechanism"),
-    True: ("recorded", "alpha", "level", "delta", "epsilon", "mechanism", "epsilon_rdp"),
-}
-_NUMBER_WIDTH = 12  # a table cell of a float: 6 significant digits, an exponent and a mark
-_MIN_MECHANISM = 12  # the least room worth giving the mechanism on a narrow terminal
-
-
-def _terminal_width(stream) -> int | None:
-    try:
-        if not stream.isatty():
-            return None
-    except (AttributeError, OSError, ValueError):
-        return None
-    return shutil.get_terminal_size().columns
-
-
-class _StreamedTable:
-    """Table rows written one at a time as they come (a stream cannot wait for the renderer's whole
-    table): :class:`~dpcalc.render.RowWriter`'s aligned columns, chosen to fit a terminal's width
-    (:data:`_DROPPED`), the mechanism last and cut short with an ellipsis where it would not fit.  Off
-    a terminal every column is shown, as wide as it needs.  ``select`` (--columns): those columns, as
-    given."""
-
-    def __init__(self, columns, filtering, orders, delta, select) -> None:
-        widths = {c: _NUMBER_WIDTH for c in columns}
-        widths.update({"step": 6, "run": 5, "level": 5, "recorded": 8, "mechanism": len("mechanism")})
-        widths["alpha"] = max([5] + [len(table_cell("alpha", float(a))) for a in orders])
-        widths["delta"] = max(5, len(table_cell("delta", float(delta))))
-        self.width = _terminal_width(sys.stdout)
-        if select:
-            shown = list(select)
-        else:
-            shown = [c for c in _STREAM_ORDER if c in columns] + [
-                c for c in columns if c not in _STREAM_ORDER
-            ]
-            if self.width is not None:  # on a terminal: not the columns that never apply in this mode
-                never = ("recorded", "alpha", "level") if filtering else ("recorded", "run")
-                shown = self._fit([c for c in shown if c not in never], widths, filtering)
-        self.room = None  # the mechanism's room on a terminal (it is the last column there)
-        if self.width is not None and shown and shown[-1] == "mechanism":
-            used = sum(widths[c] + 2 for c in shown[:-1])
-            self.room = max(self.width - used, widths["mechanism"])
-        self.writer = RowWriter(columns, "table", sys.stdout, widths=widths, select=shown)
-
-    def _fit(self, shown, widths, filtering):
-        def needs(cols):
-            return (
-                sum(widths[c] for c in cols)
-                + 2 * (len(cols) - 1)
-                + (_MIN_MECHANISM - widths["mechanism"] if "mechanism" in cols else 0)
-            )
-
-        for name in _DROPPED[filtering]:
-            if needs(shown) <= self.width or len(shown) <= 2:
-                break
-            if name in shown:
-                shown.remove(name)
-        return shown
-
-    def write(self, row: dict) -> None:
-        text = row.get("mechanism")
-        if self.room is not None and isinstance(text, str) and len(self.writer.tx(text)) > self.room:
-            cut = self.writer.tx("…")
-            text = self.writer.tx(text)[: max(self.room - len(cut), 1)] + cut
-            row = {**row, "mechanism": text}
-        self.writer.write(row)
-
-    def close(self) -> None:
-        self.writer.close()
-
-
 def _say_waiting(line: str) -> None:
     click.echo(f"dpcalc: {line}", err=True)
 
 
 def use_ledger(
-    path, add, check, repair, delta, orders, gamma_kind, conversion, expect, pins, print_head, out
+    path,
+    add,
+    check,
+    repair,
+    delta,
+    orders,
+    gamma_kind,
+    conversion,
+    expect,
+    pins,
+    print_head,
+    out,
+    odometer=(None, None),
 ) -> None:
     """--ledger: report, --add (--check) or --repair.  A ledger that is not a regular file, a
     missing directory, an unreadable or read-only file are bad input (exit 2, one line naming
     --ledger PATH); damage, and a ledger that does not extend a pinned head, are exit 1 and the
-    file is never changed."""
+    file is never changed.  ``odometer``: (--method, --odometer-target) as given (None: the ledger's
+    own; a new ledger's, rdp and the default target)."""
+    method, target = odometer
     L.on_wait = _say_waiting
     try:
         if repair:
@@ -338,16 +294,19 @@ def use_ledger(
         if add is None:
             ledger = L.read(path, pins)
             if ledger.header is not None:
-                L.check_header(ledger.header, expect)
+                L.check_header(ledger.header, _expect_params(expect, ledger.header, target))
             if print_head:
                 if ledger.torn is not None:
                     click.echo(f"Warning: {ledger.torn.message(path)}", err=True)
                 click.echo(str(pins.head))
                 return
+            report = session.report
+            if ledger.header is not None and ledger.header.method != "rdp":
+                report = _adaptive_report
             if not ledger.entries and _table_alone(out):
-                _notes_alone(session.report, path, ledger, conversion)  # no rows, no table
+                _notes_alone(report, path, ledger, conversion)  # no rows, no table
                 return
-            run(out, lambda: session.report(path, ledger, conversion, quiet=out.quiet))
+            run(out, lambda: report(path, ledger, conversion, quiet=out.quiet))
             return
         spec = session.parse_spec(add, "--add")
         if spec.kind == "rdp-curve":  # recorded by absolute path and contents (see its module)
@@ -357,15 +316,41 @@ def use_ledger(
             pins.check_missing(path)  # a deleted ledger is a rollback (exit 1), before the missing --delta
         if delta is None and not exists:
             raise click.UsageError("missing option --delta (needed to start a new ledger)")
-        header = L.Header(delta, tuple(orders), gamma_kind) if delta is not None else None
+        # the accountant: as given, else the ledger's own (its first line, which never changes), else rdp
+        found = L.first_header(path) if exists else None
+        if method is None:
+            method = found.method if found is not None else "rdp"
+        if found is not None:
+            expect = _expect_params(expect, found, target)
+        elif target is not None and method == "rdp":
+            raise click.UsageError(
+                "--odometer-target needs --method gdp or dp (rdp's odometer is set by --gamma)"
+            )
+        header = None
+        if delta is not None and method == "rdp":
+            header = L.Header(delta, tuple(orders), gamma_kind)
+        elif delta is not None:
+            aim = adaptive.DEFAULT_TARGET if target is None else target
+            header = adaptive.header_of(
+                adaptive.Setup(method, delta, params=adaptive.odometer_params(method, delta, aim))
+            )
         curves = session.Curves(orders)
-        curves.of_spec(spec)  # a mechanism with no RDP curve is refused before the lock (exit 2)
+        if method == "rdp":
+            curves.of_spec(spec)  # a mechanism with no RDP curve is refused before the lock (exit 2)
+        else:
+            try:
+                adaptive.step_values(spec, method)  # refused before the lock too
+            except InputError as exc:
+                raise InputError(f"--add: {exc}") from None
         verdict: dict = {}
 
         def admit(h, mechanisms):
-            rows = session.account(h, mechanisms, conversion, curves, last_only=True)
+            if h.method == "rdp":
+                rows = session.account(h, mechanisms, conversion, curves, last_only=True)
+            else:
+                rows = adaptive.account(h, mechanisms, session.parse_spec, last_only=True)
             verdict["row"] = rows[-1]
-            verdict["orders"] = h.alphas
+            verdict["header"] = h
             verdict["ok"] = out.max_epsilon is None or rows[-1]["epsilon"] <= out.max_epsilon
             return verdict["ok"] or check  # --check: judged below, never written
 
@@ -389,12 +374,35 @@ def use_ledger(
         if not verdict["ok"]:
             raise _refused(row, out)
         return
-    result = session.added_result(path, row, verdict["orders"], quiet=out.quiet)
+    h = verdict["header"]
+    if h.method == "rdp":
+        result = session.added_result(path, row, h.alphas, quiet=out.quiet)
+    else:
+        result = adaptive.ledger_result(path, h, [row], quiet=out.quiet, plot=False)
     if not verdict["ok"]:
         if not out.quiet:  # -q prints the value spent: a refused event spent nothing, so nothing is printed
             emit(result, _no_budget(out))
         raise _refused(row, out)
     run(out, lambda: result)
+
+
+def _expect_params(expect: dict, header, target) -> dict:
+    """``expect`` with the odometer ``--odometer-target`` fixes under ``header``'s accountant and δ (to be
+    compared with the ledger's first line)."""
+    if target is None:
+        return expect
+    if header.method == "rdp":
+        raise InputError("--odometer-target: this ledger is accounted under --method rdp (its first line)")
+    return {**expect, "params": adaptive.odometer_params(header.method, header.delta, target)}
+
+
+def _adaptive_report(path, ledger, conversion, quiet=False) -> Result:
+    """The report of a gdp or dp ledger: one row per step of its entries."""
+    rows = adaptive.account(ledger.header, ledger.mechanisms, session.parse_spec)
+    result = adaptive.ledger_result(path, ledger.header, rows, quiet=quiet)
+    if ledger.torn is not None:
+        warnings.warn(ledger.torn.message(path), DpcalcWarning, stacklevel=2)
+    return result
 
 
 def _table_alone(out) -> bool:

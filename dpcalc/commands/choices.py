@@ -9,6 +9,10 @@ shell completion import no numpy), and each command reads its own here.
 #: --method, the --conversion of iterate, langevin and odometer.
 CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
 
+#: odometer's --method: the Rényi filter and odometer (Lécuyer 2021, the default), the μ-GDP filter and its ladder
+#: odometer (:mod:`dpcalc.engine.adaptive.gdp`), the (ε, δ) filter and odometer (:mod:`dpcalc.engine.adaptive.approx_dp`).
+ODOMETER_METHODS = ("rdp", "gdp", "dp")
+
 #: sgd-epsilon's --conversion (its rdp accountant converts over a curve's orders: no asoodeh closed form).
 SGD_CONVERSIONS = ("optimal", "balle", "mironov")
 #: sgd-epsilon's --method (besides "all"): each an entry of

@@ -316,6 +316,47 @@ CURVE_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+#: ``odometer --method gdp`` and ``--method dp`` (the GDP and (ε, δ) filters and odometers, docs/math.md §6.4): one row
+#: per step (a MECHANISM with count=K is K steps), these columns instead of SCHEMAS' (whose rows, those of the
+#: Rényi accountant, stay as they were).  The man page's GDP AND DP COLUMNS section is generated from it.
+ADAPTIVE_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
+    "odometer": (
+        ("step", "the step's number (a MECHANISM with count=K is K steps, one row each)"),
+        ("mechanism", "the event the step belongs to (a MECHANISM)"),
+        ("method", "the accountant: gdp or dp (--method)"),
+        (
+            "run",
+            "whether the step ran (with --filter or --filter-mu: whether the filter let it run; else true)",
+        ),
+        ("recorded", "--add: whether the event was recorded in the ledger (false with --check)"),
+        (
+            "epsilon",
+            "an upper bound on ε at delta: the odometer's, valid at any stopping time; with --filter or "
+            "--filter-mu, the filter's guarantee (empty with --filter-mu and no --delta)",
+        ),
+        ("delta", "δ (--delta)"),
+        ("mu_step", "gdp: the step's μ = Δ/σ (an upper bound, rounded up)"),
+        (
+            "mu",
+            "gdp: √Σμ² of the steps that ran, an upper bound on their μ-GDP parameter only for a schedule "
+            "fixed in advance",
+        ),
+        (
+            "mu_budget",
+            "gdp: the μ that certifies epsilon: the filter's budget (--filter-mu, or --filter EPS at delta "
+            "as μ), or the odometer's rung μ_j at level (an upper bound)",
+        ),
+        ("level", "gdp odometer: the level j of the ladder of filters, rung μ_j = μ_1·2^((j−1)/2)"),
+        ("epsilon_step", "dp: the step's ε (an upper bound)"),
+        ("delta_step", "dp: the step's δ (an upper bound)"),
+        (
+            "epsilon_fixed",
+            "an upper bound on ε at delta of the steps that ran, valid only for a schedule fixed in advance "
+            "(gdp: of mu-GDP; dp: the filter's rate), shown for comparison",
+        ),
+    ),
+}
+
 #: The columns of a schedule (``sgd-epsilon --schedule FILE``): one row per phase and accountant.
 SCHEDULE_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     "sgd-epsilon": (
@@ -348,6 +389,11 @@ def conform(columns: dict, command: str) -> dict:
         raise KeyError(f"{command}: columns {sorted(extra)} are not in its schema")
     n = max((len(v) for v in columns.values() if hasattr(v, "__len__") and not isinstance(v, str)), default=1)
     return {name: columns[name] if name in columns else [None] * n for name in order}
+
+
+def adaptive_names(command: str) -> list[str]:
+    """The column names of ``command --method gdp|dp``, in order."""
+    return [name for name, _ in ADAPTIVE_SCHEMAS[command]]
 
 
 def curve_names(command: str) -> list[str]:

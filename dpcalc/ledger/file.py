@@ -62,6 +62,7 @@ from dpcalc.ledger.lines import (  # noqa: F401  (LedgerDamaged: raised by read,
     lines,
     now_utc,
     parse,
+    parse_header,
 )
 
 
@@ -194,6 +195,29 @@ def read(path: str, pins: Pins | None = None) -> Ledger:
         return ledger
 
 
+def first_header(path: str) -> Header | None:
+    """The header of an existing ledger, from its first line alone (None where there is no whole, valid
+    first line: an empty or damaged file, reported by :func:`read` or :func:`append`).  A header never changes,
+    so this is read without a lock: it says which accountant the ledger is under before its entries are."""
+    fd = _open(path, os.O_RDONLY, "read", missing_ok=True)
+    if fd is None:
+        return None
+    try:
+        data = b""
+        while b"\n" not in data and len(data) < (1 << 22):
+            chunk = os.pread(fd, 1 << 16, len(data))
+            if not chunk:
+                return None
+            data += chunk
+    finally:
+        os.close(fd)
+    line = data.split(b"\n", 1)[0].removeprefix(BOM).removesuffix(b"\r")
+    try:
+        return parse_header(line.decode("utf-8"))
+    except (UnicodeDecodeError, LedgerDamaged):
+        return None
+
+
 def append(
     path: str,
     mechanism: str,
@@ -262,9 +286,12 @@ def _append_locked(fd, path, mech, header, admit, expect, stamp, dry_run, pins) 
         raise LedgerTorn(ledger.torn.message(path))
     if ledger.header is not None:
         check_header(ledger.header, expect)
-        if header is not None:
+        if header is not None and header.method == ledger.header.method:
             check_header(
-                ledger.header, {"delta": header.delta, "alphas": header.alphas, "gamma": header.gamma}
+                ledger.header,
+                {"delta": header.delta, "alphas": header.alphas or None, "gamma": header.gamma}
+                if header.method == "rdp"
+                else {"delta": header.delta},
             )
         header = ledger.header
     elif header is None:

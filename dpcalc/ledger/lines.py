@@ -7,7 +7,16 @@ Format (UTF-8 text, one record per line, every line ends with ``\\n``)::
     2026-11-21T20:00:00Z<TAB>subsampled-gaussian:q=0.01,sigma=1,count=98<TAB>sha256:3f2a...
 
 The header fixes δ, the orders Λ and the odometer's γ before any budget is spent (the odometer's
-ladder must not depend on the data).  Each entry carries a checksum chained to the previous line:
+ladder must not depend on the data).  A ledger under another accountant (``odometer --method gdp|dp``) has a
+``v2`` header naming it and fixing its odometer instead of Λ and γ::
+
+    # dpcalc-ledger v2 delta=1e-06 method=gdp first_mu=0.23121 ratio=2.0
+    # dpcalc-ledger v2 delta=1e-06 method=dp rho=0.0123 tail=0.5
+
+(the GDP ladder's first rung and ratio; the normal mixture's ρ and the share of δ for its tail).  Its
+entries are the same lines.  A v1 header (no ``method``) is the Rényi accountant's, as it always was, so
+every earlier ledger reads unchanged; an earlier dpcalc refuses a v2 ledger ("format v2 is not
+supported") rather than account Gaussian or (ε, δ) steps under another accountant's header.  Each entry carries a checksum chained to the previous line:
 the first 16 hex digits of ``sha256(previous_checksum_or_header + "\\n" + time + "\\t" + mechanism)``,
 so an edited, inserted, removed, duplicated or reordered line is detected (:func:`parse`, which raises
 :class:`LedgerDamaged` naming the first bad line).  A UTF-8 byte-order mark at the start and CRLF line
@@ -19,6 +28,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -28,7 +38,11 @@ from dpcalc.input.text import BOM, utf8_message
 
 MAGIC = "dpcalc-ledger"
 VERSION = 1
+#: The header's version for the accountants other than Rényi DP (``method=gdp|dp``, their odometers' parameters).
+VERSION_METHOD = 2
 GAMMAS = ("paper", "code")
+#: The parameters each accountant's header fixes, in the order written (besides δ).
+METHOD_PARAMS = {"gdp": ("first_mu", "ratio"), "dp": ("rho", "tail")}
 MAX_MECHANISM_LENGTH = 4000
 _HEADER_RE = re.compile(r"^# dpcalc-ledger v(\d+)((?: [a-z_]+=[!-~]*)*)$")
 _TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
@@ -49,12 +63,23 @@ class Header:
     """What the ledger fixes before any budget is spent."""
 
     delta: float
-    alphas: tuple[float, ...]
+    alphas: tuple[float, ...] = ()
     gamma: str = "paper"
+    #: the accountant: ``rdp`` (orders and γ), or ``gdp``/``dp`` with their odometer's ``params``
+    method: str = "rdp"
+    #: gdp: ``(("first_mu", μ_1), ("ratio", r))``; dp: ``(("rho", ρ), ("tail", f))``; rdp: empty
+    params: tuple[tuple[str, float], ...] = ()
 
     def line(self) -> str:
+        if self.method != "rdp":
+            fields = " ".join(f"{k}={float(v)!r}" for k, v in self.params)
+            return f"# {MAGIC} v{VERSION_METHOD} delta={float(self.delta)!r} method={self.method} {fields}"
         alphas = ",".join(repr(float(a)) for a in self.alphas)
         return f"# {MAGIC} v{VERSION} delta={float(self.delta)!r} alphas={alphas} gamma={self.gamma}"
+
+    def param(self, name: str) -> float:
+        """The odometer parameter ``name`` of a gdp or dp ledger."""
+        return dict(self.params)[name]
 
 
 @dataclass(frozen=True)
@@ -129,11 +154,16 @@ def parse_header(line: str, line_no: int = 1) -> Header:
         raise LedgerDamaged(
             f"line {line_no}: not a dpcalc ledger header (expected '# {MAGIC} v{VERSION} ...')"
         )
-    if int(m.group(1)) != VERSION:
+    if int(m.group(1)) not in (VERSION, VERSION_METHOD):
         raise LedgerDamaged(
-            f"line {line_no}: ledger format v{m.group(1)} is not supported (this dpcalc reads v1)"
+            f"line {line_no}: ledger format v{m.group(1)} is not supported (this dpcalc reads v1 and v2)"
         )
     fields = dict(part.split("=", 1) for part in m.group(2).split())
+    if int(m.group(1)) == VERSION_METHOD:
+        header = _method_header(fields, line_no)
+        if header.line() != line:
+            raise LedgerDamaged(f"line {line_no}: the header is not in canonical form (was it edited?)")
+        return header
     try:
         delta = float(fields["delta"])
         alphas = tuple(float(a) for a in fields["alphas"].split(","))
@@ -148,6 +178,28 @@ def parse_header(line: str, line_no: int = 1) -> Header:
     if header.line() != line:
         raise LedgerDamaged(f"line {line_no}: the header is not in canonical form (was it edited?)")
     return header
+
+
+def _method_header(fields: dict, line_no: int) -> Header:
+    """The header of a gdp or dp ledger (v2): δ, the accountant and its odometer's parameters."""
+    method = fields.get("method")
+    if method not in METHOD_PARAMS:
+        raise LedgerDamaged(f"line {line_no}: the header's method is missing or unknown (gdp or dp)")
+    try:
+        delta = float(fields["delta"])
+        params = tuple((k, float(fields[k])) for k in METHOD_PARAMS[method])
+    except (KeyError, ValueError) as exc:
+        raise LedgerDamaged(
+            f"line {line_no}: the header's delta or {', '.join(METHOD_PARAMS[method])} is missing or malformed"
+        ) from exc
+    if not (0.0 < delta < 1.0):
+        raise LedgerDamaged(f"line {line_no}: the header's delta must lie in (0, 1)")
+    values = dict(params)
+    ok = all(math.isfinite(v) and v > 0 for v in values.values())
+    ok = ok and (values["ratio"] > 1.0 if method == "gdp" else values["tail"] <= 1.0)
+    if not ok:
+        raise LedgerDamaged(f"line {line_no}: the header's odometer parameters are out of range")
+    return Header(delta, method=method, params=params)
 
 
 #: How every ledger begins (after an optional byte-order mark): a file that does not is not a ledger.
@@ -288,11 +340,29 @@ def parse(data: bytes, name: str = "the file") -> Ledger:
 
 
 def check_header(found: Header, expect: dict | None) -> None:
-    """Refuse to account under another δ, Λ or γ than the ledger was started with (exit 2).
+    """Refuse to account under another δ, Λ, γ, accountant or odometer than the ledger was started with
+    (exit 2).
 
-    ``expect`` maps ``delta``/``alphas``/``gamma`` to what the caller asked for (None: whatever the
-    ledger says)."""
+    ``expect`` maps ``delta``/``alphas``/``gamma``/``method``/``params`` to what the caller asked for
+    (None or absent: whatever the ledger says)."""
     expect = expect or {}
+    method = expect.get("method")
+    if method is not None and found.method != method:
+        raise InputError(f"--method: this ledger was started with --method {found.method}, got {method}")
+    if found.method != "rdp":
+        for option in ("alphas", "gamma"):
+            if expect.get(option) is not None:
+                raise InputError(
+                    f"--{option}: this ledger is accounted under --method {found.method} (its first line), "
+                    "which has no Rényi orders or γ"
+                )
+        params = expect.get("params")
+        if params is not None and tuple(found.params) != tuple(params):
+            fixed = " ".join(f"{k}={v!r}" for k, v in found.params)
+            raise InputError(
+                f"--odometer-target: this ledger's odometer was fixed by its first line ({fixed}), "
+                "not by the target given"
+            )
     if expect.get("delta") is not None and found.delta != float(expect["delta"]):
         raise InputError(
             f"--delta: this ledger was started with delta={found.delta!r}, got {expect['delta']!r}"
