@@ -268,16 +268,21 @@ def test_accountant_is_a_hidden_alias_of_method(invoke):
     assert "[default: rdp]" in " ".join(text.split())
 
 
-@pytest.mark.parametrize("command", ["compose", "convert", "iterate", "matrix"])
+@pytest.mark.parametrize("command", ["compose", "convert", "iterate", "matrix", "odometer"])
 def test_accountant_elsewhere_points_at_method(invoke, command):
     line = _one_line_error(invoke([command, "--accountant", "rdp"]))
     assert "No such option '--accountant'" in line and "Did you mean '--method'?" in line
 
 
 def test_method_where_it_does_not_exist_is_clicks_error(invoke):
-    for command in ("odometer", "audit"):
-        line = _one_line_error(invoke([command, "--method", "rdp"]))
-        assert "No such option '--method'" in line and "Did you mean" not in line
+    line = _one_line_error(invoke(["audit", "--method", "rdp"]))
+    assert "No such option '--method'" in line and "Did you mean" not in line
+
+
+def test_odometer_method_names_its_accountants(invoke):
+    """odometer's --method chooses rdp, gdp or dp; a PLD accountant is not among them (no adaptive PLD)."""
+    line = _one_line_error(invoke(["odometer", "--method", "pld"]))
+    assert "--method" in line and "'rdp', 'gdp', 'dp'" in line
 
 
 def test_no_message_says_accountant_x():
