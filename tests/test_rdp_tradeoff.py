@@ -10,6 +10,7 @@ import pytest
 
 from dpcalc.engine import tradeoff
 from dpcalc.engine.conversion import rdp_tradeoff as rt
+from dpcalc.engine.conversion import zcdp_tradeoff as zt
 from dpcalc.engine.mechanisms import sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
@@ -97,7 +98,7 @@ def test_never_above_the_gaussian_truth(mu):
     fpr = np.array([1e-12, 1e-6, 1e-3, 0.05, 0.3, 0.7, 0.99])
     curve = DEFAULT_ORDERS * mu**2 / 2
     beta, tpr = rt.beta_from_rdp(DEFAULT_ORDERS, curve, fpr), rt.tpr_from_rdp(DEFAULT_ORDERS, curve, fpr)
-    beta_z, tpr_z = rt.beta_from_zcdp(mu**2 / 2, fpr), rt.tpr_from_zcdp(mu**2 / 2, fpr)
+    beta_z, tpr_z = zt.beta_from_zcdp(mu**2 / 2, fpr), zt.tpr_from_zcdp(mu**2 / 2, fpr)
     for i, a in enumerate(fpr):
         truth = _gauss_beta(a, mu)
         assert beta[i] <= truth and beta_z[i] <= truth, (a, mu)
@@ -114,7 +115,7 @@ RISKCAL_PUBLISHED = np.array([0.517, 0.34, 0.232])
 
 
 def test_zcdp_against_riskcal():
-    beta = rt.beta_from_zcdp(0.5, np.array([0.1, 0.2, 0.3]))
+    beta = zt.beta_from_zcdp(0.5, np.array([0.1, 0.2, 0.3]))
     # riskcal returns the upper end of a 1e-9 bracket per order, on a grid of orders: ours (the continuum)
     # is at least its value less that bracket, and not far above it
     assert np.all(beta >= RISKCAL_NOW - 2e-9) and np.all(beta <= RISKCAL_NOW + 1e-6)
@@ -129,7 +130,7 @@ def test_published_riskcal_values_at_020_030_are_not_zcdp_bounds(i):
     with room to spare, and beyond it D_λ <= D_∞ < λρ), yet its test has type-II error b below the value
     printed (or any value rounding to it); it does break D_τ <= τρ at some τ in [0.5, 1)."""
     a = mpmath.mpf([0.1, 0.2, 0.3][i])
-    ours = rt.beta_from_zcdp(0.5, float(a))
+    ours = zt.beta_from_zcdp(0.5, float(a))
     b = mpmath.mpf(float(ours)) + mpmath.mpf("2e-4")
     assert b < RISKCAL_PUBLISHED[i] - 5e-4  # below anything that rounds to the printed value
     p, q = (a, 1 - a), (1 - b, b)
@@ -184,17 +185,17 @@ def test_edges():
     b0 = rt.beta_from_rdp(orders, np.array([0.0, 1.5]), a)
     assert np.all(b0 <= [1 - mpmath.mpf(float(x)) for x in a]) and np.all(b0 >= 1 - a - 2.3e-16)
     assert np.all(rt.tpr_from_rdp(orders, np.array([0.0, 1.5]), a) == a)
-    assert np.all(rt.beta_from_zcdp(0.0, a) == b0)
+    assert np.all(zt.beta_from_zcdp(0.0, a) == b0)
     # no bound at any order: nothing is certified; inf at some orders is the same as leaving them out
     assert np.all(rt.beta_from_rdp(orders, np.array([np.inf, np.inf]), a) == 0.0)
     assert np.all(rt.tpr_from_rdp(orders, np.array([np.inf, np.inf]), a) == 1.0)
-    assert np.all(rt.beta_from_zcdp(np.inf, a) == 0.0)
+    assert np.all(zt.beta_from_zcdp(np.inf, a) == 0.0)
     np.testing.assert_array_equal(
         rt.beta_from_rdp(orders, np.array([np.inf, 1.5]), a), rt.beta_from_rdp(orders[1:], curve[1:], a)
     )
     # huge and tiny ρ: no warnings (they are errors here), β in [0, 1 − a]
     assert np.all(rt.beta_from_rdp(orders, np.array([1e6, 1e300]), a) == 0.0)
-    assert np.all(rt.beta_from_zcdp(1e6, a) == 0.0)
+    assert np.all(zt.beta_from_zcdp(1e6, a) == 0.0)
     tiny = rt.beta_from_rdp(orders, np.array([1e-300, 1e-300]), a)
     assert np.all(tiny <= 1 - a) and np.all(tiny >= (1 - a) * (1 - 1e-6))
 
@@ -209,7 +210,7 @@ def test_monotone_in_fpr_and_shapes():
     assert np.all(np.diff(tpr, axis=-1) >= 0) and np.all(tpr >= fpr)
     np.testing.assert_array_equal(beta[1, 0], rt.beta_from_rdp(DEFAULT_ORDERS, curves[1, 0], fpr))
     assert rt.beta_from_rdp(DEFAULT_ORDERS, curves[1, 0], 0.1).shape == ()
-    assert rt.beta_from_zcdp(np.array([[0.1, 1.0]]), fpr).shape == (1, 2, fpr.size)
+    assert zt.beta_from_zcdp(np.array([[0.1, 1.0]]), fpr).shape == (1, 2, fpr.size)
 
 
 @pytest.mark.parametrize(
@@ -230,6 +231,6 @@ def test_bad_input(orders, curve, fpr):
 
 def test_bad_zcdp_input():
     with pytest.raises(InputError):
-        rt.beta_from_zcdp(-0.1, 0.1)
+        zt.beta_from_zcdp(-0.1, 0.1)
     with pytest.raises(InputError):
-        rt.beta_from_zcdp(0.1, -0.1)
+        zt.beta_from_zcdp(0.1, -0.1)

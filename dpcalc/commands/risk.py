@@ -18,11 +18,17 @@ from dpcalc.commands.attack_schema import risk_names
 from dpcalc.engine import risk
 from dpcalc.result import PlotSpec, Result
 
+#: a Rényi row: the smaller of the per-order conversion and the profile of the curve's optimal trade-off curve
+_RDP = (
+    "the Rényi curve's optimal trade-off curve (every order, both directions; Balle et al. 2020, Zhu, Dong "
+    "& Wang 2022) read as a profile, or the per-order conversion where smaller: an upper bound"
+)
+
 NOTES = {
     "exact": "exact: μ-GDP's own profile (Dong, Roth & Su 2022)",
     "pld": "the composed PLD's certified δ bracket",
-    "rdp": "the Rényi curve's profile (optimal conversion): an upper bound",
-    "optimal": "the Rényi curve's profile (optimal conversion): an upper bound",
+    "rdp": _RDP,
+    "optimal": _RDP,
     "dp": "the (ε, δ)-DP pair's own profile (Kairouz et al. 2015): exact for the guarantee",
 }
 

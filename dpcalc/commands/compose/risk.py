@@ -12,7 +12,7 @@ from dpcalc.commands.compose.methods import PLD_DOMINATED, check_relations, pld_
 from dpcalc.commands.risk import NOTES, refused_rows, risk_result, risk_rows
 from dpcalc.engine import risk
 from dpcalc.engine.composition.pld import compose_pld
-from dpcalc.engine.conversion.methods import delta_from_curve
+from dpcalc.engine.conversion.rdp_profile import delta_from_rdp
 from dpcalc.engine.mechanisms import gaussian_exact
 from dpcalc.engine.mechanisms.catalogue import gaussian_r2, rdp_refusal, total_rdp
 from dpcalc.engine.orders import DEFAULT_ORDERS
@@ -181,5 +181,5 @@ def _pick(per, key):
 
 
 def _rdp_delta(curve, e):
-    """δ(ε) of a Rényi curve at dpcalc's orders, by the optimal conversion (an upper bound)."""
-    return delta_from_curve(np.asarray(DEFAULT_ORDERS, float), curve, np.asarray(e, float), "optimal").value
+    """δ(ε) of a Rényi curve at dpcalc's orders, through its optimal trade-off curve (an upper bound)."""
+    return delta_from_rdp(np.asarray(DEFAULT_ORDERS, float), curve, np.asarray(e, float))

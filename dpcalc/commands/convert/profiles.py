@@ -23,8 +23,8 @@ from dpcalc.commands.risk import risk_result, risk_rows
 from dpcalc.commands.schema import names
 from dpcalc.commands.tradeoff import exact_rows, tradeoff_plot
 from dpcalc.engine import risk, tradeoff
-from dpcalc.engine.conversion.methods import delta_from_curve
-from dpcalc.engine.conversion.rdp_tradeoff import tpr_from_zcdp
+from dpcalc.engine.conversion.rdp_profile import delta_from_rdp, delta_from_zcdp
+from dpcalc.engine.conversion.zcdp_tradeoff import tpr_from_zcdp
 from dpcalc.engine.mechanisms import gaussian_exact
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.errors import InputError
@@ -47,9 +47,12 @@ def guarantees(p, question: str) -> list[tuple[str, str, object]]:
     elif p.source == "zcdp":
         _only(p, question, "rho", rho=p.rho)
         for rho in p.rho:
-            curve = float(rho) * _ORDERS
             out.append(
-                ("optimal", f"rho={float(rho):g}", lambda e, c=curve: (None, None, _rdp_delta(_ORDERS, c, e)))
+                (
+                    "optimal",
+                    f"rho={float(rho):g}",
+                    lambda e, r=float(rho): (None, None, delta_from_zcdp(r, e)),
+                )
             )
     elif p.source == "dp":
         _only(p, question, "epsilon and --delta", epsilon=p.epsilon, delta=p.delta)
@@ -94,7 +97,7 @@ def _gauss_up(e, mu):
 
 
 def _rdp_delta(alphas, zetas, e):
-    return np.asarray(delta_from_curve(alphas, zetas, np.asarray(e, float), "optimal").value, float)
+    return np.asarray(delta_from_rdp(alphas, zetas, np.asarray(e, float)), float)
 
 
 def convert_risk(p, priors) -> Result:

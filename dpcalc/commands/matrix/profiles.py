@@ -5,7 +5,8 @@
 * ``gaussian`` — the Gaussian mechanism at μ = Δ/σ: μ-GDP, the exact trade-off curve Φ(Φ⁻¹(α) + μ).  It is the
   run itself (lower ends shown) where the participation is deterministic and Δ exact; under sampling it is the
   unamplified bound, and where Δ is an upper bound it bounds the run from above: the upper end only.
-* ``bandmf-rdp`` — the Rényi curve of Thm 4's DP-SGD: its profile by the optimal conversion, an upper bound.
+* ``bandmf-rdp`` — the Rényi curve of Thm 4's DP-SGD: its profile through its optimal trade-off curve
+  (:func:`dpcalc.engine.conversion.rdp_profile.delta_from_rdp`), an upper bound.
 * ``bandmf-pld`` — the run per partition (:func:`dpcalc.engine.matrix.accounting.bandmf_delta`): a certified PLD
   bracket of δ(ε), its upper end capped by Thm 4's; Thm 4's upper end alone beyond the per-partition limits.
 * ``mmcc`` — MMCC's construction with the tail events at a probability fixed in advance
@@ -24,7 +25,7 @@ import numpy as np
 from dpcalc import execution
 from dpcalc.commands.matrix import sampled
 from dpcalc.engine import risk, tradeoff
-from dpcalc.engine.conversion.methods import delta_from_curve
+from dpcalc.engine.conversion.rdp_profile import delta_from_rdp
 from dpcalc.engine.matrix import accounting as acc
 from dpcalc.engine.matrix import balls_in_bins_mc as bb
 from dpcalc.engine.matrix import bandmf, mmcc, mmcc_posterior
@@ -44,7 +45,7 @@ TAIL_FLOOR = 1e-30
 #: What each row's risk is of (the row's note begins with it).
 NOTES = {
     "gaussian": "the Gaussian mechanism at μ = Δ/σ: μ-GDP (Dong, Roth & Su 2022)",
-    "bandmf-rdp": f"{acc.THM4_NOTE}: the Rényi curve's profile (optimal conversion): an upper bound",
+    "bandmf-rdp": f"{acc.THM4_NOTE}: the Rényi curve's profile through its optimal trade-off curve: an upper bound",
     "mmcc": "MMCC (Choquette-Choo et al. 2024): the row laws under p̃ composed by a certified PLD, plus the tail "
     "events; the unamplified Gaussian's profile where smaller: an upper bound",
     "mc": "balls-in-bins by Monte Carlo (the pair of Choquette-Choo et al. 2025, the run's own in the worst case): "
@@ -117,7 +118,7 @@ class _BandmfRdp(_Row):
 
     def delta_at(self, eps):
         orders = np.asarray(DEFAULT_ORDERS, float)
-        return None, None, delta_from_curve(orders, self.curve, np.asarray(eps, float), "optimal").value
+        return None, None, delta_from_rdp(orders, self.curve, np.asarray(eps, float))
 
     def tpr(self, fpr):
         return None, None, tradeoff.rdp_tpr(DEFAULT_ORDERS, self.curve, fpr), None

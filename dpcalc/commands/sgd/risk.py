@@ -22,8 +22,8 @@ from dpcalc.commands.sgd.question import eps_error_of, left_out
 from dpcalc.commands.sgd.tradeoff import profile_configs, profile_setting
 from dpcalc.engine import risk
 from dpcalc.engine._special import lazy_special as special
-from dpcalc.engine.conversion.methods import delta_from_curve
 from dpcalc.engine.conversion.of_curve import eps_of_curve
+from dpcalc.engine.conversion.rdp_profile import delta_from_rdp
 from dpcalc.engine.dpsgd.accounting import rdp_total
 from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld, sgd_epsilon_pld
 from dpcalc.engine.mechanisms import gaussian_exact
@@ -80,9 +80,7 @@ def sgd_risk(params, priors, target=None, tpr_at=None) -> Result:
         if "rdp" in wanted:
             curve = rdp_total(q, sigma, steps, DEFAULT_ORDERS, **rdp_kw)
             orders = np.asarray(DEFAULT_ORDERS, float)
-            out.append(
-                ("rdp", lambda e, c=curve: (None, None, delta_from_curve(orders, c, e, "optimal").value))
-            )
+            out.append(("rdp", lambda e, c=curve: (None, None, delta_from_rdp(orders, c, e))))
         if "pld" in wanted and has_pld:
 
             def pld(e, c=(q, sigma, steps)):

@@ -89,9 +89,10 @@ def _logs(x):
     return -np.logaddexp(0.0, -x), -np.logaddexp(0.0, x)
 
 
-def _excess(x, la, lna, lam, level, kl, slope=False):
+def _excess(x, la, lna, lam, level, kl, slope=False, margin=1.0):
     """Per constraint, (log g − level − allowance)/(λ − 1) (>= 0: certainly violated), shape (rows, orders
     [+1 for KL]); with ``slope``, also its derivative in x (without the allowance's: it only steers).
+    ``margin`` = −1 adds the allowance instead: then < 0 means certainly satisfied.
 
     ``x``, ``la`` = log a, ``lna`` = log(1 − a), ``kl``: (rows,); ``lam``, ``level`` = (λ − 1)ρ(λ): (rows or
     1, orders); ``kl`` may be None.  Both directions: max of g_A and g_B."""
@@ -104,7 +105,7 @@ def _excess(x, la, lna, lam, level, kl, slope=False):
         b1, b2 = lnb[:, None] - lam * p, lb[:, None] - lam * q
         va, vb = np.logaddexp(a1, a2), np.logaddexp(b1, b2)
         top = np.maximum(va, vb)
-        out = (top - level - ROUNDOFF * (1.0 + np.abs(level) + (lam + 1.0) * size)) / (lam - 1.0)
+        out = (top - level - margin * ROUNDOFF * (1.0 + np.abs(level) + (lam + 1.0) * size)) / (lam - 1.0)
     # (divided by λ − 1: in divergence units, D_λ − ρ(λ), like the KL column, so that orders compare)
     if slope:
         b, nb = np.exp(lb)[:, None], np.exp(lnb)[:, None]  # d log b/dx = 1 − b, d log(1 − b)/dx = −b
@@ -119,7 +120,11 @@ def _excess(x, la, lna, lam, level, kl, slope=False):
     with np.errstate(invalid="ignore"):
         k_fwd = nb * p + b * q
         k_rev = -a * p - na * q
-        k = np.maximum(k_fwd, k_rev) - kl[:, None] - ROUNDOFF * (1.0 + np.abs(kl[:, None]) + 4.0 * size)
+        k = (
+            np.maximum(k_fwd, k_rev)
+            - kl[:, None]
+            - margin * ROUNDOFF * (1.0 + np.abs(kl[:, None]) + 4.0 * size)
+        )
     if not slope:
         return np.concatenate([out, k], axis=1)
     d_k = np.where(k_fwd >= k_rev, b * nb * (q - p), a * b - na * nb)
@@ -381,84 +386,53 @@ def tpr_from_rdp(orders, curve, fpr, *, kl=None):
     return _tpr_out(x, tpr_s, special, af).reshape(shape)
 
 
-#: zCDP: orders on a geometric grid of λ − 1 up to ZCDP_SPAN·sqrt(s/ρ) (s = max(log(1/a), log(1/(1−a)), 1);
-#: the best order sits near sqrt(s/ρ)), then REFINE rounds of a finer grid between the best order's neighbours
-ZCDP_GRID = 80
-ZCDP_SPAN = 8.0
-ZCDP_POINTS = 17
-ZCDP_REFINE = 3
-_ORDER_MAX = 1e15
+#: steps (relative to 1 + |x|) above the solved logit tried for a certainly feasible point
+_FEASIBLE_STEPS = (1e-11, 1e-9, 1e-7, 1e-5, 1e-3, 1e-1)
 
 
-def _zcdp_rows(rho, fpr):
-    rho = require(rho, lambda v: v >= 0, "rho: must be >= 0 (inf allowed)", lambda v: f"{v:g}")
-    a = require(fpr, lambda v: (v >= 0) & (v <= 1), "fpr: must lie in [0, 1]", lambda v: f"{v:g}")
-    k, m = rho.size, a.size
-    af = np.tile(a.reshape(-1), k)
-    rho_r = np.repeat(rho.reshape(-1), m)
-    beta_s, tpr_s, special = _special(af, np.isfinite(rho_r), rho_r == 0)
-    x = np.full(af.shape, -np.inf)
+def _tpr_low(x, la, lna, lam, level, kl, af):
+    """A certified lower bound on 1 − β per row: 1 − b at the first logit above ``x`` (steps
+    _FEASIBLE_STEPS) where every constraint is certainly satisfied (a feasible (a, b): the pair Bern(a),
+    Bern(1 − b) meets the curve, so β(a) <= b), rounded down; a itself (always feasible: b = 1 − a) where
+    none is found.  ``lam``, ``level``: (1 or rows, orders); ``kl``: (rows,) or None."""
+    hi = lna - la
+    out = af.copy()
+    todo = np.nonzero(np.isfinite(x))[0]
+    for step in _FEASIBLE_STEPS:
+        if todo.size == 0:
+            break
+        cand = np.minimum(x[todo] + step * (1.0 + np.abs(x[todo])), hi[todo])
+        ex = _excess(
+            cand, la[todo], lna[todo], _rows(lam, todo), _rows(level, todo), _opt(kl, todo), margin=-1.0
+        )
+        ok = ~np.any(ex >= 0, axis=1) & ~np.any(np.isnan(ex), axis=1)
+        _, lnb = _logs(cand[ok])
+        with np.errstate(under="ignore"):
+            low = np.exp(lnb) * (1.0 - _LAST * (1.0 + np.abs(lnb)))
+        out[todo[ok]] = np.maximum(low, af[todo[ok]])
+        todo = todo[~ok]
+    return np.clip(out, 0.0, 1.0)
+
+
+def tpr_bracket_from_rdp(orders, curve, fpr, *, kl=None):
+    """(lower, upper): certified bounds on the conversion's own TPR curve T(a) = 1 − β(a) (the optimal
+    trade-off curve of every mechanism with the curve, :func:`tpr_from_rdp`) at each ``fpr``.  ``upper``
+    is :func:`tpr_from_rdp`; ``lower`` is 1 − b at a certainly feasible b just above the solve's bracket
+    (the bracket's width apart, ~1e-12 relative in logit), or a where none is found.  A lower bound on the
+    *conversion's* curve, not on any mechanism's: :mod:`dpcalc.engine.conversion.rdp_profile` uses it, with
+    the curve's concavity, to bound the curve between grid points.  Same arguments and shape as
+    :func:`tpr_from_rdp`."""
+    lam, rho2, a, kl2, shape = _prepare(orders, curve, fpr, kl)
+    x, _, tpr_s, special, af = _logit_bounds(lam, rho2, a, kl2)
+    upper = _tpr_out(x, tpr_s, special, af)
+    lower = tpr_s.copy()
     idx = np.nonzero(~special)[0]
     if idx.size:
-        x[idx] = _zcdp_solve(af[idx], rho_r[idx])
-    return x, beta_s, tpr_s, special, af, rho.shape + a.shape
-
-
-def _zcdp_solve(a, rho):
-    """Logit of the lower bound on β under ρ-zCDP (D_λ <= λρ for every λ > 1, KL <= ρ) at rows (a, ρ):
-    the constraints of a grid of orders, then of finer grids around the best one (each a subset of the
-    continuum of orders, so each gives a valid bound; the largest is kept)."""
-    la, lna = np.log(a), np.log1p(-a)
-    s = np.maximum(np.maximum(-la, -lna), 1.0)
-    top = np.minimum(ZCDP_SPAN * np.sqrt(s / rho), _ORDER_MAX)
-    lam = _geom_orders(np.minimum(1e-6, top / 10.0), top, ZCDP_GRID)
-    x = _solve(la, lna, lam, _zcdp_level(lam, rho), rho)
-    u = np.nonzero(np.isfinite(x))[0]  # rows where β does not round to 0
-    lam, rho_u, la_u, lna_u = lam[u], rho[u], la[u], lna[u]
-    r = np.arange(u.size)
-    n = lam.shape[1]
-    for _ in range(ZCDP_REFINE if u.size else 0):
-        # the order binding at the lower end (its excess is the largest there), and its neighbours
-        j = np.argmax(_excess(x[u], la_u, lna_u, lam, _zcdp_level(lam, rho_u), None), axis=1)
-        left = np.where(j == 0, (lam[r, 0] - 1.0) / 2.0, lam[r, np.maximum(j - 1, 0)] - 1.0)
-        right = np.where(j == n - 1, 2.0 * (lam[r, n - 1] - 1.0), lam[r, np.minimum(j + 1, n - 1)] - 1.0)
-        lam = _geom_orders(left, np.minimum(right, _ORDER_MAX), ZCDP_POINTS)
-        n = ZCDP_POINTS
-        x[u] = np.maximum(x[u], _solve(la_u, lna_u, lam, _zcdp_level(lam, rho_u), rho_u))
-    return x
-
-
-def _geom_orders(lo, hi, n):
-    """Orders 1 + (geometric grid from ``lo`` to ``hi``, n points) per row: shape (rows, n)."""
-    t = np.linspace(0.0, 1.0, n)
-    return 1.0 + np.exp(np.log(lo)[:, None] * (1.0 - t) + np.log(hi)[:, None] * t)
-
-
-def _zcdp_level(orders, rho):
-    """(λ − 1)·λρ, the log of c for the curve λρ (inf where it overflows: no constraint)."""
-    with np.errstate(over="ignore"):
-        return (orders - 1.0) * orders * rho[:, None]
-
-
-def beta_from_zcdp(rho, fpr):
-    """Certified lower bound on the type-II error β at each ``fpr`` under ρ-zCDP (Bun & Steinke 2016,
-    arXiv:1605.02065, Def. 1.1: D_λ <= λρ for every λ in (1, ∞), hence KL <= ρ in the limit): the
-    conversion of :func:`beta_from_rdp` applied to the curve λρ on a geometric grid of orders, refined three
-    times around the best one, plus the KL constraint (Zhu, Dong & Wang 2022, arXiv:2106.08567, App. F.1;
-    the intersection over all orders is optimal: Riess et al. 2026, arXiv:2602.04562), rounded down.  Any
-    finite set of orders gives a valid bound, so the grid only costs tightness (within 1e-7 relative of a
-    60 000-order grid in our checks).  Orders in [0.5, 1) are not used: ρ-zCDP does not imply D_τ <= τρ
-    there (riskcal's docstring values 0.34 and 0.232 at FPR 0.2 and 0.3 for ρ = 0.5 assume it; we give
-    0.33857 and 0.22862, as riskcal's current solver does).
-
-    ``rho`` >= 0 (any shape; ``inf`` allowed), ``fpr`` in [0, 1]; returns β (probabilities) with shape
-    ``rho.shape + fpr.shape``."""
-    x, beta_s, _, special, _, shape = _zcdp_rows(rho, fpr)
-    return _beta_out(x, beta_s, special).reshape(shape)
-
-
-def tpr_from_zcdp(rho, fpr):
-    """Certified upper bound on the TPR 1 − β at each ``fpr`` under ρ-zCDP (:func:`beta_from_zcdp`),
-    rounded up and clamped to [fpr, 1]; shape ``rho.shape + fpr.shape``."""
-    x, _, tpr_s, special, af, shape = _zcdp_rows(rho, fpr)
-    return _tpr_out(x, tpr_s, special, af).reshape(shape)
+        m = a.size
+        curve_of = idx // m
+        with np.errstate(over="ignore", invalid="ignore"):
+            level = (lam - 1.0) * rho2
+        ai = af[idx]
+        kl_i = None if kl2 is None else kl2[curve_of]
+        lower[idx] = _tpr_low(x[idx], np.log(ai), np.log1p(-ai), lam[None, :], level[curve_of], kl_i, ai)
+    return np.minimum(lower, upper).reshape(shape), upper.reshape(shape)
