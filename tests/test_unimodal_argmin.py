@@ -2,10 +2,11 @@
 accountant): the same index as a full scan, with fewer evaluations."""
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcalc.engine._numerics import unimodal_argmin
+from dpcalc.engine._numerics import sorted_unique, unimodal_argmin
 
 
 def _counting(f):
@@ -61,3 +62,10 @@ def test_fewer_evaluations_than_a_full_scan():
     i, _ = unimodal_argmin(g, x)
     assert i == int(np.argmin((np.log(x) - 1.0) ** 2))
     assert sum(calls) <= 49 // 4 + 2 + 9  # coarse pass, then between the coarse neighbours
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 200])
+def test_sorted_unique_is_np_unique(n):
+    """sorted_unique (np.unique without its numpy.ma import) on random draws with many repeats."""
+    x = np.random.default_rng(n).integers(0, max(n // 3, 1), size=n).astype(float) / 4.0
+    assert np.array_equal(sorted_unique(x.reshape(-1, 1) if n else x), np.unique(x))

@@ -29,7 +29,6 @@ SQLite file (a sweep of millions of rows is judged in a few MB).
 from __future__ import annotations
 
 import math
-import sqlite3
 from ast import literal_eval
 from collections.abc import Iterator
 
@@ -207,6 +206,9 @@ class Tightest:
 
     # -- the SQLite spill ------------------------------------------------------------------------
     def _spill(self) -> None:
+        # lazy: only a sweep past SPILL configurations needs SQLite (some 1–2 ms of every start-up)
+        import sqlite3
+
         self._db = sqlite3.connect("")  # a private temporary file, deleted when closed
         cols = "".join(
             f", v{j} REAL, c{j} TEXT, m{j} TEXT, r{j} INTEGER, a{j} INTEGER" for j in range(len(self.columns))

@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcalc.engine._numerics import next_up
+from dpcalc.engine._numerics import next_up, sorted_unique
 from dpcalc.engine.conversion import rdp_tradeoff
 from dpcalc.engine.conversion.methods import delta_from_curve
 from dpcalc.engine.orders import DEFAULT_ORDERS
 
 #: the first grid: 0, half decades from 1e-30 to 1e-1, then steps of 0.05 up to 1
-_GRID = np.unique(np.concatenate([[0.0], np.logspace(-30.0, -1.0, 59), np.linspace(0.1, 1.0, 19)]))
+_GRID = sorted_unique(np.concatenate([[0.0], np.logspace(-30.0, -1.0, 59), np.linspace(0.1, 1.0, 19)]))
 #: each round splits every interval whose bound is loose for some ε (at most KEEP, the loosest) in SPLIT pieces
 KEEP = 48
 SPLIT = 16

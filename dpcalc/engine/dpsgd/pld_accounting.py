@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpcalc.engine._numerics import sorted_unique
 from dpcalc.engine.mechanisms.mixture_loss import MixtureLossModel
 from dpcalc.engine.pld.bracket import (
     _INF_BRACKET,
@@ -66,7 +67,7 @@ def _sgd_args(q, sigma, steps):
     if np.any(~((sigma > 0) & np.isfinite(sigma))):
         bad = sigma[~((sigma > 0) & np.isfinite(sigma))].ravel()[0]
         raise InputError(f"--noise-multiplier: must be a finite number > 0, got {bad:g}")
-    for s in np.unique(steps):
+    for s in sorted_unique(steps):
         _check_count(s, "--steps")
     return q, sigma, steps
 

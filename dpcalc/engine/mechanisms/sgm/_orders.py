@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpcalc.engine._numerics import sorted_unique
 from dpcalc.engine.orders import ORDER_MAX
 from dpcalc.errors import InputError
 
@@ -83,7 +84,7 @@ def _int_table(q, sigma, alphas, log_a_int):
     ``lookup(k_array (m',)) -> (pairs, m')`` (log A_1 = 0)."""
     fl = np.floor(alphas)
     frac = fl != alphas
-    ks = np.unique(np.concatenate([fl, fl[frac] + 1.0]))
+    ks = sorted_unique(np.concatenate([fl, fl[frac] + 1.0]))
     ks = ks[ks >= 2]
     P, n = q.size, ks.size
     table = log_a_int(np.repeat(q, n), np.repeat(sigma, n), np.tile(ks, P)).reshape(P, n)
