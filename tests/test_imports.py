@@ -129,3 +129,41 @@ def test_a_single_query_imports_no_scipy_and_no_rich(args):
     assert heavy[-1] == "HEAVY=", f"{' '.join(args)} imported {heavy[-1][6:]}"
     if "2:1" not in args:
         assert proc.stdout.startswith("method,"), proc.stdout + proc.stderr
+
+
+#: What each single query must not import (issue 44's list): beyond scipy, rich and matplotlib (above),
+#: numpy.ma (np.unique loads it: ``dpcalc.engine._numerics.sorted_unique`` instead), sqlite3 (a sweep that
+#: spills), dask, the person-level forms of --group-size (dpcalc.input.group, .spec) and, where the question
+#: has no PLD row or no DP-SGD, numpy.polynomial (quadrature nodes, built at first use), the PLD engine and
+#: the DP-SGD accountants.
+NOT_FOR_ANY = (
+    "scipy",
+    "rich",
+    "matplotlib",
+    "dask",
+    "numpy.ma",
+    "sqlite3",
+    "dpcalc.input.group",
+    "dpcalc.input.spec",
+)
+IMPORT_LISTS = {
+    "rdp query": (QUICK[0], NOT_FOR_ANY + ("numpy.polynomial",)),
+    "pld query": (QUICK[1][:-2] + ["--method", "pld"], NOT_FOR_ANY),
+    "convert": (QUICK[3], NOT_FOR_ANY + ("numpy.polynomial", "dpcalc.engine.pld", "dpcalc.engine.dpsgd")),
+}
+LIST_PROBE = PROBE.replace(
+    "heavy = sorted(m for m in ('scipy', 'rich', 'matplotlib') if m in sys.modules)",
+    "heavy = sorted(sys.modules)",
+)
+
+
+@pytest.mark.parametrize("name", list(IMPORT_LISTS))
+def test_what_a_single_query_may_import(name):
+    args, forbidden = IMPORT_LISTS[name]
+    proc = subprocess.run(
+        [sys.executable, "-c", LIST_PROBE, *args], capture_output=True, text=True, timeout=120
+    )
+    assert proc.stdout.startswith("method,"), proc.stdout + proc.stderr
+    loaded = [ln for ln in proc.stderr.splitlines() if ln.startswith("HEAVY=")][-1][6:].split(",")
+    bad = sorted(m for m in loaded if any(m == f or m.startswith(f + ".") for f in forbidden))
+    assert not bad, f"{name} ({' '.join(args)}) imported {', '.join(bad)}"

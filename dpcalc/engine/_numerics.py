@@ -5,6 +5,8 @@ Conventions: docs/math.md §0 (log means the natural log; ``log_sub`` and ``log1
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from dpcalc.errors import InputError
@@ -83,6 +85,16 @@ def check_alpha(alpha, option: str = "--alpha"):
         f"{option}: the Rényi order must be a finite number > 1",
         None,
     )
+
+
+@functools.cache
+def gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights of n-point Gauss–Legendre quadrature on [−1, 1] (read-only), computed at the first
+    use: numpy.polynomial, which computes them, is then imported (some 2 ms a start-up need not pay)."""
+    x, w = np.polynomial.legendre.leggauss(n)
+    x.flags.writeable = False
+    w.flags.writeable = False
+    return x, w
 
 
 def sorted_unique(x) -> np.ndarray:

@@ -23,8 +23,6 @@ kind whose guarantee covers them (:func:`person_form`):
 from __future__ import annotations
 
 import dataclasses
-import math
-import operator
 from dataclasses import dataclass
 
 from dpcalc.engine.mechanisms.base import decimal
@@ -32,12 +30,8 @@ from dpcalc.engine.mechanisms.catalogue import CATALOGUE, mechanism
 from dpcalc.engine.mechanisms.gaussian import _ratio_down
 from dpcalc.engine.mechanisms.group import GROUP_KEY, exact_up, group_dp, scaled_up
 from dpcalc.engine.mechanisms.mixture_gaussian import MAX_COMPONENTS
-from dpcalc.errors import InputError
+from dpcalc.input.group_size import MAX_GROUP_SIZE, check_group_size
 from dpcalc.input.spec import MechanismSpec, merge_identical, parse_mechanism
-
-#: The largest group size answered (the command line's --group-size offers the same range:
-#: :data:`dpcalc.commands.choices.GROUP_SIZE_MAX`, checked equal by the tests).
-MAX_GROUP_SIZE = 10_000
 
 __all__ = ["MAX_GROUP_SIZE", "Form", "check_group_size", "person_form", "person_forms", "routes_caption"]
 
@@ -67,20 +61,6 @@ class Form:
     spec: MechanismSpec
     route: str
     exact: bool
-
-
-def check_group_size(k, name: str = "--group-size") -> int:
-    """``k`` as an int in ``[1, MAX_GROUP_SIZE]``, else an :class:`InputError` naming ``name``."""
-    value = None
-    if not isinstance(k, bool):
-        try:
-            value = operator.index(k)
-        except TypeError:
-            if isinstance(k, float) and math.isfinite(k) and k.is_integer():
-                value = int(k)
-    if value is None or not 1 <= value <= MAX_GROUP_SIZE:
-        raise InputError(f"{name}: must be a whole number in [1, {MAX_GROUP_SIZE}], got {k!r}")
-    return value
 
 
 def _respec(kind: str, params: dict, count: int) -> MechanismSpec:

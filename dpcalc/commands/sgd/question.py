@@ -20,7 +20,7 @@ from dpcalc.engine.samplers import catalogue
 from dpcalc.engine.samplers.base import Sampler
 from dpcalc.engine.samplers.person import grouped_sampler, tight_refusal
 from dpcalc.errors import InputError
-from dpcalc.input.group import check_group_size
+from dpcalc.input.group_size import check_group_size
 
 #: The smallest --target-epsilon when solving for the noise multiplier or the sample rate (bounded work:
 #: smaller targets made the searches evaluate ε ever closer to 0, minutes per configuration).

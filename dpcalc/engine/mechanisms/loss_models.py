@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dpcalc.engine._numerics import gauss_legendre
 from dpcalc.errors import InputError
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -220,17 +221,15 @@ class LossModel:
             return np.log(np.sum(np.exp(allt - m), axis=1)) + m[:, 0]
 
 
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
-
-
 def _composite_nodes(lo: float, hi: float, width: float):
     """Nodes and weights of composite 8-point Gauss–Legendre on [lo, hi] with panels <= width."""
     n = max(1, int(math.ceil((hi - lo) / width)))
     edges = np.linspace(lo, hi, n + 1)
     mid = 0.5 * (edges[1:] + edges[:-1])
     half = 0.5 * (edges[1:] - edges[:-1])
-    x = (mid[:, None] + half[:, None] * _GL_X[None, :]).ravel()
-    w = (half[:, None] * _GL_W[None, :]).ravel()
+    gx, gw = gauss_legendre(8)
+    x = (mid[:, None] + half[:, None] * gx[None, :]).ravel()
+    w = (half[:, None] * gw[None, :]).ravel()
     return x, w
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcalc.engine._numerics import gauss_legendre
 from dpcalc.engine.mechanisms.loss_models import LossModel, gather_atoms
 from dpcalc.engine.mechanisms.mixture_loss import MixtureLossModel
 from dpcalc.errors import UncertifiedError
@@ -39,7 +40,6 @@ REL_MASS_ERROR = 1e-13
 _U = float(np.finfo(float).eps)
 _CHUNK = 1 << 16  # bins per quadrature chunk (bounds temporary memory to a few tens of MB)
 #: 4-point Gauss–Legendre on panels of at most 1/16 of the density's scale (error ~1e-17 relative).
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(4)
 _PANEL = 1.0 / 16.0
 
 
@@ -272,14 +272,15 @@ def _piece_bins(pc, h: float, ia: int, n: int, max_panels: float = math.inf):
     eh = math.exp(h)
     sgn = 1.0 if pc.increasing else -1.0
     active = np.nonzero(nsub)[0]
+    gx, gw = gauss_legendre(4)
     for c0 in range(0, active.size, _CHUNK):
         bins = active[c0 : c0 + _CHUNK]
         ns = nsub[bins]
         bid = np.repeat(bins, ns)  # one row per sub-panel
         k = np.arange(bid.size) - np.repeat(np.cumsum(ns) - ns, ns)  # sub-panel index within its bin
         sw = width[bid] / ns.repeat(ns)
-        dx = (k[:, None] + 0.5 * (1.0 + _GL_X[None, :])) * sw[:, None]
-        wq = 0.5 * sw[:, None] * _GL_W[None, :]
+        dx = (k[:, None] + 0.5 * (1.0 + gx[None, :])) * sw[:, None]
+        wq = 0.5 * sw[:, None] * gw[None, :]
         x0 = anchor[bid][:, None]
         with np.errstate(invalid="ignore", over="ignore", divide="ignore", under="ignore"):
             xs = x0 + sgn * dx

@@ -47,6 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from dpcalc.engine._numerics import gauss_legendre
 from dpcalc.engine._special import lazy_fft as sfft
 from dpcalc.engine._special import lazy_special as special
 from dpcalc.engine.mechanisms.gaussian_loss import gaussian_loss
@@ -75,7 +76,6 @@ PRECISE_TAIL = 1e-12
 
 #: 8-point Gauss–Legendre on panels of at most this width in z (the standard normal's variable).
 _PANEL = 0.05
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
 _CHUNK = 1 << 18  # panels per block (bounds the temporary memory)
 
 
@@ -96,12 +96,13 @@ def _bin_integrals(z, shift: float):
     bins = np.repeat(np.arange(za.size), n)
     first = np.repeat(np.cumsum(n) - n, n)
     sums = np.empty(bins.size)
+    gx, gw = gauss_legendre(8)
     for c0 in range(0, bins.size, _CHUNK):
         b = bins[c0 : c0 + _CHUNK]
         j = np.arange(c0, c0 + b.size) - first[c0 : c0 + _CHUNK]
         w = (zb[b] - za[b]) / n[b]
-        nodes = (za[b] + w * j)[:, None] + (0.5 * w)[:, None] * (_GL_X + 1.0)[None, :] - shift
-        vals = np.exp(-0.5 * nodes * nodes) * (_GL_W[None, :] * (0.5 * w / math.sqrt(2.0 * math.pi))[:, None])
+        nodes = (za[b] + w * j)[:, None] + (0.5 * w)[:, None] * (gx + 1.0)[None, :] - shift
+        vals = np.exp(-0.5 * nodes * nodes) * (gw[None, :] * (0.5 * w / math.sqrt(2.0 * math.pi))[:, None])
         sums[c0 : c0 + b.size] = vals.sum(axis=1)
     out[1:] = np.add.reduceat(sums, np.cumsum(n) - n) if za.size else out[1:]
     return out, rel
