@@ -26,6 +26,7 @@ FLOORS = {
     "interrupt": 1,
     "exitcodes": 1,
     "errors": 0,
+    "lazy": 0,
     "__init__": 0,
 }
 #: The most lines of one module.

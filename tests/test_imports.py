@@ -146,9 +146,25 @@ NOT_FOR_ANY = (
     "dpcalc.input.group",
     "dpcalc.input.spec",
 )
+#: The rows of other methods (Monte Carlo, the last-iterate heuristic, calibration, tuning runs), the person-level
+#: samplers and the drawing of --plot: a query that computes none of them loads none of them.
+OTHER_ROWS = (
+    "dpcalc.commands.sgd.mc",
+    "dpcalc.engine.dpsgd.balls_in_bins_mc",
+    "dpcalc.engine.dpsgd.balls_in_bins_samples",
+    "dpcalc.engine.dpsgd.last_iterate",
+    "dpcalc.engine.dpsgd.pld_calibration",
+    "dpcalc.engine.composition.tuning",
+    "dpcalc.engine.samplers.person",
+    "dpcalc.engine.mechanisms.mixture_gaussian",
+    "dpcalc.plot.draw",
+)
 IMPORT_LISTS = {
-    "rdp query": (QUICK[0], NOT_FOR_ANY + ("numpy.polynomial",)),
-    "pld query": (QUICK[1][:-2] + ["--method", "pld"], NOT_FOR_ANY),
+    "rdp query": (
+        QUICK[0],
+        NOT_FOR_ANY + OTHER_ROWS + ("numpy.polynomial", "dpcalc.engine.dpsgd.pld_accounting"),
+    ),
+    "pld query": (QUICK[1][:-2] + ["--method", "pld"], NOT_FOR_ANY + OTHER_ROWS),
     "convert": (QUICK[3], NOT_FOR_ANY + ("numpy.polynomial", "dpcalc.engine.pld", "dpcalc.engine.dpsgd")),
 }
 LIST_PROBE = PROBE.replace(

@@ -35,11 +35,14 @@ from dpcalc.cli.types import SEED_MAX, Grid
 from dpcalc.errors import DpcalcWarning
 from dpcalc.execution import allocator
 from dpcalc.exitcodes import ExitCode
-from dpcalc.plot.draw import draw
+from dpcalc.lazy import lazy_module
 from dpcalc.render import FORMATS, ChunkWriter, pick_columns, render, resolve_format
 from dpcalc.render.cells import for_terminal
 from dpcalc.render.configs import Tightest, sound_row  # noqa: F401  (sound_row: re-exported)
 from dpcalc.result import Stream, budget_column
+
+#: --plot's drawing (matplotlib behind it), loaded when a picture is asked for
+drawing = lazy_module("dpcalc.plot.draw")
 
 
 @dataclass(frozen=True)
@@ -331,7 +334,7 @@ def emit(result, out: Output, after=None) -> None:
     except BudgetExceeded as exc:
         verdict = exc  # exit 3 after the rows are printed
     if out.plot:
-        draw(result, out.plot)  # raises a one-line error when matplotlib is missing
+        drawing.draw(result, out.plot)  # raises a one-line error when matplotlib is missing
     with warnings.catch_warnings(record=True) as caught:  # -q's warning about configurations left out
         warnings.simplefilter("always", DpcalcWarning)
         with writing():

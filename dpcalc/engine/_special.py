@@ -1,4 +1,4 @@
-"""Special functions of the engine, and its one lazy boundary for scipy.
+"""Special functions of the engine, and its lazy scipy modules (:mod:`dpcalc.lazy`).
 
 * log Γ and log Φ for the subsampled-Gaussian RDP (:mod:`dpcalc.engine.mechanisms.sgm`): scipy.special for
   large arrays; for small ones (one query from the command line) the C routines of the math module, so that
@@ -12,28 +12,15 @@
 
 from __future__ import annotations
 
-import importlib
 import math
 
 import numpy as np
 
+from dpcalc.lazy import lazy_module
 
-class _LazyModule:
-    """A module imported at the first use of one of its attributes (the lazy boundary: see the module doc)."""
-
-    def __init__(self, name: str):
-        self._name = name
-        self._module = None
-
-    def __getattr__(self, attr: str):
-        if self._module is None:
-            self._module = importlib.import_module(self._name)  # lazy: scipy only on a path that uses it
-        return getattr(self._module, attr)
-
-
-lazy_special = _LazyModule("scipy.special")
-lazy_stats = _LazyModule("scipy.stats")
-lazy_fft = _LazyModule("scipy.fft")
+lazy_special = lazy_module("scipy.special")
+lazy_stats = lazy_module("scipy.stats")
+lazy_fft = lazy_module("scipy.fft")
 
 _EPS = np.finfo(float).eps
 
@@ -107,9 +94,10 @@ def _lgamma_int(x):
     top = float(np.max(x, initial=0.0))
     if top >= _LGAMMA_TABLE_MAX:
         return _gammaln(x)
-    if top >= _LGAMMA_TABLE.size:
-        size = int(min(max(2 * top + 2, 1024), _LGAMMA_TABLE_MAX))
-        _LGAMMA_TABLE = np.array([math.inf] + [math.lgamma(i) for i in range(1, size)])
+    if top >= _LGAMMA_TABLE.size:  # grown by the missing entries, to what is asked (and half again)
+        old = _LGAMMA_TABLE.size
+        size = int(min(max(top + 2, 1.5 * old, 1024), _LGAMMA_TABLE_MAX))
+        _LGAMMA_TABLE = np.concatenate([_LGAMMA_TABLE, [math.lgamma(i) for i in range(old, size)]])
     return _LGAMMA_TABLE[np.clip(x, 0, None).astype(np.intp)]
 
 

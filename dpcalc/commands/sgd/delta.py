@@ -31,19 +31,22 @@ import math
 
 import numpy as np
 
-from dpcalc.commands.sgd import mc
 from dpcalc.commands.sgd.question import LAST_ITERATE
 from dpcalc.commands.sgd.rows import heuristic_cols
 from dpcalc.engine._numerics import next_up
 from dpcalc.engine.conversion.methods import delta_from_curve
 from dpcalc.engine.dpsgd import accounting as sgd
-from dpcalc.engine.dpsgd.last_iterate import last_iterate_delta
-from dpcalc.engine.dpsgd.pld_accounting import sgd_delta_pld
 from dpcalc.engine.mechanisms import gaussian_exact, sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.pld.grid import RDP_HINT
 from dpcalc.engine.samplers.base import steps_per_epoch
 from dpcalc.errors import InputError
+from dpcalc.lazy import lazy_module
+
+#: the rows of one method each, loaded when that method is asked for
+mc = lazy_module("dpcalc.commands.sgd.mc")
+last_iterate = lazy_module("dpcalc.engine.dpsgd.last_iterate")
+pld_accounting = lazy_module("dpcalc.engine.dpsgd.pld_accounting")
 
 __all__ = ["delta_rows"]
 
@@ -56,7 +59,9 @@ def delta_rows(question, way, g, kw, light=True) -> dict:
         if name == "dp-group":
             return _dp_group(way.k, g, kw)
         if name == LAST_ITERATE:
-            return heuristic_cols(g, last_iterate_delta(g["eps"], g["sigma"], g["q"], g["steps"]))
+            return heuristic_cols(
+                g, last_iterate.last_iterate_delta(g["eps"], g["sigma"], g["q"], g["steps"])
+            )
         if name == "pld":
             return _pld(p, sampler, g, question.strict)
         if name == "mc":
@@ -168,7 +173,7 @@ def _pld(p, sampler, g, strict) -> dict:
         q, sigma, steps, size, cap = key
         setting = sampler.pld_setting(p.neighbors, size, cap)
         try:
-            b = sgd_delta_pld(q, sigma, steps, g["eps"][rows], p.eps_error, **setting)
+            b = pld_accounting.sgd_delta_pld(q, sigma, steps, g["eps"][rows], p.eps_error, **setting)
         except InputError as exc:
             message = str(exc).replace(RDP_HINT, "--method rdp")
             if strict:

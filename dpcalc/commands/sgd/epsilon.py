@@ -16,7 +16,7 @@ from dpcalc.commands import sweep
 from dpcalc.commands.sgd.columns import ALL_COLUMNS, caption, result_columns
 from dpcalc.commands.sgd.delta import delta_rows
 from dpcalc.commands.sgd.group import route
-from dpcalc.commands.sgd.mc import MC_SAMPLES
+from dpcalc.commands.sgd.mc_cost import MC_SAMPLES
 from dpcalc.commands.sgd.params import SgdEpsilonParams
 from dpcalc.commands.sgd.plot import plot_spec
 from dpcalc.commands.sgd.question import TARGET_MIN, ask  # noqa: F401 (TARGET_MIN: the limit, read here too)

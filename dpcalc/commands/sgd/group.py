@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dpcalc.commands.sgd.question import GROUP_ACCOUNTANTS
-from dpcalc.engine.samplers.person import grouped_sampler, person_sampler, tight_refusal
+from dpcalc.commands.sgd.question import GROUP_ACCOUNTANTS, person_samplers
 from dpcalc.errors import InputError
 
 
@@ -49,11 +48,17 @@ def route(question, accountant: str, k: int) -> Route:
     sampler, neighbors = question.sampler, question.params.neighbors
     if (k == 1 and accountant not in GROUP_ACCOUNTANTS) or accountant == "dp-group":
         return Route(accountant, accountant, sampler, k)
-    if accountant != "rdp-group" and k > 1 and (why := tight_refusal(sampler, neighbors, k)) is not None:
+    if (
+        accountant != "rdp-group"
+        and k > 1
+        and (why := person_samplers.tight_refusal(sampler, neighbors, k)) is not None
+    ):
         return Route(accountant, accountant, sampler, k, refusal=f"does not apply: {why}")
     name = "rdp" if accountant == "rdp-group" else accountant
     person = (
-        grouped_sampler(sampler, k) if accountant == "rdp-group" else person_sampler(sampler, neighbors, k)
+        person_samplers.grouped_sampler(sampler, k)
+        if accountant == "rdp-group"
+        else person_samplers.person_sampler(sampler, neighbors, k)
     )
     return Route(accountant, name, person, k, person=True, note=person.note(name, neighbors))
 
@@ -75,7 +80,7 @@ def group_caption(ks, names, sampler, neighbors) -> str:
     shown = ", ".join(map(str, ks))
     out = f"; a person with K = {shown} examples (--group-size): "
     parts = []
-    whys = {tight_refusal(sampler, neighbors, k) for k in ks if k > 1} - {None}
+    whys = {person_samplers.tight_refusal(sampler, neighbors, k) for k in ks if k > 1} - {None}
     if whys and not any(n in ("rdp", "pld") for n in names):
         parts.append(f"no rdp or pld (tight) rows: {sorted(whys)[0]}")
     if any(n in ("rdp", "pld") for n in names):

@@ -14,13 +14,16 @@ from dataclasses import dataclass, replace
 
 from dpcalc.commands.choices import SGD_ACCOUNTANTS
 from dpcalc.commands.sgd import work
-from dpcalc.commands.sgd.mc import MC_CONFIDENCE, MC_SAMPLES
+from dpcalc.commands.sgd.mc_cost import MC_CONFIDENCE, MC_SAMPLES
 from dpcalc.commands.sgd.params import SgdEpsilonParams
 from dpcalc.engine.samplers import catalogue
 from dpcalc.engine.samplers.base import Sampler
-from dpcalc.engine.samplers.person import grouped_sampler, tight_refusal
 from dpcalc.errors import InputError
 from dpcalc.input.group_size import check_group_size
+from dpcalc.lazy import lazy_module
+
+#: the person-level samplers of --group-size (loaded when a group is asked about)
+person_samplers = lazy_module("dpcalc.engine.samplers.person")
 
 #: The smallest --target-epsilon when solving for the noise multiplier or the sample rate (bounded work:
 #: smaller targets made the searches evaluate ε ever closer to 0, minutes per configuration).
@@ -305,17 +308,17 @@ def _group_accountants(p, sampler, neighbors) -> list[str]:
     if p.tuning is not None:
         raise InputError("--group-size cannot be used with --tuning-runs")
     generic = sampler.covers("rdp", neighbors)
-    refusals = [(k, tight_refusal(sampler, neighbors, k)) for k in ks if k > 1]
+    refusals = [(k, person_samplers.tight_refusal(sampler, neighbors, k)) for k in ks if k > 1]
     tight = not refusals or any(why is None for _, why in refusals)
     if p.accountant == "all":
         names = [a for a in GROUP_ALL if (generic if a in GROUP_ACCOUNTANTS else tight)]
         if not names:
-            grouped_sampler(sampler, max(ks))  # raises: no Rényi curve to group
+            person_samplers.grouped_sampler(sampler, max(ks))  # raises: no Rényi curve to group
             raise InputError(refusals[0][1])
         return names
     if p.accountant in GROUP_ACCOUNTANTS:
         if not generic:
-            grouped_sampler(sampler, max(ks))
+            person_samplers.grouped_sampler(sampler, max(ks))
             raise InputError(f"--method {p.accountant}: the example-level rdp accountant does not apply here")
         return [p.accountant]
     if p.accountant in ("rdp", "pld"):

@@ -14,19 +14,23 @@ import math
 
 import numpy as np
 
-from dpcalc.commands.sgd import mc
 from dpcalc.commands.sgd.question import LAST_ITERATE
 from dpcalc.commands.sgd.searched import searched_rows
-from dpcalc.engine.composition.tuning import tuned_rdp
 from dpcalc.engine.dpsgd import accounting as sgd
-from dpcalc.engine.dpsgd import noise_calibration, pld_calibration, rate_budget, step_budget
-from dpcalc.engine.dpsgd.last_iterate import last_iterate_epsilon
-from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld
+from dpcalc.engine.dpsgd import noise_calibration, rate_budget, step_budget
 from dpcalc.engine.mechanisms import sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.pld.grid import RDP_HINT
 from dpcalc.engine.pld.search import boundary
 from dpcalc.errors import InputError
+from dpcalc.lazy import lazy_module
+
+#: the rows of one method each, loaded when that method is asked for
+mc = lazy_module("dpcalc.commands.sgd.mc")
+last_iterate = lazy_module("dpcalc.engine.dpsgd.last_iterate")
+pld_accounting = lazy_module("dpcalc.engine.dpsgd.pld_accounting")
+pld_calibration = lazy_module("dpcalc.engine.dpsgd.pld_calibration")
+tuning = lazy_module("dpcalc.engine.composition.tuning")
 
 #: Relative tolerance of the noise calibration and the rate budget (the σ reported is within this
 #: factor of the smallest, the rate within it of the largest).
@@ -96,7 +100,9 @@ def _pld_rows(p, sampler, g, solve, strict: bool) -> dict:
             )
             q = float(q)
             return (v["sigma"], _steps_at(q, v, length), q, *map(float, b))
-        b = sgd_epsilon_pld(v["q"], v["sigma"], v["steps"], v["delta"], eps_error=p.eps_error, **setting)
+        b = pld_accounting.sgd_epsilon_pld(
+            v["q"], v["sigma"], v["steps"], v["delta"], eps_error=p.eps_error, **setting
+        )
         return (v["sigma"], v["steps"], v["q"], *(float(x) for x in b))
 
     answers: dict = {}
@@ -172,7 +178,9 @@ def accountant_rows(question, way, g, kw, light=True) -> dict:
         if name == "dp-group":
             return _dp_group(way.k, g, {**kw, "group_size": way.k}, solve)
         if name == LAST_ITERATE:
-            return heuristic_cols(g, last_iterate_epsilon(g["delta"], g["sigma"], g["q"], g["steps"]))
+            return heuristic_cols(
+                g, last_iterate.last_iterate_epsilon(g["delta"], g["sigma"], g["q"], g["steps"])
+            )
         if name == "pld":
             return _pld_rows(p, sampler, g, solve, question.strict)
         if name == "mc":  # Monte Carlo of balls-in-bins
@@ -266,7 +274,7 @@ def _tuned_eps(p, kw, q, sigma, steps, delta):
     orders = np.asarray(DEFAULT_ORDERS, float)
     q, sigma, steps, delta = np.broadcast_arrays(*(np.asarray(x, float) for x in (q, sigma, steps, delta)))
     total = sgd.rdp_total(q, sigma, steps, orders, sampling=kw["sampling"], neighbors=kw["neighbors"])
-    tuned = tuned_rdp(orders, total, p.tuning, kw["conversion"])
+    tuned = tuning.tuned_rdp(orders, total, p.tuning, kw["conversion"])
     return sgd.eps_of_curve(orders, tuned, delta, kw["conversion"])
 
 

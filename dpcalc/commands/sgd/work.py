@@ -9,8 +9,11 @@ from __future__ import annotations
 import math
 
 from dpcalc.commands import sweep
-from dpcalc.commands.sgd.mc import MC_SAMPLES, mc_seconds
-from dpcalc.engine.dpsgd.balls_in_bins_samples import BATCH_DRAWS
+from dpcalc.commands.sgd.mc_cost import MC_SAMPLES, mc_seconds
+from dpcalc.lazy import lazy_module
+
+#: the Monte Carlo sampler's batches (loaded when a Monte Carlo run is planned)
+_samples = lazy_module("dpcalc.engine.dpsgd.balls_in_bins_samples")
 
 #: CPU seconds per configuration of each accountant at its default flags, measured (benchmarks/) with a
 #: margin: the rdp accountant's is the sampler's (``Sampler.rdp_seconds``: a Rényi curve per configuration,
@@ -120,4 +123,4 @@ def mc_batches(p, rows: int) -> int:
     """The Monte Carlo batches of ``rows`` configurations, both directions (the pieces its samples are spread in:
     :data:`~dpcalc.engine.dpsgd.balls_in_bins_samples.BATCH_DRAWS` normal draws each, at least one a direction)."""
     draws = (p.mc_samples or MC_SAMPLES) * max(1.0, longest_run(p))
-    return 2 * rows * max(1, math.ceil(draws / BATCH_DRAWS))
+    return 2 * rows * max(1, math.ceil(draws / _samples.BATCH_DRAWS))
