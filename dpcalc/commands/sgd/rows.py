@@ -148,13 +148,27 @@ def _certified_zero(p, sampler, g):
     bracket is [0, 0]: answered in milliseconds where discretising the PLD of an ε = 0 run (δ near
     1, or a run that barely touches each example) took seconds and hundreds of MB.  Where the sampler says
     so (``pld_zero_by_rdp``: Poisson sampling, either relation); elsewhere nothing is skipped."""
+    n = g["q"].size
     if not sampler.pld_zero_by_rdp:
-        return np.zeros(g["q"].size, bool)
-    with np.errstate(all="ignore"):  # a σ at the ends of the double range: its bound is inf, not 0
-        e = sgd.epsilon_rdp(
-            g["q"], g["sigma"], g["steps"], g["delta"], sampling=p.sampling, neighbors=p.neighbors, warn=False
-        )
-    return np.asarray(e.epsilon, float).reshape(-1) == 0.0
+        return np.zeros(n, bool)
+    # only where δ reaches the run's total variation (:func:`dpcalc.engine.dpsgd.accounting.tv_lower`) can ε
+    # be 0: elsewhere the Rényi bound, an upper bound on δ(0), is above δ too, and is not computed
+    q, sigma, steps, delta = (np.broadcast_to(g[k], (n,)) for k in ("q", "sigma", "steps", "delta"))
+    maybe = np.flatnonzero(delta >= sgd.tv_lower(q, sigma))
+    zero = np.zeros(n, bool)
+    if maybe.size:
+        with np.errstate(all="ignore"):  # a σ at the ends of the double range: its bound is inf, not 0
+            e = sgd.epsilon_rdp(
+                q[maybe],
+                sigma[maybe],
+                steps[maybe],
+                delta[maybe],
+                sampling=p.sampling,
+                neighbors=p.neighbors,
+                warn=False,
+            )
+        zero[maybe] = np.asarray(e.epsilon, float).reshape(-1) == 0.0
+    return zero
 
 
 def _steps_at(q: float, v: dict, length: str) -> float:

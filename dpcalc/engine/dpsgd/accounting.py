@@ -26,6 +26,7 @@ whose ε <= target) and :mod:`dpcalc.engine.dpsgd.step_budget` (the largest step
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import NamedTuple
 
@@ -123,6 +124,24 @@ def rdp_total(
     alphas = np.asarray(alphas, dtype=float)
     sampler = check_setting(sampling, neighbors)
     return sampler.rdp_run(q, sigma, steps, alphas, neighbors, dataset_size, max_batch_size)
+
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def tv_lower(q, sigma) -> np.ndarray:
+    """A lower bound on the total variation distance (δ at ε = 0) of the worst neighbouring pair of any run
+    of the Poisson-subsampled Gaussian at rate ``q`` and noise multiplier ``sigma``, under add/remove or
+    replace-one: its first step alone is a post-processing of the run, and the pair (1 − q)N(0, σ²) + qN(1, σ²)
+    against N(0, σ²) (or the two mixtures with N(0, σ²) and N(1, σ²), for replace-one: gradients 1 apart)
+    has total variation q·TV(N(1, σ²), N(0, σ²)) = q·erf(1/(2√2·σ)) (Balle & Wang 2018, Thm 8 at ε = 0).
+    Rounded down (math.erf within an ulp, two products: 8 ulps off).  Arrays broadcast; no scipy."""
+    q = np.asarray(q, dtype=float)
+    sigma = np.asarray(sigma, dtype=float)
+    with np.errstate(divide="ignore"):
+        x = 1.0 / (2.0 * math.sqrt(2.0) * sigma)
+    erf = np.asarray(_ERF(x), dtype=float)
+    return np.maximum(q * erf * (1.0 - 8.0 * float(np.finfo(float).eps)), 0.0)
 
 
 def epsilon_rdp(
