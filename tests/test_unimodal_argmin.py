@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcalc.engine._numerics import sorted_unique, unimodal_argmin
+from dpcalc.engine._numerics import gauss_legendre, sorted_unique, unimodal_argmin
 
 
 def _counting(f):
@@ -69,3 +69,12 @@ def test_sorted_unique_is_np_unique(n):
     """sorted_unique (np.unique without its numpy.ma import) on random draws with many repeats."""
     x = np.random.default_rng(n).integers(0, max(n // 3, 1), size=n).astype(float) / 4.0
     assert np.array_equal(sorted_unique(x.reshape(-1, 1) if n else x), np.unique(x))
+
+
+@pytest.mark.parametrize("n", [4, 8, 5])
+def test_gauss_legendre_is_numpys_rule_to_the_bit(n):
+    """The engine's stored rules are leggauss's doubles exactly (other n: computed by numpy)."""
+    x, w = gauss_legendre(n)
+    ref_x, ref_w = np.polynomial.legendre.leggauss(n)
+    assert np.array_equal(x, ref_x) and np.array_equal(w, ref_w)
+    assert not x.flags.writeable and not w.flags.writeable

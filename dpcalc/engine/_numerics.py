@@ -87,11 +87,46 @@ def check_alpha(alpha, option: str = "--alpha"):
     )
 
 
+#: Gauss–Legendre nodes and weights on [−1, 1] for the rules the engine uses, as the exact doubles that
+#: ``np.polynomial.legendre.leggauss(n)`` returns (checked by tests/test_unimodal_argmin.py), in hexadecimal:
+#: numpy.polynomial itself (some 2–3 ms of a start-up) is imported only for another n.
+_GAUSS_LEGENDRE = {
+    4: (
+        ("-0x1.b8e6dbcf63985p-1", "-0x1.5c23fd9dd3dfcp-2", "0x1.5c23fd9dd3dfcp-2", "0x1.b8e6dbcf63985p-1"),
+        ("0x1.64340f7e7b666p-2", "0x1.4de5f840c24cdp-1", "0x1.4de5f840c24cdp-1", "0x1.64340f7e7b666p-2"),
+    ),
+    8: (
+        (
+            "-0x1.ebab1cb0acc66p-1",
+            "-0x1.97e4ab249f41ep-1",
+            "-0x1.0d129583284b4p-1",
+            "-0x1.77ac94f3c7344p-3",
+            "0x1.77ac94f3c7344p-3",
+            "0x1.0d129583284b4p-1",
+            "0x1.97e4ab249f41ep-1",
+            "0x1.ebab1cb0acc66p-1",
+        ),
+        (
+            "0x1.9ea1d04ca03aep-4",
+            "0x1.c76fb531d2b94p-3",
+            "0x1.413c50a25560ep-2",
+            "0x1.736360b19933dp-2",
+            "0x1.736360b19933dp-2",
+            "0x1.413c50a25560ep-2",
+            "0x1.c76fb531d2b94p-3",
+            "0x1.9ea1d04ca03aep-4",
+        ),
+    ),
+}
+
+
 @functools.cache
 def gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and weights of n-point Gauss–Legendre quadrature on [−1, 1] (read-only), computed at the first
-    use: numpy.polynomial, which computes them, is then imported (some 2 ms a start-up need not pay)."""
-    x, w = np.polynomial.legendre.leggauss(n)
+    """Nodes and weights of n-point Gauss–Legendre quadrature on [−1, 1] (read-only)."""
+    if n in _GAUSS_LEGENDRE:
+        x, w = (np.array([float.fromhex(v) for v in part]) for part in _GAUSS_LEGENDRE[n])
+    else:
+        x, w = np.polynomial.legendre.leggauss(n)
     x.flags.writeable = False
     w.flags.writeable = False
     return x, w
