@@ -163,7 +163,13 @@ OTHER_ROWS = (
 IMPORT_LISTS = {
     "rdp query": (
         QUICK[0],
-        NOT_FOR_ANY + OTHER_ROWS + ("dpcalc.engine.dpsgd.pld_accounting",),
+        NOT_FOR_ANY
+        + OTHER_ROWS
+        + (
+            "dpcalc.engine.dpsgd.pld_accounting",
+            "dpcalc.engine.pld.grid",
+            "dpcalc.engine.mechanisms.loss_models",
+        ),
     ),
     "pld query": (QUICK[1][:-2] + ["--method", "pld"], NOT_FOR_ANY + OTHER_ROWS),
     "convert": (QUICK[3], NOT_FOR_ANY + ("dpcalc.engine.pld", "dpcalc.engine.dpsgd")),

@@ -20,7 +20,6 @@ from dpcalc.engine.dpsgd import accounting as sgd
 from dpcalc.engine.dpsgd import noise_calibration, rate_budget, step_budget
 from dpcalc.engine.mechanisms import sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
-from dpcalc.engine.pld.grid import RDP_HINT
 from dpcalc.engine.pld.search import boundary
 from dpcalc.errors import InputError
 from dpcalc.lazy import lazy_module
@@ -29,6 +28,7 @@ from dpcalc.lazy import lazy_module
 mc = lazy_module("dpcalc.commands.sgd.mc")
 last_iterate = lazy_module("dpcalc.engine.dpsgd.last_iterate")
 pld_accounting = lazy_module("dpcalc.engine.dpsgd.pld_accounting")
+pld_grid = lazy_module("dpcalc.engine.pld.grid")
 pld_calibration = lazy_module("dpcalc.engine.dpsgd.pld_calibration")
 tuning = lazy_module("dpcalc.engine.composition.tuning")
 
@@ -114,7 +114,7 @@ def _pld_rows(p, sampler, g, solve, strict: bool) -> dict:
             try:
                 answers[key] = (one(i), ZERO_NOTE if zero[i] else "")
             except InputError as exc:
-                message = str(exc).replace(RDP_HINT, "--method rdp")
+                message = str(exc).replace(pld_grid.RDP_HINT, "--method rdp")
                 if strict:
                     raise InputError(message) from None
                 answers[key] = ((np.nan,) * 6, f"does not apply: {message}")

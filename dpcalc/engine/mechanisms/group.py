@@ -29,10 +29,14 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpcalc.engine.mechanisms.approx_dp import rdp_pure_dp
 from dpcalc.engine.mechanisms.base import Mechanism, check_alphas, decimal, up
-from dpcalc.engine.mechanisms.loss_models import approx_dp
 from dpcalc.errors import InputError
+from dpcalc.lazy import lazy_module
+
+#: what the person-level forms of (ε, δ) and pure DP use, loaded when one is asked for
+pure_dp = lazy_module("dpcalc.engine.mechanisms.approx_dp")
+loss_models = lazy_module("dpcalc.engine.mechanisms.loss_models")
+
 
 #: The params key that asks the catalogue for a kind's person-level answers (:class:`Grouped`).
 GROUP_KEY = "group_size"
@@ -130,7 +134,7 @@ class Grouped(Mechanism):
         z = rdp_group(lambda o: self.base.rdp(bp, o), k, a)
         pure = self._pure(k, bp)
         if pure is not None:
-            z = np.minimum(z, rdp_pure_dp(pure, a))
+            z = np.minimum(z, pure_dp.rdp_pure_dp(pure, a))
         return z
 
     def per_release(self, params):
@@ -157,10 +161,12 @@ class Grouped(Mechanism):
         k, bp = self.split(params)
         pure = self._pure(k, bp)
         if pure is not None:
-            return approx_dp(pure, 0.0), None  # (Kε, 0)-DP: dominated by randomized response of Kε
+            return loss_models.approx_dp(
+                pure, 0.0
+            ), None  # (Kε, 0)-DP: dominated by randomized response of Kε
         pair, reason = self.per_release(params)
         if pair is not None:
-            return approx_dp(pair[0], pair[1]), None
+            return loss_models.approx_dp(pair[0], pair[1]), None
         raise InputError(
             f"{self.kind} has no person-level privacy loss distribution (for a group of {k}: only the RDP "
             "group route, --method rdp)"

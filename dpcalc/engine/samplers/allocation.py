@@ -24,13 +24,16 @@ import math
 import numpy as np
 
 from dpcalc.engine.conversion.of_curve import eps_of_curve
-from dpcalc.engine.mechanisms.loss_models import approx_dp
 from dpcalc.engine.mechanisms.random_allocation.rdp import rdp_random_allocation
-from dpcalc.engine.mechanisms.random_allocation.round_loss import PRECISE_TAIL, round_loss_models
 from dpcalc.engine.orders import DEFAULT_ORDERS
-from dpcalc.engine.pld.grid import Component
 from dpcalc.engine.samplers.base import RELATIONS, Sampler, steps_per_epoch
 from dpcalc.errors import InputError
+from dpcalc.lazy import lazy_module
+
+#: the PLD side (the rounds' privacy loss models and the grid), loaded when a PLD is asked for
+loss_models = lazy_module("dpcalc.engine.mechanisms.loss_models")
+round_loss = lazy_module("dpcalc.engine.mechanisms.random_allocation.round_loss")
+grid = lazy_module("dpcalc.engine.pld.grid")
 
 
 def epoch_steps(q, dataset_size=None) -> np.ndarray:
@@ -142,16 +145,19 @@ def run_directions(sigma: float, t: int, k: int, rounds: int, delta: float | Non
     m, r = divmod(t, k)
     blocks = [(m, (k - r) * rounds), (m + 1, r * rounds)]
     blocks = [(size, count) for size, count in blocks if count > 0]
-    models = [round_loss_models(float(sigma), size) for size, _ in blocks]
+    models = [round_loss.round_loss_models(float(sigma), size) for size, _ in blocks]
     if delta is not None and _floor(models, blocks) > FLOOR_SHARE * delta:
-        models = [round_loss_models(float(sigma), size, PRECISE_TAIL, precise=True) for size, _ in blocks]
+        models = [
+            round_loss.round_loss_models(float(sigma), size, round_loss.PRECISE_TAIL, precise=True)
+            for size, _ in blocks
+        ]
     out = [[], []]
     for (remove, add, extra), (_, count) in zip(models, blocks):
-        out[0].append(Component(remove, count))
-        out[1].append(Component(add, count))
+        out[0].append(grid.Component(remove, count))
+        out[1].append(grid.Component(add, count))
         if extra > 0:
             for d in out:
-                d.append(Component(approx_dp(0.0, extra), count))
+                d.append(grid.Component(loss_models.approx_dp(0.0, extra), count))
     return out
 
 

@@ -15,11 +15,14 @@ from __future__ import annotations
 import numpy as np
 
 from dpcalc.engine.mechanisms import sgm
-from dpcalc.engine.mechanisms.gaussian_loss import gaussian_loss, sgm_loss
 from dpcalc.engine.mechanisms.sgm.replace import rdp_poisson_replace
-from dpcalc.engine.mechanisms.sgm_replace_loss import sgm_replace_loss
-from dpcalc.engine.pld.grid import Component
 from dpcalc.engine.samplers.base import RELATIONS, Sampler
+from dpcalc.lazy import lazy_module
+
+#: the PLD side (its privacy loss models and grid), loaded when a PLD is asked for
+losses = lazy_module("dpcalc.engine.mechanisms.gaussian_loss")
+replace_loss = lazy_module("dpcalc.engine.mechanisms.sgm_replace_loss")
+grid = lazy_module("dpcalc.engine.pld.grid")
 
 
 class Poisson(Sampler):
@@ -57,12 +60,12 @@ class Poisson(Sampler):
 
     def pld_directions(self, q, sigma, steps, neighbors, config, delta=None):
         if neighbors == "replace-one":  # one symmetric pair (docs/math.md §3.5)
-            return [[Component(sgm_replace_loss(q, sigma), steps)]]
+            return [[grid.Component(replace_loss.sgm_replace_loss(q, sigma), steps)]]
         if q == 1.0:
-            return [[Component(gaussian_loss(sigma), steps)]]
+            return [[grid.Component(losses.gaussian_loss(sigma), steps)]]
         return [
-            [Component(sgm_loss(q, sigma, "remove"), steps)],
-            [Component(sgm_loss(q, sigma, "add"), steps)],
+            [grid.Component(losses.sgm_loss(q, sigma, "remove"), steps)],
+            [grid.Component(losses.sgm_loss(q, sigma, "add"), steps)],
         ]
 
     def pld_setting(self, neighbors, dataset_size=None, max_batch_size=None) -> dict:

@@ -12,9 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from dpcalc.engine.mechanisms.sgm.truncated_poisson import loss_directions, rdp_truncated_poisson
-from dpcalc.engine.pld.grid import Component
 from dpcalc.engine.samplers.base import RELATIONS, Sampler
 from dpcalc.errors import InputError
+from dpcalc.lazy import lazy_module
+
+#: the PLD grid, loaded when a PLD is asked for
+grid = lazy_module("dpcalc.engine.pld.grid")
 
 
 class TruncatedPoisson(Sampler):
@@ -81,7 +84,7 @@ class TruncatedPoisson(Sampler):
 
     def pld_directions(self, q, sigma, steps, neighbors, config, delta=None):
         """A revealed mixture per step (docs/math.md §3.7)."""
-        return [[Component(d[0], steps)] for d in loss_directions(q, sigma, *config, neighbors)]
+        return [[grid.Component(d[0], steps)] for d in loss_directions(q, sigma, *config, neighbors)]
 
 
 SAMPLER = TruncatedPoisson()

@@ -39,13 +39,16 @@ from dataclasses import replace
 import numpy as np
 
 from dpcalc.engine._special import lazy_stats as stats
-from dpcalc.engine.mechanisms.gaussian_loss import gaussian_loss, sgm_loss
-from dpcalc.engine.mechanisms.loss_models import LossModel
-from dpcalc.engine.mechanisms.mixture_loss import mixture
 from dpcalc.engine.mechanisms.sgm.poisson import rdp_poisson
 from dpcalc.engine.mechanisms.sgm.replace import rdp_poisson_replace
-from dpcalc.engine.mechanisms.sgm_replace_loss import sgm_replace_loss
 from dpcalc.errors import InputError
+from dpcalc.lazy import lazy_module
+
+#: the privacy loss models of the PLD side, loaded when a PLD is asked for
+losses = lazy_module("dpcalc.engine.mechanisms.gaussian_loss")
+loss_models = lazy_module("dpcalc.engine.mechanisms.loss_models")
+mixture_loss = lazy_module("dpcalc.engine.mechanisms.mixture_loss")
+replace_loss = lazy_module("dpcalc.engine.mechanisms.sgm_replace_loss")
 
 
 def _check(q, dataset_size, max_batch_size):
@@ -110,7 +113,7 @@ def loss_directions(q: float, sigma: float, dataset_size: float, max_batch_size:
 
 def _upper_only(model):
     """``model`` marked as one that only dominates the mechanism (a revealed mixture always is)."""
-    return replace(model, dominates_only=True) if isinstance(model, LossModel) else model
+    return replace(model, dominates_only=True) if isinstance(model, loss_models.LossModel) else model
 
 
 def _directions(q: float, sigma: float, dataset_size: float, max_batch_size: float, neighbors: str):
@@ -118,19 +121,25 @@ def _directions(q: float, sigma: float, dataset_size: float, max_batch_size: flo
     name = f"truncated-poisson(q={q:g},σ={sigma:g},N={dataset_size:g},B={max_batch_size:g})"
     if neighbors == "replace-one":
         return [
-            [mixture(name, (1.0 - p_t, p_t), (sgm_replace_loss(q, sigma), _replace_or_none(q_bar, sigma)))]
+            [
+                mixture_loss.mixture(
+                    name,
+                    (1.0 - p_t, p_t),
+                    (replace_loss.sgm_replace_loss(q, sigma), _replace_or_none(q_bar, sigma)),
+                )
+            ]
         ]
 
     def pair(rate, s, direction):
         if rate <= 0:  # the example is never in the batch: no privacy loss
-            return LossModel("no-loss", np.zeros(1), np.ones(1), loss_min=0.0, loss_max=0.0)
-        return gaussian_loss(s, 1.0) if rate >= 1.0 else sgm_loss(rate, s, direction)
+            return loss_models.LossModel("no-loss", np.zeros(1), np.ones(1), loss_min=0.0, loss_max=0.0)
+        return losses.gaussian_loss(s, 1.0) if rate >= 1.0 else losses.sgm_loss(rate, s, direction)
 
     return [
-        [mixture(name, (1.0 - p_t, p_t), (pair(q, sigma, d), pair(q_bar, sigma / 2.0, d)))]
+        [mixture_loss.mixture(name, (1.0 - p_t, p_t), (pair(q, sigma, d), pair(q_bar, sigma / 2.0, d)))]
         for d in ("remove", "add")
     ]
 
 
 def _replace_or_none(q_bar: float, sigma: float):
-    return sgm_replace_loss(q_bar, sigma / 2.0) if q_bar > 0 else None
+    return replace_loss.sgm_replace_loss(q_bar, sigma / 2.0) if q_bar > 0 else None
