@@ -279,10 +279,21 @@ def test_method_where_it_does_not_exist_is_clicks_error(invoke):
     assert "No such option '--method'" in line and "Did you mean" not in line
 
 
-def test_odometer_method_names_its_accountants(invoke):
-    """odometer's --method chooses rdp, gdp or dp; a PLD accountant is not among them (no adaptive PLD)."""
-    line = _one_line_error(invoke(["odometer", "--method", "pld"]))
-    assert "--method" in line and "'rdp', 'gdp', 'dp'" in line
+@pytest.mark.parametrize("name", ["pld", "PLD", "f-dp", "prv"])
+def test_odometer_refuses_a_pld_accountant_and_says_why(invoke, name):
+    """odometer's --method chooses rdp, gdp or dp; asked for PLD, f-DP or PRV it says why there is none."""
+    line = _one_line_error(invoke(["odometer", "--method", name]))
+    assert (
+        "'--method'" in line
+        and f"{name!r}" in line
+        and "Honkela" in line
+        and "use one of rdp, gdp, dp" in line
+    )
+
+
+def test_odometer_other_method_names_get_clicks_list(invoke):
+    line = _one_line_error(invoke(["odometer", "--method", "zcdp"]))
+    assert "'zcdp' is not one of 'rdp', 'gdp', 'dp'" in line
 
 
 def test_no_message_says_accountant_x():

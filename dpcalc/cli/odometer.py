@@ -8,8 +8,8 @@ import click
 from dpcalc.cli.common import common_options, single
 from dpcalc.cli.odometer_man import MAN_EXAMPLES, MAN_NOTES  # noqa: F401  (the man page's text)
 from dpcalc.cli.spec_complete import complete_mechanism
-from dpcalc.cli.types import Grid, parse_values
-from dpcalc.commands.choices import CONVERSIONS, ODOMETER_METHODS
+from dpcalc.cli.types import Grid, Refusing, parse_values
+from dpcalc.commands.choices import CONVERSIONS, NO_ADAPTIVE_PLD, ODOMETER_METHODS
 from dpcalc.ledger import head as H
 
 ORDERS_HELP = (
@@ -43,7 +43,7 @@ ORDERS_HELP = (
 )
 @click.option(
     "--method",
-    type=click.Choice(ODOMETER_METHODS),
+    type=Refusing(ODOMETER_METHODS, {m: NO_ADAPTIVE_PLD for m in ("pld", "f-dp", "fdp", "prv")}),
     default=None,
     help="The accountant: rdp (Rényi DP, Lécuyer 2021; the default), gdp (μ-GDP, Gaussian steps only: "
     "Smith & Thakurta 2022) or dp ((ε, δ) steps, at the rate of advanced composition). A ledger "

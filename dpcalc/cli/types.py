@@ -260,3 +260,18 @@ def _parse_range(part: str, max_values: int, integer: bool = False) -> list[floa
         if n > max_values:
             raise ValueError(f"range {part!r} expands to more than {max_values} values")
         return [_double(d_start + k * d_step, part, integer) for k in range(n)]
+
+
+class Refusing(click.Choice):
+    """A choice that also knows the names users try and no theorem supports: each is refused with its reason
+    (one line, naming the option), not with click's bare list.  Help and completion offer the choices only."""
+
+    def __init__(self, choices, refused: dict[str, str]):
+        super().__init__(choices)
+        self.refused = dict(refused)
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.lower() in self.refused:
+            offered = ", ".join(self.choices)
+            self.fail(f"{value!r}: {self.refused[value.lower()]}; use one of {offered}", param, ctx)
+        return super().convert(value, param, ctx)

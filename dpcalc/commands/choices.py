@@ -12,6 +12,11 @@ CONVERSIONS = ("optimal", "asoodeh", "balle", "mironov")
 #: odometer's --method: the Rényi filter and odometer (Lécuyer 2021, the default), the μ-GDP filter and its ladder
 #: odometer (:mod:`dpcalc.engine.adaptive.gdp`), the (ε, δ) filter and odometer (:mod:`dpcalc.engine.adaptive.approx_dp`).
 ODOMETER_METHODS = ("rdp", "gdp", "dp")
+#: Why odometer's --method has no PLD, f-DP or PRV accountant (a user asking for one is told so).
+NO_ADAPTIVE_PLD = (
+    "there is no PLD or f-DP filter or odometer: one that adds up the privacy loss distributions or trade-off "
+    "curves of adaptively chosen steps is not valid (Tran, Koskela, Räisä & Honkela 2026, arXiv:2602.06756)"
+)
 
 #: sgd-epsilon's --conversion (its rdp accountant converts over a curve's orders: no asoodeh closed form).
 SGD_CONVERSIONS = ("optimal", "balle", "mironov")
