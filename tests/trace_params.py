@@ -61,10 +61,29 @@ def load(root: Path = ROOT) -> dict[str, Module]:
     modules: dict[str, Module] = {}
     paths = sorted((root / PACKAGE).rglob("*.py"))
     known = {_module_of(p, root) for p in paths}
+    trees = {path: ast.parse(path.read_text(), str(path)) for path in paths}
+    # ``name = lazy_module("dpcalc.x.y")`` at a module's top binds name to that module (dpcalc.lazy)
+    lazy: dict[tuple[str, str], str] = {}
+    for path, tree in trees.items():
+        for node in tree.body:
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Call)
+                and getattr(node.value.func, "id", None) == "lazy_module"
+                and node.value.args
+                and isinstance(node.value.args[0], ast.Constant)
+                and node.value.args[0].value in known
+            ):
+                lazy[(_module_of(path, root), node.targets[0].id)] = node.value.args[0].value
     for path in paths:
         name = _module_of(path, root)
-        tree = ast.parse(path.read_text(), str(path))
+        tree = trees[path]
         mod = Module(name)
+        for (owner, local), target in lazy.items():
+            if owner == name:
+                mod.modules[local] = target
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 mod.functions[node.name] = node
@@ -81,6 +100,8 @@ def load(root: Path = ROOT) -> dict[str, Module]:
                     local = alias.asname or alias.name
                     if f"{source}.{alias.name}" in known:
                         mod.modules[local] = f"{source}.{alias.name}"
+                    elif (source, alias.name) in lazy:
+                        mod.modules[local] = lazy[(source, alias.name)]
                     else:
                         mod.names[local] = (source, alias.name)
             elif isinstance(node, ast.Import):
