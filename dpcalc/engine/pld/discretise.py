@@ -92,7 +92,8 @@ class DiscretePLD:
 
     def log_mgf_bound(self, t) -> np.ndarray:
         """Upper bound on ``log Σ p_i e^{t l_i}`` for an array of ``t`` (exact log-sum-exp over the
-        support plus a rounding margin); used in Chernoff bounds, where an upper bound is needed."""
+        support plus a rounding margin that covers the exponents' own rounding); used in Chernoff bounds,
+        where an upper bound is needed."""
         t = np.atleast_1d(np.asarray(t, dtype=float))
         nz = self.p > 0
         with np.errstate(divide="ignore"):
@@ -104,7 +105,11 @@ class DiscretePLD:
             v = lp[None, :] + t[c0 : c0 + step, None] * lv[None, :]
             m = np.max(v, axis=1, keepdims=True)
             out[c0 : c0 + step] = np.log(np.sum(np.exp(v - m), axis=1)) + m[:, 0]
-        return out + 8.0 * _U * (np.abs(out) + 1.0) + 4.0 * _U * np.log2(max(lv.size, 2))
+        # rounding: of the log-sum-exp (8u(|out| + 1) and 4u·log2 n for the sum), and of each exponent
+        # log p_i + t·l_i, whose parts can be far larger than the result (log p = −600 against t·l = +610):
+        # log p to an ulp, t·l to two, their sum to one, so 4u·(max|log p| + |t|·max|l|) covers every term
+        size = 4.0 * _U * (np.max(np.abs(lp), initial=0.0) + np.abs(t) * np.max(np.abs(lv), initial=0.0))
+        return out + 8.0 * _U * (np.abs(out) + 1.0) + 4.0 * _U * np.log2(max(lv.size, 2)) + size
 
 
 def choose_range(model: LossModel, h: float, log_target: float) -> tuple[int, int]:
