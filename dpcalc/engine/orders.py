@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpcalc.engine._numerics import sorted_unique
+
 #: the largest finite Rényi order any curve is computed at: below 2^53, where α and α + 1 are still
 #: distinct floats (the integer-order expansions and the chord between ⌊α⌋ and ⌊α⌋ + 1 need them)
 ORDER_MAX = 1e15
@@ -15,18 +17,8 @@ DP_ACCOUNTING_ORDERS = np.array(
 
 #: dpcalc's default: dp_accounting's grid refined (1.01..1.09, 64..127 geometric steps, up to 1e4).
 #: A finer grid can only lower the minimum over orders, so it is never less tight than the peers'.
-#: (Sorted and deduplicated in Python: ``np.unique`` would import numpy.ma, some 7 ms of every start-up.)
-DEFAULT_ORDERS = np.array(
-    sorted(
-        set(
-            np.concatenate(
-                [
-                    1.0 + np.arange(1, 10) / 100.0,
-                    DP_ACCOUNTING_ORDERS,
-                    np.round(np.geomspace(64, 10_000, 60), 1),
-                ]
-            ).tolist()
-        )
-    ),
-    dtype=float,
+DEFAULT_ORDERS = sorted_unique(
+    np.concatenate(
+        [1.0 + np.arange(1, 10) / 100.0, DP_ACCOUNTING_ORDERS, np.round(np.geomspace(64, 10_000, 60), 1)]
+    )
 )

@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from dpcalc.commands.sgd.question import LAST_ITERATE
-from dpcalc.commands.sgd.rows import heuristic_cols
+from dpcalc.commands.sgd.rows import heuristic_cols, last_iterate, mc, pld_accounting, pld_refusal
 from dpcalc.engine._numerics import next_up
 from dpcalc.engine.conversion.methods import delta_from_curve
 from dpcalc.engine.dpsgd import accounting as sgd
@@ -40,13 +40,6 @@ from dpcalc.engine.mechanisms import gaussian_exact, sgm
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.samplers.base import steps_per_epoch
 from dpcalc.errors import InputError
-from dpcalc.lazy import lazy_module
-
-#: the rows of one method each, loaded when that method is asked for
-mc = lazy_module("dpcalc.commands.sgd.mc")
-last_iterate = lazy_module("dpcalc.engine.dpsgd.last_iterate")
-pld_accounting = lazy_module("dpcalc.engine.dpsgd.pld_accounting")
-pld_grid = lazy_module("dpcalc.engine.pld.grid")
 
 __all__ = ["delta_rows"]
 
@@ -175,7 +168,7 @@ def _pld(p, sampler, g, strict) -> dict:
         try:
             b = pld_accounting.sgd_delta_pld(q, sigma, steps, g["eps"][rows], p.eps_error, **setting)
         except InputError as exc:
-            message = str(exc).replace(pld_grid.RDP_HINT, "--method rdp")
+            message = pld_refusal(exc)
             if strict:
                 raise InputError(message) from None
             for i in rows:

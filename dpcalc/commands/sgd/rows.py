@@ -114,7 +114,7 @@ def _pld_rows(p, sampler, g, solve, strict: bool) -> dict:
             try:
                 answers[key] = (one(i), ZERO_NOTE if zero[i] else "")
             except InputError as exc:
-                message = str(exc).replace(pld_grid.RDP_HINT, "--method rdp")
+                message = pld_refusal(exc)
                 if strict:
                     raise InputError(message) from None
                 answers[key] = ((np.nan,) * 6, f"does not apply: {message}")
@@ -236,6 +236,12 @@ def _dp_group(k, g, kw, solve) -> dict:
     )
     cols["note"] = [note] * g["q"].size
     return cols
+
+
+def pld_refusal(exc: InputError) -> str:
+    """A PLD refusal's message as sgd-epsilon says it: the engine's hint at the RDP accountant named by its
+    option, --method rdp."""
+    return str(exc).replace(pld_grid.RDP_HINT, "--method rdp")
 
 
 def heuristic_cols(g, value) -> dict:

@@ -13,20 +13,21 @@ rate a,
 
 (the test that rejects on S has FPR Q(S) and TPR P(S); the constraints hold in both directions, so the same
 bound holds for E_{e^ε}(Q‖P)).  This is the usual duality between trade-off curves and privacy profiles
-(Dong, Roth & Su 2022, JRSS B, arXiv:1905.02383, Prop. 2.12).  For ρ = 2 zCDP the advantage falls from 0.918
-(per order) to 0.874; for small ρ the two agree, and the smaller of the two is returned.
+(Dong, Roth & Su 2022, JRSS B, arXiv:1905.02383, Prop. 2.12).  For ρ = 2 zCDP the advantage falls from 0.868
+(the best of dpcalc's 225 orders) to 0.834; for small ρ the two agree, and the smaller of the two is returned.
 
 Certifying the supremum
 -----------------------
-T is non-decreasing (β is convex with β(1) = 0).  So on an interval [a_i, a_{i+1}] of a grid,
-
-    T(a) − e^ε a <= T(a_{i+1}) − e^ε a_i <= tpr_up(a_{i+1}) − e^ε a_i,
-
-with tpr_up the certified (rounded-up) TPR.  The largest of these over the intervals is an upper bound on the
-supremum, whatever the grid.  The grid is refined where that bound is loose: the intervals whose bound
-exceeds the best grid point's value are split (linearly, or geometrically toward 0), round after round,
-until the bound is within RTOL of that value or ROUNDS are spent.  Refining only tightens; stopping early
-only costs tightness.  e^ε is rounded down before the product, the difference rounded up.
+T is concave and non-decreasing (the feasible set of (a, 1 − β) is convex), and it is known only within a
+certified bracket low <= T <= up at the points of a grid.  On each interval the supremum of T(a) − e^ε a is
+bounded by lines that lie above T there (:func:`_interval_bounds`: the monotone bound up_{i+1} − e^ε a_i, the
+neighbouring chords extended into the interval, and their mixtures), each line's maximum taken at the
+interval's ends, so that no point is solved for.  The largest of these over the intervals bounds the supremum,
+whatever the grid.  The grid is refined where that bound is loose: the intervals whose bound exceeds the best
+grid point's value are split (linearly, or geometrically toward 0), round after round, until the bound is
+within RTOL of that value or ROUNDS are spent.  Refining only tightens; stopping early only costs tightness.
+e^ε is rounded down before the products, each interval's bound carries SLACK for rounding, and the result is
+rounded up.
 """
 
 from __future__ import annotations

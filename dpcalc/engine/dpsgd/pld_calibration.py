@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from dpcalc.engine import _special
+from dpcalc.engine._numerics import sorted_unique
 from dpcalc.engine.dpsgd import accounting, noise_calibration, rate_budget, step_budget
 from dpcalc.engine.dpsgd.pld_accounting import sgd_epsilon_pld, sgd_epsilon_pld_remove
 from dpcalc.engine.pld.bracket import MAX_COUNT
@@ -24,10 +25,7 @@ from dpcalc.engine.pld.search import SIGMA_RANGE, _answer, _check_target, _held,
 from dpcalc.errors import DpcalcWarning
 
 #: The Rényi orders of the RDP answers a search starts from (whole numbers: the cheap part of the series).
-#: (Sorted and deduplicated in Python: ``np.unique`` would import numpy.ma, some 7 ms of every start-up.)
-START_ORDERS = np.array(
-    sorted({float(v) for v in np.concatenate([np.arange(2.0, 64.0), np.round(np.geomspace(64, 4096, 20))])})
-)
+START_ORDERS = sorted_unique(np.concatenate([np.arange(2.0, 64.0), np.round(np.geomspace(64, 4096, 20))]))
 
 
 def _pld(q, sigma, steps, delta, eps_error, setting=None):

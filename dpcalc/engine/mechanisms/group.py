@@ -161,9 +161,8 @@ class Grouped(Mechanism):
         k, bp = self.split(params)
         pure = self._pure(k, bp)
         if pure is not None:
-            return loss_models.approx_dp(
-                pure, 0.0
-            ), None  # (Kε, 0)-DP: dominated by randomized response of Kε
+            # (Kε, 0)-DP: dominated by randomized response of Kε
+            return loss_models.approx_dp(pure, 0.0), None
         pair, reason = self.per_release(params)
         if pair is not None:
             return loss_models.approx_dp(pair[0], pair[1]), None
