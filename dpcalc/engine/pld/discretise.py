@@ -26,11 +26,11 @@ to the bin's anchor, so the split fraction is accurate to a few ulps of ``h``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpcalc.engine._numerics import gauss_legendre
+from dpcalc.engine._numerics import gauss_legendre, sorted_unique
 from dpcalc.engine.mechanisms.loss_models import LossModel, gather_atoms
 from dpcalc.engine.mechanisms.mixture_loss import MixtureLossModel
 from dpcalc.errors import UncertifiedError
@@ -73,6 +73,7 @@ class DiscretePLD:
     loss_slack: float
     #: quadrature panels the discretisation used (its cost; for the work cap)
     panels: int = 0
+    _block_cache: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def n(self) -> int:
@@ -91,25 +92,88 @@ class DiscretePLD:
         return m + math.log(float(np.sum(np.exp(v - m))))
 
     def log_mgf_bound(self, t) -> np.ndarray:
-        """Upper bound on ``log Σ p_i e^{t l_i}`` for an array of ``t`` (exact log-sum-exp over the
-        support plus a rounding margin that covers the exponents' own rounding); used in Chernoff bounds,
-        where an upper bound is needed."""
+        """Upper bound on ``log Σ p_i e^{t l_i}`` for an array of ``t``, used in Chernoff bounds (where an
+        upper bound is needed).
+
+        Blocked: with the support cut into blocks of ``B`` consecutive points, ``l = l_b + jh`` inside block
+        ``b``, the sum is ``Σ_b P_b e^{t l_b} Σ_j s_{bj} e^{t h j}`` with ``P_b`` the block's largest mass and
+        ``s_{bj} = p_{bB+j}/P_b ∈ [0, 1]``: one matrix product of the ``s`` with the ``B`` powers
+        ``e^{thj}``, then a log-sum-exp over the blocks (``B`` is chosen so that ``|t|h(B−1) <= 64``).  The
+        rounding margin (:func:`_blocked_margin`) covers every step, so the result is never below the
+        exact value (tests/test_pld_log_mgf.py, against mpmath).
+        """
         t = np.atleast_1d(np.asarray(t, dtype=float))
-        nz = self.p > 0
-        with np.errstate(divide="ignore"):
-            lp = np.log(self.p[nz])
-        lv = self.losses()[nz]
         out = np.empty(t.size)
-        step = max(1, (1 << 22) // max(lv.size, 1))
-        for c0 in range(0, t.size, step):
-            v = lp[None, :] + t[c0 : c0 + step, None] * lv[None, :]
-            m = np.max(v, axis=1, keepdims=True)
-            out[c0 : c0 + step] = np.log(np.sum(np.exp(v - m), axis=1)) + m[:, 0]
-        # rounding: of the log-sum-exp (8u(|out| + 1) and 4u·log2 n for the sum), and of each exponent
-        # log p_i + t·l_i, whose parts can be far larger than the result (log p = −600 against t·l = +610):
-        # log p to an ulp, t·l to two, their sum to one, so 4u·(max|log p| + |t|·max|l|) covers every term
-        size = 4.0 * _U * (np.max(np.abs(lp), initial=0.0) + np.abs(t) * np.max(np.abs(lv), initial=0.0))
-        return out + 8.0 * _U * (np.abs(out) + 1.0) + 4.0 * _U * np.log2(max(lv.size, 2)) + size
+        if not np.any(self.p > 0):
+            out[:] = -np.inf
+            return out
+        reach = np.abs(t) * self.h  # nats per grid step
+        sizes = np.array([_block_size(r) for r in reach])
+        for size in sorted_unique(sizes):
+            sel = np.flatnonzero(sizes == size)
+            out[sel] = self._blocked_log_mgf(t[sel], int(size))
+        return out
+
+    def _blocks(self, size: int):
+        """Per-block ``(log P_b, l_b, s)`` for blocks of ``size`` points (nonempty blocks only; cached)."""
+        if self._block_cache is None:
+            self._block_cache = {}
+        if size not in self._block_cache:
+            nb = -(-self.n // size)
+            padded = np.zeros(nb * size)
+            padded[: self.n] = self.p
+            rows = padded.reshape(nb, size)
+            top = rows.max(axis=1)
+            keep = np.flatnonzero(top > 0)
+            s = rows[keep] / top[keep, None]  # correctly rounded, in [0, 1]
+            first = (self.start + keep * size) * self.h
+            self._block_cache[size] = (np.log(top[keep]), first, s)
+        return self._block_cache[size]
+
+    def _blocked_log_mgf(self, t: np.ndarray, size: int) -> np.ndarray:
+        lp, first, s = self._blocks(size)
+        with np.errstate(over="ignore", under="ignore"):
+            powers = np.exp(np.outer(self.h * np.arange(size, dtype=float), t))  # (size, len(t))
+            inner = s @ powers  # (blocks, len(t)): sums of nonnegative terms
+            v = lp[:, None] + np.log(inner) + first[:, None] * t[None, :]
+        m = np.max(v, axis=0)
+        out = np.log(np.sum(np.exp(v - m[None, :]), axis=0)) + m
+        return out + _blocked_margin(out, t, size, lp, first, self.h)
+
+
+#: Largest block of :meth:`DiscretePLD.log_mgf_bound`, and the widest tilt across one block (nats).
+_BLOCK_MAX = 64
+_BLOCK_REACH = 64.0
+
+
+def _block_size(reach: float) -> int:
+    """The largest power of two ``B <= _BLOCK_MAX`` with ``reach·(B − 1) <= _BLOCK_REACH`` (at least 1)."""
+    size = _BLOCK_MAX
+    while size > 1 and reach * (size - 1) > _BLOCK_REACH:
+        size //= 2
+    return size
+
+
+def _blocked_margin(out, t, size: int, lp, first, h: float) -> np.ndarray:
+    """Rounding margin of the blocked cumulant (u = unit round-off; r = |t|h(B − 1) <= _BLOCK_REACH, the
+    widest tilt across a block), added on the upper side:
+
+    * the log-sum-exp over ``n_b`` blocks: 8u(|out| + 1) + 4u·log₂n_b;
+    * each block's exponent ``log P_b + log(inner_b) + t·l_b``: log P_b and t·l_b carry an ulp or two of
+      their size, the two sums one more each, and ``|log inner_b| <= r + log B``:
+      4u·(max|log P| + |t|·max|l| + r + log B + 1);
+    * ``inner_b``: the ratios ``s`` (correctly rounded; below the normal range an absolute 2^-1075 per
+      term, which against inner_b >= e^{−r} is far below u), the powers ``e^{thj}`` (their argument
+      rounded twice: 2u·r; exp within 4 ulps), the products (1 ulp) and a sum of ``B`` nonnegative terms
+      in any order (γ_B): a relative (B + 8 + 2r)·u·1.01, which also bounds it in log units.
+    """
+    u = _U
+    nb = max(lp.size, 2)
+    r = np.abs(t) * h * (size - 1)
+    big_l = max(float(np.max(np.abs(first))), float(np.max(np.abs(first + h * (size - 1)))))
+    expo = 4.0 * u * (float(np.max(np.abs(lp))) + np.abs(t) * big_l + r + math.log(size) + 1.0)
+    inner = (size + 8.0 + 2.0 * r) * u * 1.01
+    return 8.0 * u * (np.abs(out) + 1.0) + 4.0 * u * math.log2(nb) + expo + inner
 
 
 def choose_range(model: LossModel, h: float, log_target: float) -> tuple[int, int]:
