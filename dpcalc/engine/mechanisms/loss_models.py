@@ -211,14 +211,18 @@ class LossModel:
                 parts.append(np.log(self.atoms_mass)[None, :] + tc * self.atoms_loc[None, :])
         if self.piece is not None:
             lw, lx = self._piece_nodes(float(np.max(np.abs(tc))))
-            parts.append(lw[None, :] + tc * lx[None, :])
+            v = tc * lx[None, :]
+            v += lw[None, :]
+            parts.append(v)
         if not parts:
             return np.full(tc.shape[0], -np.inf)
-        allt = np.concatenate(parts, axis=1)
+        allt = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
         m = np.max(allt, axis=1, keepdims=True)
         m = np.where(np.isfinite(m), m, 0.0)
         with np.errstate(divide="ignore", over="ignore", under="ignore"):
-            return np.log(np.sum(np.exp(allt - m), axis=1)) + m[:, 0]
+            allt -= m
+            np.exp(allt, out=allt)
+            return np.log(np.sum(allt, axis=1)) + m[:, 0]
 
 
 def _composite_nodes(lo: float, hi: float, width: float):

@@ -86,7 +86,7 @@ def compose_window(plds: list[DiscretePLD], counts, lam: float, lo_idx: int, n_f
     if len(plds) == 1 and int(counts[0]) == 1:
         d = plds[0]
         with np.errstate(divide="ignore", under="ignore"):
-            vals = np.exp(np.log(d.p) + lam * d.losses() - d.log_mgf(lam))
+            vals = np.exp(d.log_p() + lam * d.losses() - d.log_mgf(lam))
         pos = (d.start + np.arange(d.n)) % n_fft
         raw = np.bincount(pos, weights=vals, minlength=n_fft)
         return np.roll(raw, -(lo_idx % n_fft)), 0.0
@@ -95,7 +95,7 @@ def compose_window(plds: list[DiscretePLD], counts, lam: float, lo_idx: int, n_f
     for d, c in zip(plds, counts):
         with np.errstate(divide="ignore", under="ignore"):
             lm = d.log_mgf(lam)
-            vals = np.exp(np.log(d.p) + lam * d.losses() - lm)
+            vals = np.exp(d.log_p() + lam * d.losses() - lm)
         pos = (d.start + np.arange(d.n)) % n_fft
         arr = np.bincount(pos, weights=vals, minlength=n_fft)
         z = np.fft.rfft(arr)
@@ -133,6 +133,10 @@ def _suffix_scan(x: np.ndarray, c: float) -> np.ndarray:
     n = x.size
     lc = -math.log(c)
     size = max(1, min(n, int(200.0 / lc)))
+    if size == n:  # one block, nothing carried into it
+        sc = np.exp(-lc * np.arange(n))
+        with np.errstate(under="ignore"):
+            return np.cumsum((x * sc)[::-1])[::-1] / sc
     y = np.empty(n)
     j = np.arange(size)
     scale_full = np.exp(-lc * j)

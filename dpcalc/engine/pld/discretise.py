@@ -74,18 +74,37 @@ class DiscretePLD:
     #: quadrature panels the discretisation used (its cost; for the work cap)
     panels: int = 0
     _block_cache: dict | None = field(default=None, init=False, repr=False, compare=False)
+    _cache: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def n(self) -> int:
         return int(self.p.size)
 
     def losses(self) -> np.ndarray:
-        return (self.start + np.arange(self.n)) * self.h
+        """The grid losses ``(start + i)·h`` (computed once; read-only)."""
+        return self._cached("losses", lambda: (self.start + np.arange(self.n)) * self.h)
+
+    def log_p(self) -> np.ndarray:
+        """``log p`` (−inf at empty points; computed once; read-only)."""
+
+        def compute():
+            with np.errstate(divide="ignore"):
+                return np.log(self.p)
+
+        return self._cached("log_p", compute)
+
+    def _cached(self, name: str, compute) -> np.ndarray:
+        if self._cache is None:
+            self._cache = {}
+        if name not in self._cache:
+            arr = compute()
+            arr.flags.writeable = False
+            self._cache[name] = arr
+        return self._cache[name]
 
     def log_mgf(self, t: float) -> float:
         """``log Σ p_i e^{t l_i}`` (finite part), computed exactly in log space."""
-        with np.errstate(divide="ignore"):
-            v = np.log(self.p) + t * self.losses()
+        v = self.log_p() + t * self.losses()
         m = float(np.max(v))
         if not math.isfinite(m):
             return -math.inf
