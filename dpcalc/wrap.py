@@ -2,7 +2,10 @@
 standard library, so that the command line's entry point can use it without loading the renderer)."""
 
 import shutil
-import textwrap
+
+from dpcalc.lazy import lazy_module
+
+textwrap = lazy_module("textwrap")  # only a terminal's lines are wrapped
 
 
 def for_terminal(text: str, stream) -> str:

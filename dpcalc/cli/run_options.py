@@ -14,12 +14,14 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping
-from fractions import Fraction
 
 import click
 
 from dpcalc.cli.common import single
 from dpcalc.cli.types import Grid
+from dpcalc.lazy import lazy_module
+
+fractions = lazy_module("fractions")  # only for --noise-std with --clip-norm
 
 #: option -> (its declarations, its value type), in the order the options are listed.
 RUN_OPTIONS = {
@@ -108,7 +110,7 @@ def _ratio_down(s: float, c: float) -> float:
             f"{s!r} / {c!r} (noise std / clip norm) is beyond the largest float {sys.float_info.max:g}",
             param_hint="'--noise-std'",
         )
-    if Fraction(q) > Fraction(s) / Fraction(c):
+    if fractions.Fraction(q) > fractions.Fraction(s) / fractions.Fraction(c):
         q = math.nextafter(q, 0.0)
     if q == 0:
         raise click.BadParameter(

@@ -9,9 +9,13 @@ value becomes one error line naming the option (click's ``BadParameter``, exit s
 from __future__ import annotations
 
 import math
-from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Context, Decimal, InvalidOperation, localcontext
 
 import click
+
+from dpcalc.lazy import lazy_module
+
+#: exact decimal arithmetic: only for ranges and numbers whose exactness needs it (one query types none)
+decimal = lazy_module("decimal")
 
 #: The largest --seed: numpy's generators take seeds >= 0; 2^63 − 1 keeps every seed a signed 64-bit integer.
 SEED_MAX = 2**63 - 1
@@ -106,17 +110,20 @@ def _fmt(v: float) -> str:
 
 def _exact(tok: str, v: float) -> bool:
     """Whether the decimal ``tok`` is exactly the double ``v`` (``1e6`` is; ``2^53 + 1`` is not)."""
+    digits = tok.strip().replace("_", "")
+    if digits.isascii() and digits.isdigit() and v < 2.0**53:
+        return True  # a whole number below 2^53 is a double, and float() rounds it to itself
     try:
-        return Decimal(tok.strip().replace("_", "")) == Decimal(v)
-    except InvalidOperation:
+        return decimal.Decimal(tok.strip().replace("_", "")) == decimal.Decimal(v)
+    except decimal.InvalidOperation:
         return False
 
 
-def _decimal(tok: str) -> Decimal | None:
+def _decimal(tok: str) -> decimal.Decimal | None:
     """The decimal number ``tok`` names exactly (``None``: not a finite decimal, e.g. ``inf``)."""
     try:
-        d = Decimal(tok.strip().replace("_", ""))
-    except InvalidOperation:
+        d = decimal.Decimal(tok.strip().replace("_", ""))
+    except decimal.InvalidOperation:
         return None
     return d if d.is_finite() else None
 
@@ -200,11 +207,11 @@ _PRECISION = 40
 _EXACT_SUM = 700
 
 
-def _double(d: Decimal, part: str, integer: bool) -> float:
+def _double(d: decimal.Decimal, part: str, integer: bool) -> float:
     """The double nearest the decimal ``d`` (0, never -0); a whole ``d`` a double cannot hold exactly
     is refused for an ``integer`` option, as a typed one is."""
     v = float(d) + 0.0
-    if integer and d == d.to_integral_value() and Decimal(v) != d:
+    if integer and d == d.to_integral_value() and decimal.Decimal(v) != d:
         raise ValueError(
             f"range {part!r} reaches {d}, which cannot be represented exactly "
             "(whole numbers are exact up to 2^53 = 9007199254740992)"
@@ -225,17 +232,17 @@ def _parse_range(part: str, max_values: int, integer: bool = False) -> list[floa
     if stop < start:
         raise ValueError(f"range {part!r} is descending (STOP < START)")
     # the ends as the decimals typed (a finite end parses as a decimal; the double is a fallback)
-    d_start = _decimal(pieces[0]) or Decimal(start)
-    d_stop = _decimal(pieces[1]) or Decimal(stop)
+    d_start = _decimal(pieces[0]) or decimal.Decimal(start)
+    d_stop = _decimal(pieces[1]) or decimal.Decimal(stop)
     typed = sum(len(p) for p in pieces)  # at least the significant digits typed
-    with localcontext(Context(prec=_PRECISION + typed)) as ctx:
+    with decimal.localcontext(decimal.Context(prec=_PRECISION + typed)) as ctx:
         if step_text[:1] in ("x", "X", "*"):
             factor = _number(step_text[1:], "range factor")
             if not factor > 1 or not math.isfinite(factor):
                 raise ValueError(f"range {part!r}: the factor must be > 1")
             if start <= 0:
                 raise ValueError(f"range {part!r}: a geometric range needs START > 0")
-            d_factor = _decimal(step_text[1:]) or Decimal(factor)
+            d_factor = _decimal(step_text[1:]) or decimal.Decimal(factor)
             if (math.log(stop) - math.log(start)) / math.log(factor) > max_values + 1:
                 raise ValueError(f"range {part!r} expands to more than {max_values} values")
             points = []
@@ -246,15 +253,15 @@ def _parse_range(part: str, max_values: int, integer: bool = False) -> list[floa
                     raise ValueError(f"range {part!r} expands to more than {max_values} values")
                 point *= d_factor
             if integer:
-                whole = [p.to_integral_value(rounding=ROUND_HALF_EVEN) for p in points]
+                whole = [p.to_integral_value(rounding=decimal.ROUND_HALF_EVEN) for p in points]
                 points = [p for i, p in enumerate(whole) if i == 0 or p != whole[i - 1]]
             return [_double(p, part, integer) for p in points]
         step = _number(step_text, "range step")
         if not step > 0 or not math.isfinite(step):
             raise ValueError(f"range {part!r}: the step must be > 0")
-        d_step = _decimal(step_text) or Decimal(step)
+        d_step = _decimal(step_text) or decimal.Decimal(step)
         ctx.prec = _EXACT_SUM + typed  # START + k·STEP exactly
-        n = int(((d_stop - d_start) / d_step).to_integral_value(rounding=ROUND_FLOOR)) + 1
+        n = int(((d_stop - d_start) / d_step).to_integral_value(rounding=decimal.ROUND_FLOOR)) + 1
         while n > 1 and d_start + (n - 1) * d_step > d_stop:  # a quotient rounded up to a whole number
             n -= 1
         if n > max_values:

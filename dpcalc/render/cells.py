@@ -1,11 +1,15 @@
 """Cells: how one value is written in each format, and the safe-side rounding of tables."""
 
+from __future__ import annotations
+
 import math
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
+from dpcalc.lazy import lazy_module
 from dpcalc.result import rounding
 from dpcalc.wrap import _isatty, for_terminal, wrap_words  # noqa: F401 (re-exported: one wrapping rule)
+
+decimal = lazy_module("decimal")  # only where a rounded cell must move to its safe side
 
 
 # -- cells ------------------------------------------------------------------------------------
@@ -54,11 +58,11 @@ MARK_UP, MARK_DOWN = "⁺", "⁻"
 GLUE = "\x00"
 
 
-def _quantum(d: Decimal, digits: int) -> Decimal:
-    return Decimal(1).scaleb(d.adjusted() - digits + 1)
+def _quantum(d: decimal.Decimal, digits: int) -> decimal.Decimal:
+    return decimal.Decimal(1).scaleb(d.adjusted() - digits + 1)
 
 
-def _decimal_text(d: Decimal, digits: int) -> str:
+def _decimal_text(d: decimal.Decimal, digits: int) -> str:
     # d has at most `digits` significant digits (or is a power of ten): the nearest double prints back as d
     return f"{float(d):.{digits}g}"
 
@@ -75,8 +79,8 @@ def _round_sig(v: float, digits: int, direction: str) -> str:
     near = float(text)
     if direction not in ("up", "down") or (near >= v if direction == "up" else near <= v):
         return text
-    d = Decimal(v)
-    rounding = ROUND_CEILING if direction == "up" else ROUND_FLOOR
+    d = decimal.Decimal(v)
+    rounding = decimal.ROUND_CEILING if direction == "up" else decimal.ROUND_FLOOR
     return _decimal_text(d.quantize(_quantum(d, digits), rounding=rounding), digits)
 
 

@@ -2,15 +2,17 @@
 
 import csv
 import io
-import json
 import sys
 from typing import IO
 
 from dpcalc.errors import InputError
+from dpcalc.lazy import lazy_module
 from dpcalc.render.cells import _isatty, csv_cell, json_value, one_line, table_cell, tsv_cell
 from dpcalc.render.quiet import _Quiet
 from dpcalc.render.table import _encodes, to_ascii
 from dpcalc.result import Result
+
+json = lazy_module("json")  # only for -f json and jsonl
 
 FORMATS = ("table", "csv", "tsv", "json", "jsonl")
 #: the formats written row by row (chunk by chunk for a stream)

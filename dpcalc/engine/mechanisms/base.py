@@ -28,12 +28,15 @@ by each accountant).  Adding a mechanism is one module here and its tests.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
-from fractions import Fraction
 
 import numpy as np
 
 from dpcalc.errors import InputError
+from dpcalc.lazy import lazy_module
+
+# exact arithmetic, only for the specs and group sizes that ask for it (one DP-SGD query does not)
+_decimal = lazy_module("decimal")
+_fractions = lazy_module("fractions")
 
 _EPS = float(np.finfo(float).eps)
 
@@ -80,9 +83,9 @@ def check_alphas(alphas) -> np.ndarray:
     return a
 
 
-def decimal(x) -> Fraction:
+def decimal(x) -> _fractions.Fraction:
     """The number a double was written as: its shortest decimal (``0.1`` for the double nearest 0.1), exactly."""
-    return Fraction(Decimal(repr(float(x))))
+    return _fractions.Fraction(_decimal.Decimal(repr(float(x))))
 
 
 def up(value, scale):

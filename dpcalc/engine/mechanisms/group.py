@@ -25,7 +25,6 @@ the existing kinds, made by :mod:`dpcalc.input.group`.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 
@@ -33,6 +32,7 @@ from dpcalc.engine.mechanisms.base import Mechanism, check_alphas, decimal, up
 from dpcalc.errors import InputError
 from dpcalc.lazy import lazy_module
 
+fractions = lazy_module("fractions")  # exact group sizes times bounds, only when a group is asked for
 #: what the person-level forms of (ε, δ) and pure DP use, loaded when one is asked for
 pure_dp = lazy_module("dpcalc.engine.mechanisms.approx_dp")
 loss_models = lazy_module("dpcalc.engine.mechanisms.loss_models")
@@ -48,7 +48,7 @@ def doublings(k: int) -> int:
     return max(0, (int(k) - 1).bit_length())
 
 
-def exact_up(x: Fraction) -> float:
+def exact_up(x: fractions.Fraction) -> float:
     """The smallest double ``d >= x`` whose shortest decimal (the number a spec reads back) is also ``>= x``."""
     try:
         d = float(x)
@@ -155,7 +155,10 @@ class Grouped(Mechanism):
         bounds, reason = self.base.max_loss(bp)
         if bounds is None:
             return None, reason
-        return (Fraction(0), k * bounds[1]), None  # an upper bound only: the lower end claims nothing
+        return (
+            fractions.Fraction(0),
+            k * bounds[1],
+        ), None  # an upper bound only: the lower end claims nothing
 
     def pld_pair(self, params):
         k, bp = self.split(params)

@@ -33,7 +33,6 @@ rounds and their ε are :mod:`dpcalc.engine.dpsgd.allocation`'s.
 
 from __future__ import annotations
 
-import decimal
 import math
 
 import numpy as np
@@ -41,6 +40,9 @@ import numpy as np
 from dpcalc.engine._special import lazy_special as special
 from dpcalc.engine.mechanisms.random_allocation.rdp_add import log_moment_add_upper
 from dpcalc.errors import InputError
+from dpcalc.lazy import lazy_module
+
+decimal = lazy_module("decimal")  # the exact moment sums, only when random allocation is asked for
 
 #: Largest integer order at which the multinomial formula is evaluated; above it the unamplified cap.
 MAX_INT_ORDER = 256
