@@ -218,8 +218,10 @@ def _eval_v(ev, c: _C, slope=False):
 
 
 def _slope_v(t, c: _C):
-    """dψ/dp at t from :func:`_eval_v` (accurate where log ψ ≈ 0, unlike the log-space h)."""
-    return _eval_v(_eval(t, c, derivative=False), c, slope=True)[2]
+    """dψ/dp at t from :func:`_eval_v` (accurate where log ψ ≈ 0, unlike the log-space h), and its round-off
+    allowance."""
+    _, _, dv, derr = _eval_v(_eval(t, c, derivative=False), c, slope=True)
+    return dv, derr
 
 
 def _refine_t_small(c: _C, t0, maxiter=200):
@@ -227,14 +229,16 @@ def _refine_t_small(c: _C, t0, maxiter=200):
 
     Where log ψ ≈ 0 the log-space sign h of :func:`_solve_t` is swamped by round-off, so its t can be far from
     the minimiser and the tangent pairs would not straddle it.  A bracket with dψ/dp < 0 < dψ/dp is grown
-    around t0, then safeguarded Newton (finite-difference slope) with bisection fallback.  Only the *position*
-    of the tangent pairs depends on this (the bound is valid wherever they are).  t0 is kept where no bracket
-    is found.
+    around t0, then safeguarded Newton (finite-difference slope); where a Newton step leaves the bracket, the
+    false position of the bracket's ends (a bisection where that too fails, or where the bracket has not
+    halved in three steps).  A point whose slope is zero within its round-off allowance is a minimiser as
+    far as the slope can tell, and is kept.  Only the *position* of the tangent pairs depends on this (the
+    bound is valid wherever they are).  t0 is kept where no bracket is found.
     """
     t = np.where(np.isfinite(t0), t0, 0.0)
     s = 1e-3 * (1.0 + np.abs(t))
     tl, tr = t - s, t + s
-    fl, fr = _slope_v(tl, c), _slope_v(tr, c)
+    fl, fr = _slope_v(tl, c)[0], _slope_v(tr, c)[0]
     pend = np.flatnonzero(~((fl < 0) & (fr > 0)))
     for k in range(40):
         if pend.size == 0:
@@ -245,8 +249,8 @@ def _refine_t_small(c: _C, t0, maxiter=200):
         step = s[pend] * 2.0 ** (k + 1)
         tl[pend] = np.where(grow_l, tl[pend] - step, tl[pend])
         tr[pend] = np.where(grow_r, tr[pend] + step, tr[pend])
-        fl[pend] = np.where(grow_l, _slope_v(tl[pend], cc), fl[pend])
-        fr[pend] = np.where(grow_r, _slope_v(tr[pend], cc), fr[pend])
+        fl[pend] = np.where(grow_l, _slope_v(tl[pend], cc)[0], fl[pend])
+        fr[pend] = np.where(grow_r, _slope_v(tr[pend], cc)[0], fr[pend])
         pend = pend[~((fl[pend] < 0) & (fr[pend] > 0))]
     ok = (fl < 0) & (fr > 0)
     out = t0.copy()
@@ -259,23 +263,29 @@ def _refine_t_small(c: _C, t0, maxiter=200):
         cc = c.sub(act)
         ta = t[act]
         h = 1e-7 * (1.0 + np.abs(ta))
-        f = _slope_v(ta, cc)
-        fh = _slope_v(ta + h, cc)
+        f = _slope_v(ta, cc)[0]
+        fh = _slope_v(ta + h, cc)[0]
         neg = f < 0
         tla = np.where(neg, ta, tl[act])
         tra = np.where(neg, tr[act], ta)
+        fla = np.where(neg, f, fl[act])
+        fra = np.where(neg, fr[act], f)
         with np.errstate(divide="ignore", invalid="ignore"):
             tn = ta - f * h / (fh - f)
-        bad = ~np.isfinite(tn) | (tn <= tla) | (tn >= tra)
+            fp = tla - fla * (tra - tla) / (fra - fla)
+        tol = 1e-13 * (1.0 + np.abs(ta))
+        # a Newton step within the tolerance has converged, even where it rounds onto the bracket's end
+        converged = np.abs(tn - ta) <= tol
+        bad = ~converged & (~np.isfinite(tn) | (tn <= tla) | (tn >= tra))
         # a bisection where the bracket has not halved in three steps (Newton crawls on exponential tails)
         width = tra - tla
-        slow = (it >= 3) & (width > 0.5 * w3[act]) & (width > 1e-6 * (1.0 + np.abs(ta)))
-        bad |= slow
+        slow = ~converged & (it >= 3) & (width > 0.5 * w3[act]) & (width > 1e-6 * (1.0 + np.abs(ta)))
         w3[act] = np.where(it % 3 == 2, width, w3[act])
-        tn = np.where(bad, 0.5 * (tla + tra), tn)
-        tol = 1e-13 * (1.0 + np.abs(ta))
+        inside = np.isfinite(fp) & (fp > tla) & (fp < tra)
+        tn = np.where(slow | (bad & ~inside), 0.5 * (tla + tra), np.where(bad, fp, tn))
         done = (np.abs(tn - ta) <= tol) | (tra - tla <= tol) | (f == 0)
-        tl[act], tr[act], t[act] = tla, tra, np.where(f == 0, ta, tn)
+        tl[act], tr[act], fl[act], fr[act] = tla, tra, fla, fra
+        t[act] = np.where(f == 0, ta, tn)
         act = act[~done]
     out[ok] = t[ok]
     return out
