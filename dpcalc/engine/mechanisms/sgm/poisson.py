@@ -225,23 +225,15 @@ def _log_a_frac_quad(q, sigma, alpha):
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             x = (2.0 * z - 1.0) / (2.0 * s2)
             u = q[sel, None] * np.expm1(np.minimum(x, 700.0))  # only used where α·log1p(u) < 700
-            small = np.abs(a * u) < 0.01
-            # Taylor: Σ_{j>=2} C(α,j)u^j, 8 terms (error below (α|u|)^7 relative)
-            coef = a * (a - 1.0) / 2.0
-            term = coef * u * u
-            ser = term.copy()
-            for j in range(3, 10):
-                term = term * (a - j + 1.0) / j * u
-                ser = ser + term
-            log_small = np.log(np.where(small, ser, 1.0))
-            # α·log(1 + u) in log space for large u: log u = log q + x + log(1 − e^{−x})
-            lu = np.log(q[sel, None]) + x + log1mexp(-np.maximum(x, 1e-300))
-            tt = np.where(x > 0, a * np.logaddexp(0.0, lu), a * np.log1p(u))
-            direct = np.where(tt < 700.0, np.expm1(np.minimum(tt, 700.0)) - a * u, np.inf)
-            log_big = np.where(tt < 700.0, np.log(np.where(direct > 0, direct, 1.0)), tt)
-            log_big = np.where((tt < 700.0) & ~(direct > 0), -np.inf, log_big)
-            lg = np.where(small, log_small, log_big)
-            lg = np.where(small & ~(ser > 0), -np.inf, lg)
+            aa = np.broadcast_to(a, x.shape)
+            small = np.abs(aa * u) < 0.01
+            # each point's log integrand by the one branch that applies to it (points past the grid's end: none)
+            lg = np.full(x.shape, -np.inf)
+            sm = small & inside
+            lg[sm] = _log_taylor(aa[sm], u[sm])
+            bg = ~small & inside
+            lq = np.broadcast_to(np.log(q[sel, None]), x.shape)
+            lg[bg] = _log_direct(aa[bg], u[bg], x[bg], lq[bg])
             dens = -0.5 * z * z / s2 - 0.5 * np.log(2.0 * np.pi * s2)
             vals = np.where(inside, dens + lg, -np.inf)
         log_am1 = logsumexp(vals, axis=1) + np.log(h[sel]) + 1e-10
@@ -249,6 +241,32 @@ def _log_a_frac_quad(q, sigma, alpha):
             out[sel] = np.logaddexp(0.0, log_am1)
         ok[sel] = np.isfinite(out[sel])
     return np.nextafter(out, np.inf), ok
+
+
+def _log_taylor(a, u):
+    """log Σ_{j>=2} C(α,j)u^j for α|u| < 0.01, 8 terms (error below (α|u|)^7 relative); −inf where the sum is
+    not positive (flat arrays; :func:`_log_a_frac_quad`)."""
+    coef = a * (a - 1.0) / 2.0
+    term = coef * u * u
+    ser = term.copy()
+    for j in range(3, 10):
+        term = term * (a - j + 1.0) / j * u
+        ser = ser + term
+    return np.where(ser > 0, np.log(np.where(ser > 0, ser, 1.0)), -np.inf)
+
+
+def _log_direct(a, u, x, lq):
+    """log((1 + u)^α − 1 − αu) for α|u| >= 0.01 (flat arrays; ``lq`` = log q): α·log(1 + u) in log space for
+    u > 0 (log u = log q + x + log(1 − e^{−x})), the log of the difference below e^700, α·log(1 + u) itself
+    above (where the difference is that to within e^−700)."""
+    pos = x > 0
+    tt = np.empty(x.shape)
+    xp = x[pos]
+    tt[pos] = a[pos] * np.logaddexp(0.0, lq[pos] + xp + log1mexp(-np.maximum(xp, 1e-300)))
+    tt[~pos] = a[~pos] * np.log1p(u[~pos])
+    direct = np.where(tt < 700.0, np.expm1(np.minimum(tt, 700.0)) - a * u, np.inf)
+    log_big = np.where(tt < 700.0, np.log(np.where(direct > 0, direct, 1.0)), tt)
+    return np.where((tt < 700.0) & ~(direct > 0), -np.inf, log_big)
 
 
 def _rdp_poisson_generic(q, sigma, alphas):
