@@ -149,9 +149,10 @@ def _solve_t(c: _C, t0, maxiter=100):
         vra = np.where(left, vr[act], va)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             vn = va - h / dh
-        bad = ~np.isfinite(vn) | (vn <= vla) | (vn >= vra)
-        vn = np.where(bad, 0.5 * (vla + vra), vn)
         tol = 1e-15 * (1.0 + np.abs(tL[act]) / off)  # relative accuracy of t itself
+        # a Newton step within the tolerance has converged, even where it rounds onto the bracket's end
+        bad = ~(np.abs(vn - va) <= tol) & (~np.isfinite(vn) | (vn <= vla) | (vn >= vra))
+        vn = np.where(bad, 0.5 * (vla + vra), vn)
         done = (np.abs(vn - va) <= tol) | (vra - vla <= tol)
         vl[act], vr[act], v[act] = vla, vra, vn
         act = act[~done]
