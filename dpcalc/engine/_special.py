@@ -94,6 +94,13 @@ def _lgamma_int(x):
     top = float(np.max(x, initial=0.0))
     if top >= _LGAMMA_TABLE_MAX:
         return _gammaln(x)
+    if top >= _LGAMMA_TABLE.size and x.size < (top - _LGAMMA_TABLE.size) / 8:
+        # a few entries far beyond the table (one query's high orders): those alone, not the whole stretch
+        out = np.empty(x.shape)
+        inside = x < _LGAMMA_TABLE.size
+        out[inside] = _LGAMMA_TABLE[np.clip(x[inside], 0, None).astype(np.intp)]
+        out[~inside] = np.asarray(_lgamma_u(x[~inside]), dtype=float)
+        return out
     if top >= _LGAMMA_TABLE.size:  # grown by the missing entries, to what is asked (and half again)
         old = _LGAMMA_TABLE.size
         size = int(min(max(top + 2, 1.5 * old, 1024), _LGAMMA_TABLE_MAX))
