@@ -148,8 +148,10 @@ NOT_FOR_ANY = (
     "dpcalc.input.spec",
 )
 #: The rows of other methods (Monte Carlo, the last-iterate heuristic, calibration, tuning runs), the person-level
-#: samplers and the drawing of --plot: a query that computes none of them loads none of them.
+#: samplers, the allocation samplers' round math and the drawing of --plot: a query that computes none of them
+#: loads none of them.
 OTHER_ROWS = (
+    "dpcalc.engine.mechanisms.random_allocation",
     "dpcalc.commands.sgd.mc",
     "dpcalc.engine.dpsgd.balls_in_bins_mc",
     "dpcalc.engine.dpsgd.balls_in_bins_samples",

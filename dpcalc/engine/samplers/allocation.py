@@ -24,12 +24,13 @@ import math
 import numpy as np
 
 from dpcalc.engine.conversion.of_curve import eps_of_curve
-from dpcalc.engine.mechanisms.random_allocation.rdp import rdp_random_allocation
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.samplers.base import RELATIONS, Sampler, steps_per_epoch
 from dpcalc.errors import InputError
 from dpcalc.lazy import lazy_module
 
+#: the rounds' Rényi bound, loaded when an allocation sampler is asked for (a Poisson query never is)
+allocation_rdp = lazy_module("dpcalc.engine.mechanisms.random_allocation.rdp")
 #: the PLD side (the rounds' privacy loss models and the grid), loaded when a PLD is asked for
 loss_models = lazy_module("dpcalc.engine.mechanisms.loss_models")
 round_loss = lazy_module("dpcalc.engine.mechanisms.random_allocation.round_loss")
@@ -91,7 +92,7 @@ class Allocation(Sampler):
         t, k, r = self.rounds(q, steps, dataset_size)
         keys = np.stack([sigma.ravel(), t.ravel(), k.ravel()], axis=1)
         uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-        per = rdp_random_allocation(uniq[:, 0], uniq[:, 1], uniq[:, 2], alphas)
+        per = allocation_rdp.rdp_random_allocation(uniq[:, 0], uniq[:, 1], uniq[:, 2], alphas)
         per = per[inv.ravel()].reshape(q.shape + (alphas.size,))
         with np.errstate(invalid="ignore", over="ignore"):
             return np.where(per == 0, 0.0, r[..., None] * per)
@@ -124,7 +125,7 @@ def epsilon_random_allocation(sigma, t, k, rounds, delta, *, conversion="optimal
     sigma, t, k, rounds, delta = np.broadcast_arrays(
         *(np.asarray(x, dtype=float) for x in (sigma, t, k, rounds, delta))
     )
-    per = rdp_random_allocation(sigma, t, k, orders)
+    per = allocation_rdp.rdp_random_allocation(sigma, t, k, orders)
     with np.errstate(invalid="ignore", over="ignore"):
         total = np.where(per == 0, 0.0, rounds[..., None] * per)
     return np.asarray(eps_of_curve(orders, total, delta, conversion).value, dtype=float)
