@@ -2,9 +2,11 @@
 
 A single query pays for every module it imports (some 0.1–1 ms each, before any computation).  A module that
 only some questions need — scipy's submodules, a command's Monte Carlo, PLD or heuristic rows, the person-level
-forms of --group-size, matplotlib's drawing — is named here as ``name = lazy_module("dotted.path")`` at the top
-of the module that calls it, and imported when one of its attributes is first read.  Nothing else changes: the
-calls read ``name.function(...)`` as they would after ``from package import name``.
+forms of --group-size, matplotlib's drawing, random allocation's round math, and the standard library's decimal,
+fractions, json and textwrap (1–2 ms each; a CSV query needs none of them) — is named here as
+``name = lazy_module("dotted.path")`` at the top of the module that calls it, and imported when one of its
+attributes is first read.  Nothing else changes: the calls read ``name.function(...)`` as they would after
+``from package import name``.
 """
 
 from __future__ import annotations

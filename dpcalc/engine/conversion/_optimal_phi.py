@@ -219,10 +219,8 @@ def _eval_v(ev, c: _C, slope=False):
 
 
 def _slope_v(t, c: _C):
-    """dψ/dp at t from :func:`_eval_v` (accurate where log ψ ≈ 0, unlike the log-space h), and its round-off
-    allowance."""
-    _, _, dv, derr = _eval_v(_eval(t, c, derivative=False), c, slope=True)
-    return dv, derr
+    """dψ/dp at t from :func:`_eval_v` (accurate where log ψ ≈ 0, unlike the log-space h)."""
+    return _eval_v(_eval(t, c, derivative=False), c, slope=True)[2]
 
 
 def _refine_t_small(c: _C, t0, maxiter=200):
@@ -230,16 +228,16 @@ def _refine_t_small(c: _C, t0, maxiter=200):
 
     Where log ψ ≈ 0 the log-space sign h of :func:`_solve_t` is swamped by round-off, so its t can be far from
     the minimiser and the tangent pairs would not straddle it.  A bracket with dψ/dp < 0 < dψ/dp is grown
-    around t0, then safeguarded Newton (finite-difference slope); where a Newton step leaves the bracket, the
-    false position of the bracket's ends (a bisection where that too fails, or where the bracket has not
-    halved in three steps).  A point whose slope is zero within its round-off allowance is a minimiser as
-    far as the slope can tell, and is kept.  Only the *position* of the tangent pairs depends on this (the
-    bound is valid wherever they are).  t0 is kept where no bracket is found.
+    around t0, then safeguarded Newton (finite-difference slope): a step within the tolerance has converged
+    (even where it rounds onto the bracket's end); a step that leaves the bracket is replaced by the false
+    position of the bracket's ends, or by a bisection where that fails too or where the bracket has not
+    halved in three steps.  Only the *position* of the tangent pairs depends on this (the bound is valid
+    wherever they are).  t0 is kept where no bracket is found.
     """
     t = np.where(np.isfinite(t0), t0, 0.0)
     s = 1e-3 * (1.0 + np.abs(t))
     tl, tr = t - s, t + s
-    fl, fr = _slope_v(tl, c)[0], _slope_v(tr, c)[0]
+    fl, fr = _slope_v(tl, c), _slope_v(tr, c)
     pend = np.flatnonzero(~((fl < 0) & (fr > 0)))
     for k in range(40):
         if pend.size == 0:
@@ -250,8 +248,8 @@ def _refine_t_small(c: _C, t0, maxiter=200):
         step = s[pend] * 2.0 ** (k + 1)
         tl[pend] = np.where(grow_l, tl[pend] - step, tl[pend])
         tr[pend] = np.where(grow_r, tr[pend] + step, tr[pend])
-        fl[pend] = np.where(grow_l, _slope_v(tl[pend], cc)[0], fl[pend])
-        fr[pend] = np.where(grow_r, _slope_v(tr[pend], cc)[0], fr[pend])
+        fl[pend] = np.where(grow_l, _slope_v(tl[pend], cc), fl[pend])
+        fr[pend] = np.where(grow_r, _slope_v(tr[pend], cc), fr[pend])
         pend = pend[~((fl[pend] < 0) & (fr[pend] > 0))]
     ok = (fl < 0) & (fr > 0)
     out = t0.copy()
@@ -264,8 +262,8 @@ def _refine_t_small(c: _C, t0, maxiter=200):
         cc = c.sub(act)
         ta = t[act]
         h = 1e-7 * (1.0 + np.abs(ta))
-        f = _slope_v(ta, cc)[0]
-        fh = _slope_v(ta + h, cc)[0]
+        f = _slope_v(ta, cc)
+        fh = _slope_v(ta + h, cc)
         neg = f < 0
         tla = np.where(neg, ta, tl[act])
         tra = np.where(neg, tr[act], ta)
