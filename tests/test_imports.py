@@ -162,9 +162,9 @@ OTHER_ROWS = (
     "dpcalc.engine.mechanisms.mixture_gaussian",
     "dpcalc.plot.draw",
 )
-#: The standard library's exact arithmetic and JSON: only ranges, group sizes, --noise-std, table rounding and
-#: -f json/jsonl need them (1–2 ms each at start-up)
-NOT_FOR_CSV = ("decimal", "fractions", "json")
+#: The standard library's exact arithmetic and JSON, and the table's layout: only ranges, group sizes,
+#: --noise-std, tables and -f json/jsonl need them (1–2 ms each at start-up)
+NOT_FOR_CSV = ("decimal", "fractions", "json", "dpcalc.render.table")
 IMPORT_LISTS = {
     "rdp query": (
         QUICK[0],

@@ -9,10 +9,10 @@ from dpcalc.errors import InputError
 from dpcalc.lazy import lazy_module
 from dpcalc.render.cells import _isatty, csv_cell, json_value, one_line, table_cell, tsv_cell
 from dpcalc.render.quiet import _Quiet
-from dpcalc.render.table import _encodes, to_ascii
 from dpcalc.result import Result
 
 json = lazy_module("json")  # only for -f json and jsonl
+table = lazy_module("dpcalc.render.table")  # only for -f table
 
 FORMATS = ("table", "csv", "tsv", "json", "jsonl")
 #: the formats written row by row (chunk by chunk for a stream)
@@ -166,7 +166,7 @@ class RowWriter:
         self.headline = headline
         self.count = 0
         self.widths = {c: max(len(c), (widths or {}).get(c, 12)) for c in self.columns}
-        self.tx = (lambda s: s) if fmt != "table" or _encodes(self.stream, "—εδ") else to_ascii
+        self.tx = (lambda s: s) if fmt != "table" or table._encodes(self.stream, "—εδ") else table.to_ascii
         self._csv = csv.writer(self.stream, lineterminator="\n") if fmt == "csv" else None
         if quiet:
             pass
