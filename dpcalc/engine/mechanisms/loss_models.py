@@ -175,17 +175,23 @@ class LossModel:
     def log_mgf(self, t) -> np.ndarray:
         """``log E_P[e^{tL}; L < ∞]`` for an array of ``t`` (quadrature for the continuous piece:
         an estimate used to choose the grid and the window, never part of a bound).  The accountant
-        asks for the same grids of t many times (each direction, each attempt): answers are memoised."""
-        t = np.atleast_1d(np.asarray(t, dtype=float))
+        asks for the same tilts many times (the window's θ grid, then each tail bound's search on it; each
+        direction, each attempt): answers are memoised per tilt.  A tilt's answer does not depend on the
+        others asked with it (each row of :meth:`_log_mgf_chunk` is its own, on the node set of its |t|), so
+        the memo returns exactly what a fresh evaluation would."""
+        t = np.atleast_1d(np.asarray(t, dtype=float)).ravel()
         if self._mgf_memo is None:
             self._mgf_memo = {}
-        key = t.tobytes()
-        if key in self._mgf_memo:
-            return self._mgf_memo[key].copy()
-        out = self._log_mgf(t)
-        if len(self._mgf_memo) < 256:
-            self._mgf_memo[key] = out.copy()
-        return out
+        memo = self._mgf_memo
+        values = [memo.get(v) for v in t.tolist()]
+        missing = [i for i, v in enumerate(values) if v is None]
+        if missing:
+            fresh = self._log_mgf(t[missing]).tolist()
+            for i, v in zip(missing, fresh):
+                values[i] = v
+                if len(memo) < _MGF_MEMO_MAX and t[i] == t[i]:  # (never a nan key: nan != nan)
+                    memo[float(t[i])] = v
+        return np.array(values, dtype=float)
 
     def _log_mgf(self, t: np.ndarray) -> np.ndarray:
         out = np.empty(t.size)
@@ -223,6 +229,10 @@ class LossModel:
             allt -= m
             np.exp(allt, out=allt)
             return np.log(np.sum(allt, axis=1)) + m[:, 0]
+
+
+#: Tilts whose quadrature cumulant a model keeps (a few grids of about a hundred each).
+_MGF_MEMO_MAX = 8192
 
 
 def _composite_nodes(lo: float, hi: float, width: float):
