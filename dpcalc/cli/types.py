@@ -114,7 +114,7 @@ def _exact(tok: str, v: float) -> bool:
     if digits.isascii() and digits.isdigit() and v < 2.0**53:
         return True  # a whole number below 2^53 is a double, and float() rounds it to itself
     try:
-        return decimal.Decimal(tok.strip().replace("_", "")) == decimal.Decimal(v)
+        return decimal.Decimal(digits) == decimal.Decimal(v)
     except decimal.InvalidOperation:
         return False
 

@@ -32,8 +32,12 @@ import math
 from ast import literal_eval
 from collections.abc import Iterator
 
+from dpcalc.lazy import lazy_module
 from dpcalc.render.cells import csv_cell
 from dpcalc.result import CONDITIONAL_LOWER_COLUMNS, LOWER_BOUND_COLUMNS
+
+#: SQLite, only for a sweep past SPILL configurations (some 1–2 ms of every start-up)
+sqlite3 = lazy_module("sqlite3")
 
 #: the columns that name how a row was computed, never what was asked
 IDENTITY = frozenset({"method", "accountant", "conversion", "bound"})
@@ -206,9 +210,6 @@ class Tightest:
 
     # -- the SQLite spill ------------------------------------------------------------------------
     def _spill(self) -> None:
-        # lazy: only a sweep past SPILL configurations needs SQLite (some 1–2 ms of every start-up)
-        import sqlite3
-
         self._db = sqlite3.connect("")  # a private temporary file, deleted when closed
         cols = "".join(
             f", v{j} REAL, c{j} TEXT, m{j} TEXT, r{j} INTEGER, a{j} INTEGER" for j in range(len(self.columns))

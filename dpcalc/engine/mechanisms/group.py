@@ -155,10 +155,8 @@ class Grouped(Mechanism):
         bounds, reason = self.base.max_loss(bp)
         if bounds is None:
             return None, reason
-        return (
-            fractions.Fraction(0),
-            k * bounds[1],
-        ), None  # an upper bound only: the lower end claims nothing
+        # an upper bound only: the lower end claims nothing
+        return (fractions.Fraction(0), k * bounds[1]), None
 
     def pld_pair(self, params):
         k, bp = self.split(params)
