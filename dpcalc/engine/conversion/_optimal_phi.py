@@ -112,6 +112,37 @@ def _eval(t, c: _C, derivative=True):
         return out
 
 
+def _h_dh(t, c: _C, slope=True):
+    """h (the sign of φ') and, with ``slope``, dh/dt at t: what Newton in :func:`_solve_t` reads of
+    :func:`_eval`, by the same operations in the same order (so the same values), without the value of ψ,
+    its round-off allowances and the derivative's error terms."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        lsp = -np.logaddexp(0.0, -t)
+        lsm = -np.logaddexp(0.0, t)
+        lx = c.l1d + lsp
+        ly = c.l1d + lsm
+        d1 = np.logaddexp(0.0, c.ld - lx)
+        d2 = np.logaddexp(0.0, c.lK - ly)
+        lp = lx + d1
+        lyK = ly + d2
+        lq = np.log1p(-np.exp(lx - c.eps))
+        lT1 = lx + c.alpha * d1 + c.am1 * c.eps
+        lT2 = c.alpha * ly - c.am1 * lq
+        diff = lx - c.lm
+        lgap = np.maximum(lx, c.lm) + log1mexp(-np.abs(diff))
+        lA = lT1 + lgap - lp - lx
+        lyaK = np.logaddexp(ly, c.la + c.lK)
+        lB = lT2 + lyaK - ly - lyK
+        h = np.where(diff > 0, lA - lB, -np.inf)
+        if not slope:
+            return h, None
+        r1 = 1.0 / -np.expm1(c.lm - lx)
+        r2 = np.exp(np.logaddexp(lx, c.la + c.ld) - lp)
+        q1 = c.am1 * np.exp(c.lK - lyK) - np.exp(ly - lyK)
+        q2 = np.exp(ly - lyaK)
+        return h, np.exp(lsm) * (r1 - r2) + np.exp(lsp) * (q1 + q2)
+
+
 def _solve_t(c: _C, t0, maxiter=100):
     """The minimiser t* of ψ (αδ < 1 only): safeguarded Newton on h (the sign of φ') in v = log(t − tL).
 
@@ -130,7 +161,7 @@ def _solve_t(c: _C, t0, maxiter=100):
     vr = v0 + 0.5
     pend = np.arange(n)
     for k in range(12):
-        hr = _eval(tL[pend] + np.exp(vr[pend]), c.sub(pend))["h"]
+        hr = _h_dh(tL[pend] + np.exp(vr[pend]), c.sub(pend), slope=False)[0]
         pend = pend[~(hr > 0)]
         if pend.size == 0:
             break
@@ -142,8 +173,8 @@ def _solve_t(c: _C, t0, maxiter=100):
         cc = c.sub(act)
         va = v[act]
         off = np.exp(va)
-        ev = _eval(tL[act] + off, cc)
-        h, dh = ev["h"], ev["dh"] * off
+        h, dh = _h_dh(tL[act] + off, cc)
+        dh = dh * off
         left = ~(h > 0)
         vla = np.where(left, va, vl[act])
         vra = np.where(left, vr[act], va)

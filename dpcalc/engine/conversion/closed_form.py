@@ -79,6 +79,13 @@ def _prep_eps(alpha, rdp, delta):
     return np.broadcast_arrays(_check_alpha(alpha), _check_rdp(rdp), _check_delta(delta))
 
 
+def _checked_eps(alpha, rdp, delta):
+    """Checked (α, ζ, δ) for the ε-for-δ direction, *not* broadcast: the elementwise closed forms let each
+    operation broadcast, so a term of α alone (or δ alone) is computed once per order (per δ), not once per
+    element of a curve — the same operations on the same values, so the same results."""
+    return _check_alpha(alpha), _check_rdp(rdp), _check_delta(delta)
+
+
 def _prep_delta(alpha, rdp, eps):
     """Checked and broadcast (α, ζ, ε) for the δ-for-ε direction."""
     return np.broadcast_arrays(_check_alpha(alpha), _check_rdp(rdp), _check_eps(eps))
@@ -116,7 +123,7 @@ def _finish_delta(delta, rdp, eps):
 
 def eps_mironov(alpha, rdp, delta):
     """ε = ζ + log(1/δ)/(α−1): Mironov 2017 ("Rényi differential privacy"), Prop. 3; docs/math.md §1.1."""
-    alpha, rdp, delta = _prep_eps(alpha, rdp, delta)
+    alpha, rdp, delta = _checked_eps(alpha, rdp, delta)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         term = -np.log(delta) / (alpha - 1.0)
         eps = _up(rdp + term, rdp, term)
@@ -163,7 +170,7 @@ def eps_balle(alpha, rdp, delta):
     shortcut ε = 0 where δ² + expm1(−ζ) > 0 (sound, see :func:`_kl_tv_ok`); (2) orders α <= 1.01 give ∞
     (the library deems the formula unstable there; this only discards orders); (3) ε >= 0.
     """
-    alpha, rdp, delta = _prep_eps(alpha, rdp, delta)
+    alpha, rdp, delta = _checked_eps(alpha, rdp, delta)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         eps = _balle_first(alpha, rdp, delta)
     eps = np.where(alpha <= BALLE_MIN_ORDER, np.inf, eps)
@@ -211,7 +218,7 @@ def eps_asoodeh(alpha, rdp, delta):
     For αδ >= 1: ε = max(0, ζ + log(1−δ)) (exact, item 3).  Also applies the KL shortcut ε = 0 where
     δ² + expm1(−ζ) > 0 (sound, see :func:`_kl_tv_ok`), so that it is never above :func:`eps_balle`.
     """
-    alpha, rdp, delta = _prep_eps(alpha, rdp, delta)
+    alpha, rdp, delta = _checked_eps(alpha, rdp, delta)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         first = _balle_first(alpha, rdp, delta)
         eps = np.minimum(first, _asoodeh_second(alpha, rdp, delta))
