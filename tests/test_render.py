@@ -5,10 +5,13 @@ import io
 import json
 import math
 
+import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from dpcalc.render import RowWriter, table_cell, to_string
+from dpcalc.render.cells import column_cells, csv_cell, tsv_cell
 from dpcalc.result import Result
 
 
@@ -81,3 +84,32 @@ def test_table_moves_constant_columns_to_the_caption():
     text = to_string(r, "table")
     header = [ln for ln in text.splitlines() if "method" in ln][0]
     assert "delta" not in header and "delta = 1e-05" in text
+
+
+# -- column_cells: the column-wise writing of CSV/TSV cells is the per-value one -------------------------------
+
+
+@pytest.mark.parametrize("cell", [csv_cell, tsv_cell])
+def test_column_cells_equal_per_value_cells(cell):
+    n = 12
+    columns = {
+        "constant_str": ["rdp"] * n,
+        "tabbed": ["a\tb"] * n,
+        "notes": [f"note {i}\twith, comma" for i in range(n)],
+        "floats": [0.1 * i for i in range(n - 4)] + [-0.0, math.nan, math.inf, -math.inf],
+        "repeated_floats": [0.5, -0.0, 0.0, math.nan] * 3,
+        "with_none": [None if i % 3 else 1.5 for i in range(n)],
+        "ints": list(range(n)),
+        "same_int": [7] * n,
+        "bools": [i % 2 == 0 for i in range(n)],
+        "mixed_int_bool": [1, True] * 6,
+        "nones": [None] * n,
+        "array_f": np.linspace(-1, 1, n),
+        "array_i": np.arange(n),
+        "array_b": np.arange(n) % 2 == 0,
+        "scalar": 3.25,
+        "scalar_np": np.float64(-0.0),
+    }
+    result = Result(columns)
+    for name in columns:
+        assert column_cells(result, name, cell) == [cell(v) for v in result.column(name)], name

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from dpcalc.lazy import lazy_module
-from dpcalc.result import rounding
+from dpcalc.result import _is_sequence, _py, rounding
 from dpcalc.wrap import _isatty, for_terminal, wrap_words  # noqa: F401 (re-exported: one wrapping rule)
 
 decimal = lazy_module("decimal")  # only where a rounded cell must move to its safe side
@@ -28,6 +28,38 @@ def csv_cell(v: Any) -> str:
             return ""
         return repr(v + 0.0)  # -0.0 + 0.0 is 0.0: a zero prints as 0.0, never -0.0
     return str(v)
+
+
+def _float_cell(v: float) -> str:
+    """:func:`csv_cell` (and :func:`tsv_cell`) of a Python float."""
+    return repr(v + 0.0) if v == v else ""
+
+
+def column_cells(result, name: str, cell) -> list[str]:
+    """``cell`` (:func:`csv_cell` or :func:`tsv_cell`) of every value of a column of ``result``: what
+    ``[cell(v) for v in result.column(name)]`` gives, with the work per row taken out where the column is of
+    one type: a value shared by every row is written once, floats by :func:`_float_cell` (each distinct value once
+    where they repeat) and whole numbers by ``str`` (what both cells do with them), mapped in C."""
+    col = result.columns[name]
+    n = len(result)
+    if not _is_sequence(col):
+        return [cell(_py(col))] * n
+    if getattr(col, "dtype", None) is not None:  # a numpy array: its values as Python scalars
+        col = col.tolist()
+    kinds = set(map(type, col))
+    if len(kinds) == 1:
+        kind = kinds.pop()
+        if kind is float:
+            seen = dict.fromkeys(col)  # a swept input repeats its few values over many rows: write each once
+            if 4 * len(seen) < n:
+                written = {v: _float_cell(v) for v in seen}
+                return list(map(written.__getitem__, col))
+            return list(map(_float_cell, col))
+        if col.count(col[0]) == n:  # one value in every row
+            return [cell(col[0])] * n
+        if kind is int:
+            return list(map(str, col))
+    return [cell(_py(v)) for v in col]
 
 
 def one_line(text: str) -> str:

@@ -7,7 +7,7 @@ from typing import IO
 
 from dpcalc.errors import InputError
 from dpcalc.lazy import lazy_module
-from dpcalc.render.cells import _isatty, csv_cell, json_value, one_line, table_cell, tsv_cell
+from dpcalc.render.cells import _isatty, column_cells, csv_cell, json_value, one_line, table_cell, tsv_cell
 from dpcalc.render.quiet import _Quiet
 from dpcalc.result import Result
 
@@ -107,13 +107,18 @@ class ChunkWriter:
         if self._quiet is not None:
             self._quiet.write(chunk)
             return
+        if self.fmt in ("csv", "tsv"):  # column by column: a row costs its values' writing only
+            cell = csv_cell if self.fmt == "csv" else tsv_cell
+            rows = zip(*(column_cells(chunk, n, cell) for n in self.names))
+            if self.fmt == "csv":
+                self._csv.writerows(rows)
+            else:
+                self.stream.write("".join("\t".join(row) + "\n" for row in rows))
+            self.stream.flush()
+            return
         cols = [chunk.column(n) for n in self.names]
         rows = list(zip(*cols)) if cols else []
-        if self.fmt == "csv":
-            self._csv.writerows([[csv_cell(v) for v in row] for row in rows])
-        elif self.fmt == "tsv":
-            self.stream.write("".join("\t".join(tsv_cell(v) for v in row) + "\n" for row in rows))
-        elif self.fmt == "jsonl":
+        if self.fmt == "jsonl":
             self.stream.write(
                 "".join(
                     json.dumps({k: json_value(v) for k, v in zip(self.names, row)}, allow_nan=False) + "\n"
