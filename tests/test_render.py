@@ -109,6 +109,11 @@ def test_column_cells_equal_per_value_cells(cell):
         "array_b": np.arange(n) % 2 == 0,
         "scalar": 3.25,
         "scalar_np": np.float64(-0.0),
+        "np_floats_in_list": [np.float64(0.25 * i) for i in range(n)],
+        "same_np_float_in_list": [np.float64(30.0)] * n,
+        "same_np_int_in_list": [np.int64(5000)] * n,
+        "np_ints_in_list": [np.int64(i) for i in range(n)],
+        "mixed_np_and_py": [np.float64(1.5), 2.5] * 6,
     }
     result = Result(columns)
     for name in columns:

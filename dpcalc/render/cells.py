@@ -49,6 +49,8 @@ def column_cells(result, name: str, cell) -> list[str]:
     kinds = set(map(type, col))
     if len(kinds) == 1:
         kind = kinds.pop()
+        if kind is not float and issubclass(kind, float):  # numpy's float64 in a list: its Python value
+            col, kind = list(map(float, col)), float
         if kind is float:
             seen = dict.fromkeys(col)  # a swept input repeats its few values over many rows: write each once
             if 4 * len(seen) < n:
@@ -56,7 +58,7 @@ def column_cells(result, name: str, cell) -> list[str]:
                 return list(map(written.__getitem__, col))
             return list(map(_float_cell, col))
         if col.count(col[0]) == n:  # one value in every row
-            return [cell(col[0])] * n
+            return [cell(_py(col[0]))] * n
         if kind is int:
             return list(map(str, col))
     return [cell(_py(v)) for v in col]
