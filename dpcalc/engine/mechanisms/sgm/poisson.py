@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from dpcalc.engine._numerics import log1mexp, logsumexp
+from dpcalc.engine._numerics import log1mexp, logsumexp, logsumexp_rows
 from dpcalc.engine._special import _EPS, _gammaln, _lgamma_int, _log_ndtr
 from dpcalc.engine.mechanisms.sgm._orders import (
     _int_table,
@@ -236,7 +236,8 @@ def _log_a_frac_quad(q, sigma, alpha):
             lg[bg] = _log_direct(aa[bg], u[bg], x[bg], lq[bg])
             dens = -0.5 * z * z / s2 - 0.5 * np.log(2.0 * np.pi * s2)
             vals = np.where(inside, dens + lg, -np.inf)
-        log_am1 = logsumexp(vals, axis=1) + np.log(h[sel]) + 1e-10
+        # summed so that an element's value does not depend on the others in its block (their grid lengths)
+        log_am1 = logsumexp_rows(vals) + np.log(h[sel]) + 1e-10
         with np.errstate(invalid="ignore"):  # σ² past double range: nan, not ok (the chord bound stays)
             out[sel] = np.logaddexp(0.0, log_am1)
         ok[sel] = np.isfinite(out[sel])
