@@ -46,6 +46,12 @@ class light_start:
         return False
 
 
+def light_active() -> bool:
+    """Whether :class:`light_start` is in force (small arrays may then take the math module's path, so an
+    element's bits can depend on the size of the array it is computed in)."""
+    return _LIGHT[0]
+
+
 def _use_scipy(x) -> bool:
     return not _LIGHT[0] or np.size(x) >= _SCIPY_MIN
 

@@ -256,17 +256,27 @@ def _curve_args(alphas, rdp, other):
     return alphas, rdp, other
 
 
-def eps_from_curve(alphas, rdp, delta, method="optimal") -> CurveBound:
+def eps_from_curve(alphas, rdp, delta, method="optimal", per_order=None) -> CurveBound:
     """ε(δ) = min over orders of the per-order conversion (docs/math.md §1.6); orders with ζ = ∞ are skipped.
 
     ``alphas`` shape (m,), ``rdp`` shape (..., m), ``delta`` broadcastable to ``rdp.shape[:-1]``.  Where
-    every order is infinite the value is ∞, ``alpha`` nan, ``index`` −1.
+    every order is infinite the value is ∞, ``alpha`` nan, ``index`` −1.  ``per_order``: the values of
+    :func:`eps_per_order` for these arguments, if the caller has them already.
     """
+    if per_order is None:
+        per_order = eps_per_order(alphas, rdp, delta, method)
+    return _best(np.asarray(alphas, dtype=float), per_order)
+
+
+def eps_per_order(alphas, rdp, delta, method="optimal"):
+    """The per-order conversion of a curve (shape (..., m)) that :func:`eps_from_curve` minimises.  Under a
+    closed form (mironov, balle, asoodeh) the value at an order depends on that order's ζ and δ alone; the
+    optimal conversion ranks the orders of each curve (:func:`eps_optimal_min`)."""
     _check_method(method)
     alphas, rdp, delta = _curve_args(alphas, rdp, delta)
     _check_delta(delta)
     fn = eps_optimal_min if method == "optimal" else _EPS_FUNCS[method]
-    return _best(alphas, fn(alphas, rdp, delta))
+    return fn(alphas, rdp, delta)
 
 
 def delta_from_curve(alphas, rdp, eps, method="optimal") -> CurveBound:

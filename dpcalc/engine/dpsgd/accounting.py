@@ -32,11 +32,14 @@ from typing import NamedTuple
 
 import numpy as np
 
+from dpcalc.engine._special import light_active
 from dpcalc.engine.conversion.of_curve import CONVERSIONS, OPTIMAL_STRIDE, eps_of_curve  # noqa: F401 (re-exported)
+from dpcalc.engine.dpsgd.rdp_deferred import eps_poisson_rdp
 from dpcalc.engine.mechanisms.base import up
 from dpcalc.engine.mechanisms.group import log_group_delta
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.samplers import catalogue
+from dpcalc.engine.samplers.poisson import Poisson
 from dpcalc.errors import DpcalcWarning, InputError
 
 
@@ -165,17 +168,13 @@ def epsilon_rdp(
     """
     q, sigma, steps, delta = _bcast(q, sigma, steps, delta)
     orders = np.asarray(orders, dtype=float)
-    total = rdp_total(
-        q,
-        sigma,
-        steps,
-        orders,
-        sampling=sampling,
-        neighbors=neighbors,
-        dataset_size=dataset_size,
-        max_batch_size=max_batch_size,
-    )
-    b = eps_of_curve(orders, total, delta, conversion)
+    sampler = check_setting(sampling, neighbors)
+    if isinstance(sampler, Poisson) and neighbors == "add-remove" and not light_active():
+        # the same answer, with the costly lone fractional orders computed only where they can matter
+        b = eps_poisson_rdp(q, sigma, steps, delta, orders, conversion)
+    else:
+        total = sampler.rdp_run(q, sigma, steps, orders, neighbors, dataset_size, max_batch_size)
+        b = eps_of_curve(orders, total, delta, conversion)
     b = b._replace(at_edge=b.at_edge & (b.value > 0))  # ε = 0 cannot improve
     if warn and np.any(b.at_edge):
         lo = np.any(b.at_edge & (b.index == 0))

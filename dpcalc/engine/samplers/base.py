@@ -156,9 +156,7 @@ class Sampler:
     def rdp_run(self, q, sigma, steps, alphas, neighbors, dataset_size=None, max_batch_size=None):
         """The Rényi curve of a run (q, σ, steps broadcast arrays; RDP composition, Mironov 2017 Prop. 1):
         steps × :meth:`rdp_step`."""
-        per_step = self.rdp_step(q, sigma, alphas, neighbors, dataset_size, max_batch_size)
-        with np.errstate(invalid="ignore", over="ignore"):
-            return np.where(per_step == 0, 0.0, steps[..., None] * per_step)
+        return run_curve(steps, self.rdp_step(q, sigma, alphas, neighbors, dataset_size, max_batch_size))
 
     def pld_config(self, dataset_size=None, max_batch_size=None) -> tuple:
         """The arrays (broadcast with the rows) that a run's PLD reads beyond (q, σ, steps): none here."""
@@ -178,3 +176,10 @@ class Sampler:
         given = {"dataset_size": dataset_size, "max_batch_size": max_batch_size}
         out.update({k: given[k] for k in self.run_inputs})
         return out
+
+
+def run_curve(steps, per_step):
+    """``steps`` compositions of a per-step Rényi curve (Mironov 2017 Prop. 1): steps × the curve, 0 where the
+    step costs nothing (also at ∞ steps)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(per_step == 0, 0.0, steps[..., None] * per_step)

@@ -270,8 +270,31 @@ def _log_direct(a, u, x, lq):
     return np.where((tt < 700.0) & ~(direct > 0), -np.inf, log_big)
 
 
-def _rdp_poisson_generic(q, sigma, alphas):
-    lookup = _int_table(q, sigma, alphas, _log_a_int_poisson)
+def frac_log_a(q, sigma, alpha):
+    """Upper bounds on log A_α at fractional orders α <= :data:`FRAC_SERIES_MAX` (flat arrays of elements): the
+    signed series up to :data:`FRAC_SERIES_DIRECT_MAX`, the quadrature where the series gives up or above it.
+    Returns ``(values, ok)``; where not ok the caller keeps the chord bound.  An element's value depends on
+    that element alone (not on the others computed with it)."""
+    series = np.full(alpha.size, np.inf)
+    ok = np.zeros(alpha.size, dtype=bool)
+    use = alpha <= FRAC_SERIES_DIRECT_MAX  # above, the series needs more than α terms: quadrature instead
+    if np.any(use):
+        series[use], ok[use], _ = _log_a_frac_poisson(q[use], sigma[use], alpha[use])
+    bad = ~ok
+    if np.any(bad):  # where the series gave up or kept few digits: the quadrature of A − 1
+        quad, qok = _log_a_frac_quad(q[bad], sigma[bad], alpha[bad])
+        series[bad] = np.where(qok, np.minimum(quad, series[bad]), series[bad])
+        ok[bad] |= qok
+    return series, ok
+
+
+def _rdp_poisson_generic(q, sigma, alphas, defer=None, lookup=None):
+    """The (pairs × orders) table of log A: integer orders from the binomial sums, fractional ones from
+    :func:`frac_log_a` capped by the chord bound — except the orders marked in ``defer`` (bool, per order),
+    which keep the chord bound (:mod:`dpcalc.engine.mechanisms.sgm.deferred` computes them where they
+    matter).  ``lookup``: the integer-order table, if already built."""
+    if lookup is None:
+        lookup = _int_table(q, sigma, alphas, _log_a_int_poisson)
     is_int = alphas == np.floor(alphas)
     out = np.empty((q.size, alphas.size))
     out[:, is_int] = lookup(alphas[is_int])
@@ -280,22 +303,12 @@ def _rdp_poisson_generic(q, sigma, alphas):
         af = alphas[fr]
         best = _interp_table(af, lookup)
         small = af <= FRAC_SERIES_MAX
+        if defer is not None:
+            small &= ~defer[fr]
         if np.any(small):
             asm = af[small]
             P, n = q.size, asm.size
-            qq, ss, aa = np.repeat(q, n), np.repeat(sigma, n), np.tile(asm, P)
-            series = np.full(aa.size, np.inf)
-            ok = np.zeros(aa.size, dtype=bool)
-            use = (
-                aa <= FRAC_SERIES_DIRECT_MAX
-            )  # above, the series needs more than α terms: quadrature instead
-            if np.any(use):
-                series[use], ok[use], _ = _log_a_frac_poisson(qq[use], ss[use], aa[use])
-            bad = ~ok
-            if np.any(bad):  # where the series gave up or kept few digits: the quadrature of A − 1
-                quad, qok = _log_a_frac_quad(qq[bad], ss[bad], aa[bad])
-                series[bad] = np.where(qok, np.minimum(quad, series[bad]), series[bad])
-                ok[bad] |= qok
+            series, ok = frac_log_a(np.repeat(q, n), np.repeat(sigma, n), np.tile(asm, P))
             series, ok = series.reshape(P, n), ok.reshape(P, n)
             cur = best[:, small]
             best[:, small] = np.where(ok, np.minimum(series, cur), cur)
