@@ -81,7 +81,7 @@ def _per_order(shape, qu, su, inverse, alphas, generic, q_one):
 
 def _int_table(q, sigma, alphas, log_a_int):
     """log A at the integer orders needed (the integer α's and ⌊α⌋, ⌊α⌋+1 of the others): returns
-    ``lookup(k_array (m',)) -> (pairs, m')`` (log A_1 = 0)."""
+    ``lookup(k_array (m',)) -> (pairs, m')`` (log A_1 = 0), with those orders as ``lookup.orders``."""
     fl = np.floor(alphas)
     frac = fl != alphas
     ks = sorted_unique(np.concatenate([fl, fl[frac] + 1.0]))
@@ -93,6 +93,7 @@ def _int_table(q, sigma, alphas, log_a_int):
         idx = np.searchsorted(ks, np.maximum(k, 2.0))
         return np.where(k >= 2, table[:, idx], 0.0)
 
+    lookup.orders = ks  # the integer orders in the table
     return lookup
 
 

@@ -5,7 +5,7 @@ signed series or a quadrature per (q, σ) pair (MTZ 2019 §3.3), yet it can deci
 best order lies near it.  :class:`DeferredCurve` builds the curve with those orders at the chord bound
 between ⌊α⌋ and ⌊α⌋ + 1 (a valid upper bound: log A_α is convex in α, Hölder; Wang, Balle, Kasiviswanathan
 2019, arXiv 1808.00087, Cor. 10) and a certified lower bound on each one's exact level (the secant of
-log A over [⌊α⌋ − 1, ⌊α⌋] extended, by the same convexity).  A caller that can tell which (pair, order)
+log A over [j, ⌊α⌋] extended, j the next lower whole order computed, by the same convexity).  A caller that can tell which (pair, order)
 may change its answer (:func:`dpcalc.engine.conversion.of_curve.orders_that_matter`) has only those
 computed (:meth:`DeferredCurve.refine`).
 
@@ -86,15 +86,14 @@ class DeferredCurve:
             a = alphas[cols]
             k = np.floor(a)
             t = a - k
-            la_k = self._lookup(k)
-            n = cols.size
-            with np.errstate(invalid="ignore", over="ignore"):  # a non-finite level: the bound is then 0
-                la_km = _log_a_int_poisson(
-                    np.repeat(qu[main], n), np.repeat(su[main], n), np.tile(k - 1.0, main.size)
-                )
-            la_km = np.where(k - 1.0 >= 2.0, la_km.reshape(main.size, n), 0.0)
+            # the secant over [j, k], j the table's next lower integer order (1 where there is none: log A_1 = 0)
+            ks = self._lookup.orders
+            at = np.searchsorted(ks, k)
+            j = np.where(at > 0, ks[np.maximum(at - 1, 0)], 1.0)
+            s = t / (k - j)
+            la_k, la_j = self._lookup(k), self._lookup(j)
             with np.errstate(invalid="ignore", over="ignore"):
-                lb = ((1.0 + t) * la_k * (1.0 - LOWER_MARGIN) - t * la_km) / (a - 1.0)
+                lb = ((1.0 + s) * la_k * (1.0 - LOWER_MARGIN) - s * la_j) / (a - 1.0)
             lb = np.where(np.isfinite(lb) & (lb > 0), lb, 0.0)
             low[np.ix_(main, cols)] = lb
             # the next lower order's level: a deferred order whose bound clears it is never a lower order's
