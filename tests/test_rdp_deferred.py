@@ -14,6 +14,7 @@ from dpcalc.engine.dpsgd.accounting import epsilon_rdp
 from dpcalc.engine.dpsgd.rdp_deferred import eps_poisson_rdp
 from dpcalc.engine.mechanisms.sgm import rdp_poisson
 from dpcalc.engine.mechanisms.sgm.deferred import DeferredCurve, lone_fractional
+from dpcalc.engine.mechanisms.sgm.poisson import frac_log_a
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.samplers.base import run_curve
 
@@ -81,3 +82,18 @@ def test_the_library_call_takes_the_deferred_path_and_agrees(monkeypatch):
     want = _full(q, sigma, steps, delta, DEFAULT_ORDERS, "optimal")
     np.testing.assert_array_equal(e.epsilon, want.value)
     np.testing.assert_array_equal(e.alpha, want.alpha)
+
+
+def test_a_fractional_order_does_not_depend_on_the_others_computed_with_it():
+    # the premise of computing only some orders: the series (with its shared log Γ per order and its
+    # compaction) and the quadrature give an element the bits it gets alone
+    rng = np.random.default_rng(2)
+    n = 40
+    q = np.exp(rng.uniform(np.log(1e-4), np.log(0.6), n))
+    s = rng.uniform(0.4, 6.0, n)
+    a = rng.choice(DEFAULT_ORDERS[(DEFAULT_ORDERS != np.floor(DEFAULT_ORDERS)) & (DEFAULT_ORDERS <= 300)], n)
+    together, ok = frac_log_a(q, s, a)
+    assert ok.any() and (a > 150).any()
+    for i in range(n):
+        alone, _ = frac_log_a(q[i : i + 1], s[i : i + 1], a[i : i + 1])
+        assert alone[0] == together[i], (q[i], s[i], a[i])

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from dpcalc.engine._numerics import log1mexp, logsumexp, logsumexp_rows
-from dpcalc.engine._special import _EPS, _gammaln, _lgamma_int, _log_ndtr
+from dpcalc.engine._special import _EPS, _gammaln, _lgamma_int, _log_ndtr, light_active
 from dpcalc.engine.mechanisms.sgm._orders import (
     _int_table,
     _interp_table,
@@ -123,7 +123,12 @@ def _log_a_frac_poisson(q, sigma, alpha):
     l1q = np.log1p(-q)
     z0 = sg**2 * (l1q - lq) + 0.5
     inv2s2 = 0.5 / sg**2
-    lga = _gammaln(al + 1.0)
+    # log Γ at α − k + 1 depends on the order alone: evaluated once per distinct order and gathered (the same
+    # values; not under light_start, where the array's size picks the routine)
+    share = not light_active()
+    ua, ai = np.unique(al, return_inverse=True) if share else (al, np.arange(n))
+    ai = ai.reshape(-1)
+    lga = _gammaln(ua + 1.0)[ai]
     fl = np.floor(al)
     pos = np.full(n, -np.inf)
     neg = np.full(n, -np.inf)
@@ -136,7 +141,7 @@ def _log_a_frac_poisson(q, sigma, alpha):
             ks = k0 + np.arange(B, dtype=float)
             j = al[:, None] - ks
             lgk = _lgamma_int(ks + 1.0)
-            lgj = _gammaln(j + 1.0)  # log|Γ(α−k+1)|
+            lgj = _gammaln((ua[:, None] - ks) + 1.0)[ai] if share else _gammaln(j + 1.0)  # log|Γ(α−k+1)|
             lc = lga[:, None] - lgk - lgj
             e0 = ks * lq[:, None] + j * l1q[:, None] + (ks * ks - ks) * inv2s2[:, None]
             e1 = j * lq[:, None] + ks * l1q[:, None] + (j * j - j) * inv2s2[:, None]
@@ -178,8 +183,8 @@ def _log_a_frac_poisson(q, sigma, alpha):
             keep = ~leave
             if not np.any(keep):
                 break
-            idx, al, sg, lq, l1q, z0, inv2s2, lga, fl = (
-                x[keep] for x in (idx, al, sg, lq, l1q, z0, inv2s2, lga, fl)
+            idx, al, sg, lq, l1q, z0, inv2s2, lga, fl, ai = (
+                x[keep] for x in (idx, al, sg, lq, l1q, z0, inv2s2, lga, fl, ai)
             )
             pos, neg, err, dpos, dneg = (x[keep] for x in (pos, neg, err, dpos, dneg))
         diff = res_pos + log1mexp(np.minimum(res_neg - res_pos, 0.0))
