@@ -17,6 +17,7 @@ from dpcalc.engine.mechanisms.sgm.deferred import DeferredCurve, lone_fractional
 from dpcalc.engine.mechanisms.sgm.poisson import frac_log_a
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.samplers.base import run_curve
+from dpcalc.errors import InputError
 
 #: a grid with lone fractional orders low down too (2.5 between 2 and 3, 7.25 with 7 not in the grid)
 ODD_ORDERS = np.array(
@@ -97,3 +98,8 @@ def test_a_fractional_order_does_not_depend_on_the_others_computed_with_it():
     for i in range(n):
         alone, _ = frac_log_a(q[i : i + 1], s[i : i + 1], a[i : i + 1])
         assert alone[0] == together[i], (q[i], s[i], a[i])
+
+
+def test_an_unknown_conversion_is_named_as_the_conversion():
+    with pytest.raises(InputError, match="^--conversion: must be one of"):
+        epsilon_rdp(0.01, 1.0, 1000, 1e-5, conversion="bogus")

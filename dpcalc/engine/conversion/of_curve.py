@@ -27,8 +27,7 @@ def eps_of_curve(alphas, total_rdp, delta, conversion="optimal", closed=None):
     conversion itself; :func:`conversions.eps_per_order`), if the caller has them.
     Returns a :class:`conversions.CurveBound`.
     """
-    if conversion not in CONVERSIONS:
-        raise InputError(f"--conversion: must be one of {', '.join(CONVERSIONS)}, got {conversion!r}")
+    check_conversion(conversion)
     alphas = np.asarray(alphas, dtype=float)
     if conversion != "optimal":
         return conversions.eps_from_curve(alphas, total_rdp, delta, conversion, per_order=closed)
@@ -70,6 +69,12 @@ def eps_of_curve(alphas, total_rdp, delta, conversion="optimal", closed=None):
     return conversions.CurveBound(value, alpha, index, at_edge)
 
 
+def check_conversion(conversion: str) -> None:
+    """:class:`InputError` naming ``--conversion`` unless it is one of :data:`CONVERSIONS`."""
+    if conversion not in CONVERSIONS:
+        raise InputError(f"--conversion: must be one of {', '.join(CONVERSIONS)}, got {conversion!r}")
+
+
 def _window(m: int) -> int:
     """The number of orders the exact conversion is evaluated on around a best order (all, if fewer)."""
     return min(2 * OPTIMAL_STRIDE + 1, m)
@@ -93,6 +98,7 @@ def orders_that_matter(alphas, deferred, total_up, total_low, delta, conversion=
     ``need`` (rows × orders, bool) and the closed form's per-order values of ``total_up`` (to be reused where
     the curve does not change).
     """
+    check_conversion(conversion)
     alphas = np.asarray(alphas, dtype=float)
     kind = "asoodeh" if conversion == "optimal" else conversion
     closed = conversions.eps_per_order(alphas, total_up, delta, kind)
