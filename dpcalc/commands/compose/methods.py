@@ -334,11 +334,11 @@ def _subsampled(spec) -> bool:
 
 def pld_target_seconds(specs) -> float:
     """The estimated CPU seconds of one pld target (a δ, or an ε of a batch) of the composition ``specs``."""
-    plain = [s for s in specs if s.kind == "gaussian" and not _subsampled(s)]
-    others = [s for s in specs if s not in plain]
+    sub = [_subsampled(s) for s in specs]
+    plain = any(s.kind == "gaussian" and not u for s, u in zip(specs, sub))  # all merge into one
+    others = [u for s, u in zip(specs, sub) if not (s.kind == "gaussian" and not u)]
     return (
-        PLD_SPEC_SECONDS * (bool(plain) + sum(not _subsampled(s) for s in others))
-        + PLD_SUBSAMPLED_SECONDS * sum(_subsampled(s) for s in others)
+        PLD_SPEC_SECONDS * (plain + sum(not u for u in others)) + PLD_SUBSAMPLED_SECONDS * sum(others)
     ) or PLD_SPEC_SECONDS
 
 
