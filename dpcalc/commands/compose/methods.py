@@ -335,10 +335,10 @@ def _subsampled(spec) -> bool:
 def pld_target_seconds(specs) -> float:
     """The estimated CPU seconds of one pld target (a δ, or an ε of a batch) of the composition ``specs``."""
     sub = [_subsampled(s) for s in specs]
-    plain = any(s.kind == "gaussian" and not u for s, u in zip(specs, sub))  # all merge into one
-    others = [u for s, u in zip(specs, sub) if not (s.kind == "gaussian" and not u)]
+    plain = [s.kind == "gaussian" and not u for s, u in zip(specs, sub)]  # all merge into one distribution
+    others = [u for u, p in zip(sub, plain) if not p]  # each its own: subsampled or not
     return (
-        PLD_SPEC_SECONDS * (plain + sum(not u for u in others)) + PLD_SUBSAMPLED_SECONDS * sum(others)
+        PLD_SPEC_SECONDS * (any(plain) + sum(not u for u in others)) + PLD_SUBSAMPLED_SECONDS * sum(others)
     ) or PLD_SPEC_SECONDS
 
 

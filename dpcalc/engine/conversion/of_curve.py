@@ -31,7 +31,7 @@ def eps_of_curve(alphas, total_rdp, delta, conversion="optimal", closed=None):
     alphas = np.asarray(alphas, dtype=float)
     if conversion != "optimal":
         return conversions.eps_from_curve(alphas, total_rdp, delta, conversion, per_order=closed)
-    base = conversions.eps_from_curve(alphas, total_rdp, delta, "asoodeh", per_order=closed)
+    base = conversions.eps_from_curve(alphas, total_rdp, delta, closed_form(conversion), per_order=closed)
     m = alphas.size
     shape = base.value.shape
     rdp_b = np.broadcast_to(total_rdp, shape + (m,)).reshape(-1, m)
@@ -75,6 +75,12 @@ def check_conversion(conversion: str) -> None:
         raise InputError(f"--conversion: must be one of {', '.join(CONVERSIONS)}, got {conversion!r}")
 
 
+def closed_form(conversion: str) -> str:
+    """The closed form whose per-order values :func:`eps_of_curve` minimises first: Asoodeh et al.'s for
+    ``optimal`` (its windows start from it), else the conversion itself."""
+    return "asoodeh" if conversion == "optimal" else conversion
+
+
 def _window(m: int) -> int:
     """The number of orders the exact conversion is evaluated on around a best order (all, if fewer)."""
     return min(2 * OPTIMAL_STRIDE + 1, m)
@@ -100,7 +106,7 @@ def orders_that_matter(alphas, deferred, total_up, total_low, delta, conversion=
     """
     check_conversion(conversion)
     alphas = np.asarray(alphas, dtype=float)
-    kind = "asoodeh" if conversion == "optimal" else conversion
+    kind = closed_form(conversion)
     closed = conversions.eps_per_order(alphas, total_up, delta, kind)
     m = alphas.size
     shape = closed.shape[:-1]

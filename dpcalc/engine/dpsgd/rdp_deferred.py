@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpcalc.engine.conversion import methods as conversions
-from dpcalc.engine.conversion.of_curve import eps_of_curve, orders_that_matter
+from dpcalc.engine.conversion.of_curve import closed_form, eps_of_curve, orders_that_matter
 from dpcalc.engine.mechanisms.sgm.deferred import DeferredCurve
 from dpcalc.engine.samplers.base import run_curve
 
@@ -23,15 +23,15 @@ def eps_poisson_rdp(q, sigma, steps, delta, orders, conversion):
     """:func:`eps_of_curve` of ``steps`` × the Poisson-subsampled Gaussian's curve (add/remove-one) at
     ``orders`` (q, σ, steps, δ: arrays of one shape, the rows).  Returns a :class:`conversions.CurveBound`."""
     curve = DeferredCurve(q, np.asarray(sigma, dtype=float), orders)
-    if not np.any(curve.deferred):
-        return eps_of_curve(orders, run_curve(steps, curve.upper), delta, conversion)
     up = run_curve(steps, curve.upper)
+    if not np.any(curve.deferred):
+        return eps_of_curve(orders, up, delta, conversion)
     need, closed = orders_that_matter(
         orders, curve.deferred, up, run_curve(steps, curve.lower), delta, conversion
     )
     total = run_curve(steps, curve.refine(need))
     # the closed form changes only at the deferred orders (and, on stale rows, anywhere)
-    kind = "asoodeh" if conversion == "optimal" else conversion
+    kind = closed_form(conversion)
     cols = np.flatnonzero(curve.deferred)
     closed[..., cols] = conversions.eps_per_order(orders[cols], total[..., cols], delta, kind)
     stale = curve.stale

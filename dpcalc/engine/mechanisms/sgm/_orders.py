@@ -79,6 +79,12 @@ def _per_order(shape, qu, su, inverse, alphas, generic, q_one):
     return out[inverse].reshape(shape + (m,))
 
 
+def _q_one(A, S):
+    """The level at q = 1 (the Gaussian mechanism, α/(2σ²)) of the orders ``A`` and noise ``S``: the special
+    case of :func:`_per_order`, and the bound on a subsampled level it falls back to."""
+    return A / (2.0 * S) / S
+
+
 def _int_table(q, sigma, alphas, log_a_int):
     """log A at the integer orders needed (the integer α's and ⌊α⌋, ⌊α⌋+1 of the others): returns
     ``lookup(k_array (m',)) -> (pairs, m')`` (log A_1 = 0), with those orders as ``lookup.orders``."""

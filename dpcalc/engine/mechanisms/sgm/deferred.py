@@ -25,6 +25,7 @@ from dpcalc.engine.mechanisms.sgm._orders import (
     _monotone,
     _per_order,
     _prepare,
+    _q_one,
     _round_up,
 )
 from dpcalc.engine.mechanisms.sgm.poisson import (
@@ -46,10 +47,6 @@ def lone_fractional(alphas):
     frac = np.isfinite(alphas) & (fl != alphas) & (alphas <= FRAC_SERIES_MAX) & (fl >= 2.0)
     inside = (alphas[None, :] > fl[:, None]) & (alphas[None, :] < fl[:, None] + 1.0)
     return frac & (inside.sum(axis=1) == 1)
-
-
-def _q_one(A, S):
-    return A / (2.0 * S) / S
 
 
 class DeferredCurve:

@@ -23,6 +23,7 @@ from dpcalc.engine.mechanisms.sgm._orders import (
     _monotone,
     _per_order,
     _prepare,
+    _q_one,
     _round_up,
 )
 from dpcalc.engine.mechanisms.sgm._series import _windowed_logsum
@@ -336,5 +337,5 @@ def rdp_poisson(q, sigma, alphas):
     """
     shape, qu, su, inv, alphas = _prepare(q, sigma, alphas)
     with np.errstate(over="ignore"):
-        res = _per_order(shape, qu, su, inv, alphas, _rdp_poisson_generic, lambda A, S: A / (2.0 * S) / S)
+        res = _per_order(shape, qu, su, inv, alphas, _rdp_poisson_generic, _q_one)
     return _monotone(_round_up(res), alphas)
