@@ -172,10 +172,21 @@ def zeta_lower(alpha, eps, ld, t0=None, certify=True, small=None):
     is small: there the bound and the estimate also use ψ − 1 computed without cancellation
     (:func:`_eval_v`), and the larger of the two certified bounds is kept.
     """
+    return _zeta_parts(alpha, eps, ld, t0, certify, small)[:3]
+
+
+#: The values of :func:`_eval` at the minimiser that the slopes of ζ (:func:`_dzeta`) read.
+_SLOPE_PARTS = ("lT1", "lT2", "lphi", "lx", "lyK")
+
+
+def _zeta_parts(alpha, eps, ld, t0=None, certify=True, small=None):
+    """:func:`zeta_lower`, and also the parts of ψ at the returned minimiser that :func:`_dzeta` needs
+    (nan where αδ >= 1), so that a Newton step does not evaluate ψ there a second time."""
     c = _C(alpha, eps, ld)
     n = alpha.shape[0]
     low = np.empty(n)
     approx = np.empty(n)
+    parts = {name: np.full(n, np.nan) for name in _SLOPE_PARTS}
     t = np.full(n, np.nan) if t0 is None else np.array(t0, dtype=float)
     big = c.la + c.ld >= 0.0
     bi = np.nonzero(big)[0]
@@ -190,6 +201,8 @@ def zeta_lower(alpha, eps, ld, t0=None, certify=True, small=None):
         t[si] = ts
         evs = _eval(ts, cs, derivative=False)
         approx[si] = evs["lphi"]
+        for name in _SLOPE_PARTS:
+            parts[name][si] = evs[name]
         low[si] = _lower_log_m(cs, ts) if certify else np.nan
         # auto (small=None): by the estimate, a little generously, so that zeta_opt at an ε from eps_optimal
         # (which chose by (α−1)ζ < SMALL) uses at least the bounds that certified that ε
@@ -200,18 +213,21 @@ def zeta_lower(alpha, eps, ld, t0=None, certify=True, small=None):
             ck = cs.sub(k)
             tk = _refine_t_small(ck, ts[k])
             t[si[k]] = tk
-            vk, _ = _eval_v(_eval(tk, ck, derivative=False), ck)
+            evk = _eval(tk, ck, derivative=False)
+            for name in _SLOPE_PARTS:
+                parts[name][si[k]] = evk[name]
+            vk, _ = _eval_v(evk, ck)
             approx[si[k]] = np.where(vk > -1.0, np.log1p(vk), approx[si[k]])
             if certify:
                 low[si[k]] = np.maximum(low[si[k]], _lower_log_m(ck, tk, small=True))
     am1 = alpha - 1.0
-    return low / am1, approx / am1, t
+    return low / am1, approx / am1, t, (c, parts)
 
 
-def _dzeta(alpha, eps, ld, t):
-    """Approximate ∂ζ/∂ε and ∂ζ/∂log δ at the minimiser (envelope theorem), for Newton steps."""
-    c = _C(alpha, eps, ld)
-    ev = _eval(t, c, derivative=False)
+def _dzeta(eps, ld, at):
+    """Approximate ∂ζ/∂ε and ∂ζ/∂log δ at the minimiser (envelope theorem), for Newton steps; ``at``: the
+    constants and the parts of ψ at the minimiser, as :func:`_zeta_parts` returns them."""
+    c, ev = at
     with np.errstate(over="ignore", invalid="ignore"):
         de = 1.0 - np.exp(ev["lT2"] - ev["lphi"] + eps - ev["lyK"])
         dd = np.exp(ev["lT1"] + ld - ev["lx"] - ev["lphi"]) - np.exp(ev["lT2"] + ld - ev["lyK"] - ev["lphi"])
@@ -358,9 +374,9 @@ def eps_estimate(alpha, rdp, delta, hi, maxiter=60):
 
     def step(act, ea):
         a = alpha[act]
-        _, zap, ta = zeta_lower(a, ea, ld[act], t[act], certify=False, small=small[act])
+        _, zap, ta, at = _zeta_parts(a, ea, ld[act], t[act], certify=False, small=small[act])
         t[act] = ta
-        return zap - rdp[act], _dzeta(a, ea, ld[act], ta)[0]
+        return zap - rdp[act], _dzeta(ea, ld[act], at)[0]
 
     _newton_in_bracket(step, e, lo, hi, lambda x: 4e-15 * x + 1e-300, maxiter)
     # a root this close to 0 means ζ_α^0(δ) is (nearly) >= ζ: try ε = 0 itself first
@@ -413,9 +429,9 @@ def log_delta_certified(alpha, rdp, eps, hi, maxiter=60):
 
     def step(act, ua):
         a, ep = alpha[act], eps[act]
-        _, zap, ta = zeta_lower(a, ep, ua, t[act], certify=False, small=small[act])
+        _, zap, ta, at = _zeta_parts(a, ep, ua, t[act], certify=False, small=small[act])
         t[act] = ta
-        return zap - rdp[act], _dzeta(a, ep, ua, ta)[1]
+        return zap - rdp[act], _dzeta(ep, ua, at)[1]
 
     _newton_in_bracket(step, u, lo, hi, lambda x: 4e-15 * (1.0 + np.abs(x)), maxiter)
     zl_of = lambda idx, x: zeta_lower(alpha[idx], eps[idx], x, t[idx], small=small[idx])[0]  # noqa: E731

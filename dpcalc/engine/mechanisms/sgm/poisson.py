@@ -87,6 +87,38 @@ def _dense_block(alpha, a, b, c, k):
     return logsumexp(vals, axis=1)
 
 
+def _sum_terms(x):
+    """Sum over axis 0 of a (2^k × n) array of terms, as a pairwise tree: ((x0 + x1) + (x2 + x3)) + … — for 8 terms
+    the order numpy's pairwise sum takes along a row of 8, so the series' values do not depend on its layout."""
+    while x.shape[0] > 1:
+        x = x[0::2] + x[1::2]
+    return x[0]
+
+
+def _logsumexp_terms(x):
+    """``logsumexp`` over axis 0 of a (terms × elements) array (:func:`_sum_terms` order); all −∞ gives −∞."""
+    m = np.max(x, axis=0)
+    m_safe = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        s = np.log(_sum_terms(np.exp(x - m_safe))) + m_safe
+    return np.where(np.isposinf(m), np.inf, s)
+
+
+def _signed_logsums(t, is_neg):
+    """:func:`_logsumexp_terms` of ``t`` over the positive terms and over the negative ones (``is_neg``): the
+    values of two calls on the masked arrays, with one exp per term instead of two (each term is shifted by
+    its own part's maximum, as there; the other part's terms add exact zeros)."""
+    mp = np.max(np.where(is_neg, -np.inf, t), axis=0)
+    mn = np.max(np.where(is_neg, t, -np.inf), axis=0)
+    mp_safe = np.where(np.isfinite(mp), mp, 0.0)
+    mn_safe = np.where(np.isfinite(mn), mn, 0.0)
+    e = np.exp(t - np.where(is_neg, mn_safe, mp_safe))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sp = np.log(_sum_terms(np.where(is_neg, 0.0, e))) + mp_safe
+        sn = np.log(_sum_terms(np.where(is_neg, e, 0.0))) + mn_safe
+    return np.where(np.isposinf(mp), np.inf, sp), np.where(np.isposinf(mn), np.inf, sn)
+
+
 def _add_err(new, block, nterms):
     """Bound on the absolute error (log units) of adding a block of ``nterms`` positive terms, whose log-sum is
     ``block``, to a log-space accumulator giving ``new``: 2·eps·|new| + (nterms + 1)·eps·e^{block − new}."""
@@ -139,30 +171,31 @@ def _log_a_frac_poisson(q, sigma, alpha):
     B = _FRAC_BLOCK
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for k0 in range(0, _FRAC_MAX_TERMS, B):
+            # a block of B terms: arrays (terms × elements), so that the sums over terms run along contiguous rows
             ks = k0 + np.arange(B, dtype=float)
-            j = al[:, None] - ks
-            lgk = _lgamma_int(ks + 1.0)
-            lgj = _gammaln((ua[:, None] - ks) + 1.0)[ai] if share else _gammaln(j + 1.0)  # log|Γ(α−k+1)|
-            lc = lga[:, None] - lgk - lgj
-            e0 = ks * lq[:, None] + j * l1q[:, None] + (ks * ks - ks) * inv2s2[:, None]
-            e1 = j * lq[:, None] + ks * l1q[:, None] + (j * j - j) * inv2s2[:, None]
+            kc = ks[:, None]
+            j = al - kc
+            lgk = _lgamma_int(ks + 1.0)[:, None]
+            lgj = _gammaln((ua - kc) + 1.0)[:, ai] if share else _gammaln(j + 1.0)  # log|Γ(α−k+1)|
+            lc = lga - lgk - lgj
+            e0 = kc * lq + j * l1q + (kc * kc - kc) * inv2s2
+            e1 = j * lq + kc * l1q + (j * j - j) * inv2s2
             t = np.logaddexp(
-                lc + e0 + _log_ndtr((z0[:, None] - ks) / sg[:, None]),
-                lc + e1 + _log_ndtr((j - z0[:, None]) / sg[:, None]),
+                lc + e0 + _log_ndtr((z0 - kc) / sg),
+                lc + e1 + _log_ndtr((j - z0) / sg),
             )
-            mag = lga[:, None] + np.abs(lgk) + np.abs(lgj) + np.abs(e0) + np.abs(e1)
-            err = np.logaddexp(err, logsumexp(t + np.log(8.0 * _EPS * (1.0 + mag)), axis=1))
-            nsign = ks - fl[:, None] - 1.0
-            is_neg = (nsign > 0) & (nsign % 2 == 1)
-            lps = logsumexp(np.where(is_neg, -np.inf, t), axis=1)
-            lns = logsumexp(np.where(is_neg, t, -np.inf), axis=1)
+            mag = lga + np.abs(lgk) + np.abs(lgj) + np.abs(e0) + np.abs(e1)
+            err = np.logaddexp(err, _logsumexp_terms(t + np.log(8.0 * _EPS * (1.0 + mag))))
+            nsign = kc - fl - 1.0
+            is_neg = (nsign > 0) & (nsign.astype(np.int64) % 2 == 1)
+            lps, lns = _signed_logsums(t, is_neg)
             p_new, n_new = np.logaddexp(pos, lps), np.logaddexp(neg, lns)
             dpos = dpos + _add_err(p_new, lps, B)
             dneg = dneg + _add_err(n_new, lns, B)
             pos, neg = p_new, n_new
-            last = t[:, -1]
-            past = nsign[:, -2] > 0
-            shrinking = last <= t[:, -2]
+            last = t[-1]
+            past = nsign[-2] > 0
+            shrinking = last <= t[-2]
             if not np.any(past):
                 continue
             am1 = np.logaddexp(pos + log1mexp(np.minimum(neg - pos, 0.0)), -745.0)

@@ -1,0 +1,68 @@
+"""The signed series of the Poisson SGM runs in a (terms × elements) layout, with one exp per term for its two
+signed sums, and log1mexp evaluates each branch on its own elements: the same bits as the plain row-wise
+logsumexp and the two-branch np.where they replace (so no RDP value moves; docs/math.md §3.2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpcalc.engine._numerics import _LOG1MEXP_SPLIT, LOG2, log1mexp, logsumexp
+from dpcalc.engine.mechanisms.sgm.poisson import _FRAC_BLOCK, _logsumexp_terms, _signed_logsums, _sum_terms
+
+
+def _terms(rng, n):
+    """(block × n) log-terms with the series' specials: −∞, a whole column of −∞, +∞ and nan."""
+    t = rng.standard_normal((_FRAC_BLOCK, n)) * 10.0 ** rng.uniform(-2, 2.5, (_FRAC_BLOCK, n))
+    t[rng.random(t.shape) < 0.05] = -np.inf
+    t[:, 0] = -np.inf
+    if n > 3:
+        t[2, 1] = np.inf
+        t[5, 2] = np.nan
+    return t
+
+
+def _rows(x):
+    """The (elements × terms) C-ordered array the series used before: numpy sums each row of 8 pairwise."""
+    return np.ascontiguousarray(x.T)
+
+
+def _same(a, b):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert np.array_equal(np.signbit(a), np.signbit(b))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sums_over_terms_are_numpys_row_sums(seed):
+    rng = np.random.default_rng(seed)
+    x = np.exp(rng.standard_normal((_FRAC_BLOCK, 5000)) * 20.0)
+    _same(_sum_terms(x), np.sum(_rows(x), axis=1))
+    t = _terms(rng, 3000)
+    _same(_logsumexp_terms(t), logsumexp(_rows(t), axis=1))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_signed_sums_are_two_masked_logsumexps(seed):
+    rng = np.random.default_rng(10 + seed)
+    t = _terms(rng, 3000)
+    is_neg = rng.random(t.shape) < 0.5
+    is_neg[:, 3] = True  # a column without positive terms
+    is_neg[:, 4] = False  # and one without negative terms
+    lps, lns = _signed_logsums(t, is_neg)
+    _same(lps, logsumexp(_rows(np.where(is_neg, -np.inf, t)), axis=1))
+    _same(lns, logsumexp(_rows(np.where(is_neg, t, -np.inf)), axis=1))
+
+
+@pytest.mark.parametrize("n", [0, 1, _LOG1MEXP_SPLIT - 1, _LOG1MEXP_SPLIT, 5000])
+def test_log1mexp_split_is_the_two_branch_formula(n):
+    rng = np.random.default_rng(n)
+    x = -np.abs(rng.standard_normal(n)) * 10.0 ** rng.uniform(-4, 3, n)
+    x[rng.random(n) < 0.05] = 0.0
+    x[rng.random(n) < 0.05] = -np.inf
+    x[rng.random(n) < 0.05] = np.nan
+    x[rng.random(n) < 0.05] = -LOG2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ref = np.where(x > -LOG2, np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
+    _same(log1mexp(x), ref)
+    _same(log1mexp(x.reshape(1, -1)), ref.reshape(1, -1))
+    assert log1mexp(-1.0) == np.log1p(-np.exp(-1.0)) and np.shape(log1mexp(-0.1)) == ()
