@@ -62,3 +62,50 @@ def test_dpsgd_window_equals_the_unpruned_window():
     assert np.all(got.value >= full.value)
     assert np.array_equal(got.value[inside], full.value[inside])
     assert inside.mean() > 0.9
+
+
+def _window_args(seed, n=200):
+    """(α, ζ, δ, closed form) of random DP-SGD curves, 17 orders around the closed form's best (as DP-SGD)."""
+    rng = np.random.default_rng(seed)
+    q = 10.0 ** rng.uniform(-3.5, -0.3, n)
+    sigma = rng.uniform(0.5, 5, n)
+    steps = np.round(10.0 ** rng.uniform(1, 6.5, n))
+    delta = 10.0 ** rng.uniform(-12, -2, n)
+    total = steps[:, None] * accounting.rdp_per_step(q, sigma, DEFAULT_ORDERS)
+    closed = conversions.eps_asoodeh(DEFAULT_ORDERS, total, delta[:, None])
+    start = np.clip(np.argmin(closed, axis=1) - 8, 0, DEFAULT_ORDERS.size - 17)
+    idx = start[:, None] + np.arange(17)
+    take = lambda x: np.take_along_axis(x, idx, axis=1)  # noqa: E731
+    return DEFAULT_ORDERS[idx], take(total), np.broadcast_to(delta[:, None], idx.shape), take(closed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_estimates_stop_early_only_above_their_floor(seed):
+    """eps_estimate's ``floor``: an element it stops early has its full estimate above the floor; every
+    other element's estimate (and minimiser) is bit for bit the one without a floor."""
+    from dpcalc.engine.conversion import optimal as oc
+
+    a, z, d, closed = (x.ravel() for x in _window_args(seed))
+    work = (z > 0) & np.isfinite(z) & (closed > 0) & np.isfinite(closed)
+    a, z, d, closed = a[work], z[work], d[work], closed[work]
+    rng = np.random.default_rng(seed)
+    floor = closed * rng.uniform(0.3, 1.2, closed.size)
+    e_full, t_full = oc.eps_estimate(a, z, d, closed)
+    e, t = oc.eps_estimate(a, z, d, closed, floor=floor)
+    early = np.isnan(t) & ~np.isnan(t_full)
+    assert 0.2 < early.mean() < 0.95  # the probe does stop many, not all
+    assert np.all(e_full[early] > floor[early]) and np.array_equal(e[early], floor[early])
+    assert np.array_equal(e[~early], e_full[~early])
+    assert np.array_equal(t[~early], t_full[~early], equal_nan=True)
+
+
+def test_early_stops_leave_the_per_order_values_unchanged(monkeypatch):
+    """eps_optimal_min with the early stops gives the per-order values it gives without them."""
+    from dpcalc.engine.conversion import optimal as oc
+
+    a, z, d, _ = _window_args(7, 300)
+    got = conversions.eps_optimal_min(a, z, d)
+    plain = oc.eps_estimate
+    monkeypatch.setattr(oc, "eps_estimate", lambda *args, floor=None: plain(*args))
+    want = conversions.eps_optimal_min(a, z, d)
+    assert np.array_equal(got, want)

@@ -109,6 +109,8 @@ def eps_optimal(alpha, rdp, delta):
 #: Orders whose estimated exact ε is within this relative distance of a curve's smallest estimate are
 #: certified (the others keep the closed form, which they cannot beat the minimum with).
 TIE_RTOL = 1e-6
+#: Slack over the tie tolerance beyond which an order's Newton estimate stops early (:func:`eps_optimal_min`).
+EARLY_RTOL = 1e-6
 
 
 def eps_optimal_min(alpha, rdp, delta):
@@ -131,7 +133,11 @@ def eps_optimal_min(alpha, rdp, delta):
 
     est = np.full(closed.shape, np.inf)
     t = np.full(closed.shape, np.nan)
-    est[work], t[work] = oc.eps_estimate(alpha[work], rdp[work], delta[work], closed[work])
+    # an order whose root lies above the smallest closed form of its curve, past the tie tolerance, can be
+    # neither the lowest estimate nor a tie with it: its Newton iterations stop there (EARLY_RTOL of slack)
+    top = np.min(closed, axis=-1, keepdims=True) * ((1.0 + TIE_RTOL) * (1.0 + EARLY_RTOL)) + 1e-300
+    floor = np.broadcast_to(top, closed.shape)[work]
+    est[work], t[work] = oc.eps_estimate(alpha[work], rdp[work], delta[work], closed[work], floor=floor)
     failed = work & np.isnan(est)
     ranked = np.where(work & ~failed, est, np.inf)
     lowest = np.min(np.minimum(ranked, closed), axis=-1, keepdims=True)

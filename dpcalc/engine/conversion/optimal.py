@@ -357,12 +357,17 @@ def _newton_in_bracket(step, x, lo, hi, tol, maxiter):
 
 
 @_quiet
-def eps_estimate(alpha, rdp, delta, hi, maxiter=60):
+def eps_estimate(alpha, rdp, delta, hi, maxiter=60, floor=None):
     """Newton's estimate of the exact ε for (α, ζ, δ) (1-D arrays; as :func:`eps_certified`), *not* certified.
 
     Returns ``(e, t)``: the estimate (the root of the approximate ζ_α^ε(δ) = ζ, within [0, hi]) and the
     minimisers found on the way (warm starts for :func:`certify_eps`).  Used to rank orders: only the
     best few are certified (an uncertified number never reaches an output).
+
+    ``floor`` (optional, per element): a bar the caller only needs to know the root to be above.  Where the
+    approximate ζ at ε = floor is below ζ (past :data:`PROBE_RTOL`), the root lies above it, and ``e`` is
+    ``floor`` itself (t nan), with no Newton iterations; every other element is estimated exactly as without
+    ``floor`` (the probe does not move its start), so its estimate is the same.
     """
     n = alpha.shape[0]
     ld = np.log(delta)
@@ -371,6 +376,13 @@ def eps_estimate(alpha, rdp, delta, hi, maxiter=60):
     hi = hi.copy()
     e = hi.copy()
     t = np.full(n, np.nan)
+    snap = 1e-12 * (1.0 + rdp)
+    above = np.zeros(n, dtype=bool)
+    if floor is not None:
+        floor = np.maximum(floor, snap)
+        probe = np.flatnonzero(floor < hi)  # elsewhere the root is at most hi <= floor
+        if probe.size:
+            above[probe] = _root_above(alpha[probe], rdp[probe], ld[probe], floor[probe])
 
     def step(act, ea):
         a = alpha[act]
@@ -378,10 +390,42 @@ def eps_estimate(alpha, rdp, delta, hi, maxiter=60):
         t[act] = ta
         return zap - rdp[act], _dzeta(ea, ld[act], at)[0]
 
-    _newton_in_bracket(step, e, lo, hi, lambda x: 4e-15 * x + 1e-300, maxiter)
+    rest = np.flatnonzero(~above)
+    if rest.size == n:
+        _newton_in_bracket(step, e, lo, hi, lambda x: 4e-15 * x + 1e-300, maxiter)
+    elif rest.size:
+        alpha, rdp, ld, small, t = alpha[rest], rdp[rest], ld[rest], small[rest], t[rest]
+        er = e[rest]
+        _newton_in_bracket(step, er, lo[rest], hi[rest], lambda x: 4e-15 * x + 1e-300, maxiter)
+        e[rest] = er
+        t_all = np.full(n, np.nan)
+        t_all[rest] = t
+        t = t_all
     # a root this close to 0 means ζ_α^0(δ) is (nearly) >= ζ: try ε = 0 itself first
-    e = np.where(e <= 1e-12 * (1.0 + rdp), 0.0, e)
+    e = np.where(above, floor if floor is not None else e, np.where(e <= snap, 0.0, e))
     return e, t
+
+
+def _root_above(alpha, rdp, ld, eps):
+    """Where the approximate ζ_α^ε(δ) is certainly below ζ at ``eps`` (so that its root in ε, which Newton
+    would find, lies above ``eps``): log ψ at a point t near the minimiser (a few Newton steps on t from a
+    cold start), plus its round-off allowance, is above log min ψ; αδ >= 1 is left out (False)."""
+    c = _C(alpha, eps, ld)
+    out = np.zeros(alpha.shape[0], dtype=bool)
+    si = np.flatnonzero(c.la + c.ld < 0.0)
+    if si.size:
+        cs = c.sub(si)
+        ev = _eval(_solve_t(cs, np.full(si.size, np.nan), maxiter=PROBE_STEPS), cs, derivative=False)
+        up = ev["lphi"] + _rel_err(ev)
+        out[si] = up < cs.am1 * rdp[si] * (1.0 - PROBE_RTOL)
+    return out
+
+
+#: Newton steps on t of :func:`_root_above` (any t gives an upper bound on min ψ; closer ones prune more).
+PROBE_STEPS = 1
+#: Relative margin below ζ for the approximate ζ at a probe (:func:`eps_estimate`'s ``floor``): covers its
+#: round-off, so that the root of the approximate ζ lies above the probe, as the full iterations would find.
+PROBE_RTOL = 1e-12
 
 
 @_quiet
