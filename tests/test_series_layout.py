@@ -1,6 +1,7 @@
 """The signed series of the Poisson SGM runs in a (terms × elements) layout, with one exp per term for its two
-signed sums, and log1mexp evaluates each branch on its own elements: the same bits as the plain row-wise
-logsumexp and the two-branch np.where they replace (so no RDP value moves; docs/math.md §3.2)."""
+signed sums, and log1mexp and the closed forms' log(e^x − 1) evaluate each branch on its own elements: the same
+bits as the plain row-wise logsumexp and the two-branch np.where they replace (so no value moves; docs/math.md
+§1.3, §3.2)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 from dpcalc.engine._numerics import _LOG1MEXP_SPLIT, LOG2, log1mexp, logsumexp
+from dpcalc.engine.conversion.closed_form import _log_expm1
 from dpcalc.engine.mechanisms.sgm.poisson import _FRAC_BLOCK, _logsumexp_terms, _signed_logsums, _sum_terms
 
 
@@ -66,3 +68,15 @@ def test_log1mexp_split_is_the_two_branch_formula(n):
     _same(log1mexp(x), ref)
     _same(log1mexp(x.reshape(1, -1)), ref.reshape(1, -1))
     assert log1mexp(-1.0) == np.log1p(-np.exp(-1.0)) and np.shape(log1mexp(-0.1)) == ()
+
+
+@pytest.mark.parametrize("n", [0, 7, 255, 256, 5000])
+def test_log_expm1_split_is_the_two_branch_formula(n):
+    rng = np.random.default_rng(100 + n)
+    x = np.abs(rng.standard_normal(n)) * 10.0 ** rng.uniform(-5, 3, n)
+    for special in (0.0, 30.0, np.inf, np.nan):
+        x[rng.random(n) < 0.05] = special
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ref = np.where(x > 30.0, x + np.log1p(-np.exp(-x)), np.log(np.expm1(np.minimum(x, 30.0))))
+    _same(_log_expm1(x), ref)
+    _same(_log_expm1(x.reshape(-1, 1)), ref.reshape(-1, 1))

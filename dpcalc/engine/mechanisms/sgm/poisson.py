@@ -169,13 +169,14 @@ def _log_a_frac_poisson(q, sigma, alpha):
     dpos = np.zeros(n)
     dneg = np.zeros(n)
     B = _FRAC_BLOCK
+    lgk_all = _lgamma_int(np.arange(1.0, _FRAC_MAX_TERMS + 1.0))  # log Γ(k + 1), k = 0 … max − 1
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for k0 in range(0, _FRAC_MAX_TERMS, B):
             # a block of B terms: arrays (terms × elements), so that the sums over terms run along contiguous rows
             ks = k0 + np.arange(B, dtype=float)
             kc = ks[:, None]
             j = al - kc
-            lgk = _lgamma_int(ks + 1.0)[:, None]
+            lgk = lgk_all[k0 : k0 + B, None]
             lgj = _gammaln((ua - kc) + 1.0)[:, ai] if share else _gammaln(j + 1.0)  # log|Γ(α−k+1)|
             lc = lga - lgk - lgj
             e0 = kc * lq + j * l1q + (kc * kc - kc) * inv2s2
