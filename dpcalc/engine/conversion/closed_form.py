@@ -221,12 +221,36 @@ def eps_asoodeh(alpha, rdp, delta):
     alpha, rdp, delta = _checked_eps(alpha, rdp, delta)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         first = _balle_first(alpha, rdp, delta)
-        eps = np.minimum(first, _asoodeh_second(alpha, rdp, delta))
+        eps = np.minimum(first, _second_where_needed(alpha, rdp, delta))
         big = alpha * delta >= 1.0
         l1d = np.log1p(-np.minimum(delta, 1.0))
         eps = np.where(big, np.minimum(_up(rdp + l1d, rdp, l1d), first), eps)
     eps = np.where(_kl_tv_ok(rdp, delta), 0.0, eps)
     return _finish_eps(eps, rdp, delta)
+
+
+def _second_where_needed(alpha, rdp, delta):
+    """:func:`_asoodeh_second` where it may be below the first term, +∞ elsewhere (the same minimum).
+
+    With x = (α−1)ζ, the second term is at least ζ + (log(1 − e^{−x}) − log α − log δ)/(α−1) (drop the + 1), and
+    the first is ζ + (log h_α − log δ)/(α−1) with log h_α = −log α − g, g = −(α−1) log(1 − 1/α) > 0; so
+    second − first >= (log(1 − e^{−x}) + g)/(α−1).  Where x >= −log(1 − e^{−g/2}) that is >= g/(2(α−1)) >=
+    1/(2α), far above both terms' rounding allowances while their magnitudes stay below 1e12/(2α): there the
+    first term is the minimum, bit for bit, and the second is not computed."""
+    am1 = alpha - 1.0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        g = -am1 * np.log1p(-1.0 / alpha)
+        x_min = -np.log(-np.expm1(-0.5 * g))
+        mags = 1.0 + rdp + (np.abs(np.log(delta)) + np.log(alpha) + 50.0) / am1
+        skip = (am1 * rdp >= x_min) & (mags * 1e-12 < 0.5 / alpha)
+    if not np.any(skip):
+        return _asoodeh_second(alpha, rdp, delta)
+    need = ~skip
+    out = np.full(skip.shape, np.inf)
+    if np.any(need):
+        a, z, d = (np.broadcast_to(x, skip.shape)[need] for x in (alpha, rdp, delta))
+        out[need] = _asoodeh_second(a, z, d)
+    return out
 
 
 def _asoodeh_second(alpha, rdp, delta):
