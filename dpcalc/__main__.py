@@ -5,12 +5,16 @@ command module is imported (:mod:`dpcalc.interrupt` loads nothing the interprete
 # Before anything else loads (even dpcalc.interrupt): Ctrl-C while the modules below are imported exits 130
 # silently too (only the interpreter's own C modules are used; run() then installs dpcalc.interrupt's handler).
 import _signal  # noqa: I001 - first, on purpose
+import atexit
 import os
+import sys
 
 try:
     _signal.signal(_signal.SIGINT, lambda signum, frame: os._exit(130))
 except ValueError:  # pragma: no cover - not the main thread
     pass
+
+import threading  # noqa: E402
 
 from dpcalc import interrupt  # noqa: E402
 
@@ -23,7 +27,40 @@ def run() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from dpcalc.cli import main  # lazy: Ctrl-C's handler is installed before click or a command loads
 
-    main()
+    try:
+        main()
+    except SystemExit as done:
+        _leave(done)
+        raise
+
+
+def _leave(done: SystemExit) -> None:
+    """End the process at once with ``done``'s status, once the command has finished: its output flushed
+    and every ``atexit`` function run (the pool's, a cluster client's, logging's, temporary files'), so
+    that only the interpreter's tear-down of its modules is skipped — 25–90 ms, a sixth of a one-shot
+    query.  Returns (for the usual exit) where a flush fails (the reader went away) or another
+    non-daemon thread still runs, which the interpreter would wait for."""
+    code = done.code
+    if not (code is None or isinstance(code, int)) or any(
+        t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()
+    ):
+        return
+    if not _flushed():
+        return
+    atexit._run_exitfuncs()
+    if _flushed():
+        os._exit(code or 0)
+
+
+def _flushed() -> bool:
+    """Flush standard output and error; False where that fails (closed, gone, or replaced by nothing)."""
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except Exception:  # the usual exit reports it as it always has
+        return False
+    return True
 
 
 if __name__ == "__main__":  # pragma: no cover - exercised through a subprocess test
