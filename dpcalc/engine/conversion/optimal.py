@@ -76,13 +76,13 @@ _UNDERFLOW = 5e-308  # > any positive double that exp() flushes towards 0 or rep
 _ETAS = np.array([1e-11, 1e-9, 1e-7, 1e-5, 1e-3])
 
 
-def _lower_log_m(c: _C, tc, small=False):
-    """Certified lower bound on log min ψ (αδ < 1), from tangent lines at pairs around t = tc.
+def _lower_log_m(c: _C, tc, evc, small=False):
+    """Certified lower bound on log min ψ (αδ < 1), from tangent lines at pairs around t = tc (``evc``:
+    :func:`_eval` at ``tc``, without the derivative).
 
     See the module docstring; every error allowance below is added to the side that lowers the bound.
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        evc = _eval(tc, c, derivative=False)
         eta = _ETAS[:, None] * (1.0 + np.abs(tc))[None, :]
         ta = tc[None, :] - eta
         tb = tc[None, :] + eta
@@ -203,7 +203,7 @@ def _zeta_parts(alpha, eps, ld, t0=None, certify=True, small=None):
         approx[si] = evs["lphi"]
         for name in _SLOPE_PARTS:
             parts[name][si] = evs[name]
-        low[si] = _lower_log_m(cs, ts) if certify else np.nan
+        low[si] = _lower_log_m(cs, ts, evs) if certify else np.nan
         # auto (small=None): by the estimate, a little generously, so that zeta_opt at an ε from eps_optimal
         # (which chose by (α−1)ζ < SMALL) uses at least the bounds that certified that ε
         sm = evs["lphi"] < 1.01 * SMALL if small is None else np.asarray(small, dtype=bool)[si]
@@ -219,7 +219,7 @@ def _zeta_parts(alpha, eps, ld, t0=None, certify=True, small=None):
             vk, _ = _eval_v(evk, ck)
             approx[si[k]] = np.where(vk > -1.0, np.log1p(vk), approx[si[k]])
             if certify:
-                low[si[k]] = np.maximum(low[si[k]], _lower_log_m(ck, tk, small=True))
+                low[si[k]] = np.maximum(low[si[k]], _lower_log_m(ck, tk, evk, small=True))
     am1 = alpha - 1.0
     return low / am1, approx / am1, t, (c, parts)
 
