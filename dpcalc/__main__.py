@@ -38,12 +38,17 @@ def _leave(done: SystemExit) -> None:
     """End the process at once with ``done``'s status, once the command has finished: its output flushed
     and every ``atexit`` function run (the pool's, a cluster client's, logging's, temporary files'), so
     that only the interpreter's tear-down of its modules is skipped — 25–90 ms, a sixth of a one-shot
-    query.  Returns (for the usual exit) where a flush fails (the reader went away) or another
-    non-daemon thread still runs, which the interpreter would wait for."""
+    query.  Returns (for the usual exit) where a flush fails (the reader went away), another non-daemon
+    thread still runs (the interpreter would wait for it), or a profiler or tracer watches the process
+    (``python -m cProfile -m dpcalc`` writes its report after the program; coverage.py)."""
     code = done.code
-    if not (code is None or isinstance(code, int)) or any(
-        t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()
+    if (
+        not (code is None or isinstance(code, int))
+        or sys.gettrace() is not None
+        or sys.getprofile() is not None
     ):
+        return
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         return
     if not _flushed():
         return
