@@ -266,3 +266,34 @@ def test_stdin_open_for_writing_only_is_one_line(tmp_path):
             list(T.iter_lines(fh, "IN"))
     finally:
         os.close(fd)
+
+
+def _split_all(chunks, bulk: bool, max_line=64):
+    """The lines (or the error) of ``chunks`` fed to a LineSplitter, with or without the bulk split."""
+    sp = T.LineSplitter("in", max_line=max_line)
+    if not bulk:
+        sp._split_bulk = lambda pos: None
+    out = []
+    try:
+        for c in chunks:
+            out += sp.feed(c)
+            sp.check()
+        out.append(sp.finish())
+    except InputError as exc:
+        out.append(("error", str(exc)))
+    return out, sp.lines
+
+
+@given(
+    st.lists(
+        st.lists(
+            st.sampled_from([b"a", b"bc,1", b"\n", b"\r", b"\r\n", b"\xc3\xa9", b"\xc3", b"\xff", b"x" * 40]),
+            max_size=12,
+        ).map(b"".join),
+        max_size=8,
+    )
+)
+def test_the_bulk_split_gives_the_lines_one_by_one_gives(chunks):
+    """LineSplitter splits the complete lines of a chunk at once where they are plain; the lines, the line
+    count and any error (with its line and byte) are those of the line-by-line loop, whatever the chunks."""
+    assert _split_all(chunks, True) == _split_all(chunks, False)

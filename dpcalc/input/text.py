@@ -111,6 +111,9 @@ class LineSplitter:
             pos = 1
         if buf:
             self._skip_lf = False
+        bulk = self._split_bulk(pos)
+        if bulk is not None:
+            out, pos = bulk
         while True:
             m = _LINE_END.search(buf, pos)
             if m is None:
@@ -139,6 +142,26 @@ class LineSplitter:
         if len(buf) > self.max_line:
             self._too_long()
         return out
+
+    def _split_bulk(self, pos: int):
+        """``(lines, next position)`` of the complete lines from ``pos`` at once (one decode, one split) where
+        they are plain — LF ends only, valid UTF-8, none too long — else None: the line-by-line loop then
+        finds the same lines, or the fault and its line."""
+        buf = self._buf
+        last = buf.rfind(b"\n", pos)
+        if last < pos or buf.find(b"\r", pos, last) >= 0:
+            return None
+        try:
+            parts = bytes(buf[pos:last]).decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            return None
+        quarter = self.max_line // 4  # a line of at most this many characters has at most max_line bytes
+        if max(map(len, parts)) > quarter and any(
+            len(p.encode("utf-8")) > self.max_line for p in parts if len(p) > quarter
+        ):
+            return None
+        self.lines += len(parts)
+        return [p + "\n" for p in parts], last + 1
 
     def _too_long(self) -> None:
         raise InputError(

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 from collections.abc import Sequence
@@ -286,15 +287,23 @@ def _scores(p: AuditParams) -> Result:
 
 
 # -- reading ------------------------------------------------------------------------------------
-def _csv(path: str, option: str, need: tuple[str, ...]):
-    """``(header index of each needed column, [(line, row), ...])`` of a CSV file (``-``: stdin)."""
-    name = f"{option} {path}"
+def _lines(path: str, name: str) -> list[str]:
+    """Every line of a CSV file (``-``: stdin), read and checked as every text input (dpcalc.input.text)."""
     with open_lines(path, name, sys.stdin if path == "-" else None) as lines:
-        records = [
-            (n, row)
-            for n, row in csv_records(lines, name)
-            if row and any(c.strip() for c in row) and not row[0].lstrip().startswith("#")
-        ]
+        return list(lines)
+
+
+def _csv(path: str, option: str, need: tuple[str, ...], lines: list[str] | None = None):
+    """``(name, [(line, [the needed cells, stripped]), ...])`` of a CSV file (``-``: stdin; ``lines``: its
+    lines, if read already), every fault an :class:`InputError` naming its line."""
+    name = f"{option} {path}"
+    if lines is None:
+        lines = _lines(path, name)
+    records = [
+        (n, row)
+        for n, row in csv_records(lines, name)
+        if row and any(c.strip() for c in row) and not row[0].lstrip().startswith("#")
+    ]
     if not records:
         raise InputError(f"{name}: empty (expected a CSV header with {','.join(need)} and at least one row)")
     header_line, header = records[0]
@@ -354,8 +363,49 @@ def _read_counts(path: str):
     return tuple(cols)
 
 
+def _plain_scores(lines: list[str]):
+    """``(member, score)`` arrays of a plain scores file — no quotes, comments or blank lines, the header's
+    number of cells on every row, members 0/1, scores numbers — read column by column (a million rows in
+    well under a second); None otherwise: :func:`_read_scores` then reads it row by row, and names the line
+    at fault.  The values are those the row-by-row reading gives (float() of each cell)."""
+    first = 0
+    while first < len(lines) and not lines[first].replace(",", "").strip():
+        first += 1
+    body = lines[first + 1 :]
+    if not body or '"' in lines[first] or "#" in lines[first]:
+        return None
+    header = [c.strip().lower() for c in lines[first].rstrip("\n").split(",")]
+    if "member" not in header or "score" not in header:
+        return None
+    text = "".join(body)
+    width = len(header)
+    if '"' in text or "#" in text or set(map(str.count, body, itertools.repeat(","))) != {width - 1}:
+        return None
+    cells = text.replace("\n", ",").split(",")
+    rows = len(body)
+    member = cells[header.index("member") :: width][:rows]
+    if not set(member) <= {"0", "1"}:
+        return None
+    try:
+        score = np.array(list(map(float, cells[header.index("score") :: width][:rows])))
+    except ValueError:
+        return None
+    if np.any(np.isnan(score)):
+        return None
+    return np.frombuffer("".join(member).encode("ascii"), dtype=np.uint8) == ord("1"), score
+
+
 def _read_scores(path: str):
-    name, rows = _csv(path, "--scores", ("member", "score"))
+    """``(member, score)`` of a ``--scores`` file: column by column where it is plain, else row by row."""
+    lines = _lines(path, f"--scores {path}")
+    plain = _plain_scores(lines)
+    return plain if plain is not None else _scores_by_row(path, lines)
+
+
+def _scores_by_row(path: str, lines: list[str]):
+    """``(member, score)`` read record by record (CSV quoting, comments, blank lines), every fault an
+    :class:`InputError` naming its line."""
+    name, rows = _csv(path, "--scores", ("member", "score"), lines)
     member, score = [], []
     for n, (m, s) in rows:
         if m not in ("0", "1"):
