@@ -372,10 +372,6 @@ def eps_estimate(alpha, rdp, delta, hi, maxiter=60, floor=None):
     n = alpha.shape[0]
     ld = np.log(delta)
     small = (alpha - 1.0) * rdp < SMALL
-    lo = np.zeros(n)
-    hi = hi.copy()
-    e = hi.copy()
-    t = np.full(n, np.nan)
     snap = 1e-12 * (1.0 + rdp)
     above = np.zeros(n, dtype=bool)
     if floor is not None:
@@ -383,33 +379,35 @@ def eps_estimate(alpha, rdp, delta, hi, maxiter=60, floor=None):
         probe = np.flatnonzero(floor < hi)  # elsewhere the root is at most hi <= floor
         if probe.size:
             above[probe] = _root_above(alpha[probe], rdp[probe], ld[probe], floor[probe])
-
-    def step(act, ea):
-        a = alpha[act]
-        _, zap, ta, at = _zeta_parts(a, ea, ld[act], t[act], certify=False, small=small[act])
-        t[act] = ta
-        return zap - rdp[act], _dzeta(ea, ld[act], at)[0]
-
+    e = hi.copy()
+    t = np.full(n, np.nan)
     rest = np.flatnonzero(~above)
-    if rest.size == n:
-        _newton_in_bracket(step, e, lo, hi, lambda x: 4e-15 * x + 1e-300, maxiter)
-    elif rest.size:
-        alpha, rdp, ld, small, t = alpha[rest], rdp[rest], ld[rest], small[rest], t[rest]
-        er = e[rest]
-        _newton_in_bracket(step, er, lo[rest], hi[rest], lambda x: 4e-15 * x + 1e-300, maxiter)
-        e[rest] = er
-        t_all = np.full(n, np.nan)
-        t_all[rest] = t
-        t = t_all
+    if rest.size:
+        e[rest], t[rest] = _newton_estimate(alpha[rest], rdp[rest], ld[rest], small[rest], hi[rest], maxiter)
     # a root this close to 0 means ζ_α^0(δ) is (nearly) >= ζ: try ε = 0 itself first
     e = np.where(above, floor if floor is not None else e, np.where(e <= snap, 0.0, e))
     return e, t
 
 
+def _newton_estimate(alpha, rdp, ld, small, hi, maxiter):
+    """``(root, minimisers)``: Newton on the approximate ζ_α^ε(δ) − ζ in ε, from ``hi`` down, in [0, hi]."""
+    e = hi.copy()
+    t = np.full(e.shape, np.nan)
+
+    def step(act, ea):
+        _, zap, ta, at = _zeta_parts(alpha[act], ea, ld[act], t[act], certify=False, small=small[act])
+        t[act] = ta
+        return zap - rdp[act], _dzeta(ea, ld[act], at)[0]
+
+    _newton_in_bracket(step, e, np.zeros(e.shape), hi.copy(), lambda x: 4e-15 * x + 1e-300, maxiter)
+    return e, t
+
+
 def _root_above(alpha, rdp, ld, eps):
     """Where the approximate ζ_α^ε(δ) is certainly below ζ at ``eps`` (so that its root in ε, which Newton
-    would find, lies above ``eps``): log ψ at a point t near the minimiser (a few Newton steps on t from a
-    cold start), plus its round-off allowance, is above log min ψ; αδ >= 1 is left out (False)."""
+    would find, lies above ``eps``): log ψ at any t, plus its round-off allowance, is above log min ψ, and
+    :data:`PROBE_STEPS` Newton steps on t from a cold start put t near enough the minimiser to show it for
+    most orders far from a curve's best; αδ >= 1 is left out (False)."""
     c = _C(alpha, eps, ld)
     out = np.zeros(alpha.shape[0], dtype=bool)
     si = np.flatnonzero(c.la + c.ld < 0.0)
