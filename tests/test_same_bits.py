@@ -11,7 +11,6 @@ import pytest
 from dpcalc.engine._numerics import _LOG1MEXP_SPLIT, LOG2, log1mexp, logsumexp
 from dpcalc.engine.conversion import closed_form
 from dpcalc.engine.conversion.closed_form import _log_expm1
-from dpcalc.engine.mechanisms.sgm import _series
 from dpcalc.engine.mechanisms.sgm.poisson import _FRAC_BLOCK, _logsumexp_terms, _signed_logsums, _sum_terms
 from dpcalc.engine.orders import DEFAULT_ORDERS
 
@@ -99,52 +98,3 @@ def test_asoodeh_skips_its_second_term_only_where_the_first_is_smaller(seed):
         ref = np.minimum(first, closed_form._asoodeh_second(DEFAULT_ORDERS, rdp, delta))
     assert 0.2 < np.isinf(second).mean() < 0.8  # skipped often, not always
     _same(np.minimum(first, second), ref)
-
-
-def _bisect(pred, lo, hi):
-    """The plain bisection that _first_true replaced: smallest k in [lo, hi] with pred(k), else hi + 1."""
-    L = np.asarray(lo, dtype=float).copy()
-    R = np.maximum(np.asarray(hi, dtype=float) + 1.0, L)
-    while np.any(L < R):
-        active = L < R
-        mid = np.where(active, np.floor((L + R) / 2.0), L)
-        p = pred(mid) & active
-        R = np.where(p, mid, R)
-        L = np.where(active & ~p, mid + 1.0, L)
-    return L
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_first_true_finds_what_bisection_finds(seed):
-    """The windowed sums' searches, on the term sequences of random (q, σ, α), give bisection's answers."""
-    rng = np.random.default_rng(300 + seed)
-    n = 2000
-    alpha = np.floor(10.0 ** rng.uniform(0.5, 4.3, n))
-    q = 10.0 ** rng.uniform(-4, -0.05, n)
-    sigma = rng.uniform(0.3, 20.0, n)
-    a, b, c = np.log(q), np.log1p(-q), 0.5 / sigma**2
-    F = lambda k: _series._F(k, alpha, a, b, c)  # noqa: E731
-    h = lambda k: _series._h(k, alpha, a, b, c)  # noqa: E731
-    lo = np.floor(rng.uniform(0, 1, n) * alpha)
-    hi = np.minimum(lo + np.floor(rng.uniform(0, 1, n) * alpha), alpha)
-    peak = _bisect(lambda k: h(k) <= 0, lo, hi)  # h decreases past the first peak's rise on most rows
-    thr = F(np.minimum(peak, alpha)) - rng.uniform(0, 60, n)
-    cases = [
-        (h, lambda y: y <= 0, 0.0, lo, hi),
-        (F, lambda y: y >= thr, thr, lo, np.minimum(peak, hi)),
-        (F, lambda y: y < thr, thr, np.minimum(peak, hi), hi),
-        (F, lambda y: y >= thr, thr, hi + 1.0, hi),  # empty ranges
-    ]
-    for fn, test, level, start, end in cases:
-        got = _series._first_true(fn, test, level, start, end)
-        want = _bisect(lambda k: test(fn(k)), start, end)  # noqa: B023
-        _same(got, want)
-
-
-def test_first_true_on_steps_and_infinities():
-    k = np.arange(0.0, 50.0)
-    lo, hi = np.zeros(k.size), np.full(k.size, 60.0)
-    step = lambda x: np.where(x >= k, np.inf, -np.inf)  # noqa: E731
-    _same(_series._first_true(step, lambda y: y > 0, 0.0, lo, hi), k)
-    never = lambda x: np.full(x.shape, -1.0)  # noqa: E731
-    _same(_series._first_true(never, lambda y: y >= 0, 0.0, lo, hi), hi + 1.0)

@@ -39,35 +39,20 @@ def _h(k, alpha, a, b, c):
     return np.where(k >= alpha, -np.inf, out)
 
 
-def _first_true(fn, test, level, lo, hi):
-    """Smallest integer k in [lo, hi] with test(fn(k)) (monotone False→True there); hi+1 if none.
-
-    The answer bisection gives, in a few steps: each probe is where fn, interpolated linearly between the
-    bracket's ends (where both are known and finite), crosses ``level`` (the value at which ``test`` turns);
-    a probe that does not halve the bracket is followed by a bisection, so never more than twice bisection's
-    steps.  Only ``test`` decides; the interpolation only picks the probes."""
+def _first_true(pred, lo, hi):
+    """Smallest integer k in [lo, hi] with pred(k) (pred monotone False→True there); hi+1 if none."""
     L = np.asarray(lo, dtype=float).copy()
-    R = np.maximum(np.asarray(hi, dtype=float) + 1.0, L)
-    fl = np.full(L.shape, np.nan)  # fn(L − 1), where probed (test false there)
-    fr = np.full(L.shape, np.nan)  # fn(R), where probed (test true there)
-    halve = np.zeros(L.shape, dtype=bool)  # bisect next: the last probe did not halve the bracket
+    R = np.asarray(hi, dtype=float) + 1.0
+    R = np.maximum(R, L)
     while True:
         active = L < R
         if not np.any(active):
             return L
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            guess = np.ceil((L - 1.0) + (level - fl) * (R - L + 1.0) / (fr - fl))
-        guess = np.where(halve | ~np.isfinite(guess), np.floor((L + R) / 2.0), np.clip(guess, L, R - 1.0))
-        k = np.where(active, guess, L)
-        v = fn(k)
-        p = test(v) & active
-        width = R - L
-        R = np.where(p, k, R)
-        fr = np.where(p, v, fr)
-        down = active & ~p
-        L = np.where(down, k + 1.0, L)
-        fl = np.where(down, v, fl)
-        halve = active & (R - L > 0.5 * width)
+        mid = np.floor((L + R) / 2.0)
+        mid_eval = np.where(active, mid, L)
+        p = pred(mid_eval) & active
+        R = np.where(p, mid, R)
+        L = np.where(active & ~p, mid + 1.0, L)
 
 
 def _log_expm1_factor(k, c):
@@ -104,8 +89,8 @@ def _windowed_logsum(alpha, a, b, c, kmin, minus_one):
     f1 = np.clip(np.floor(k1), kmin - 1.0, alpha)
     c2 = np.clip(np.ceil(k2), kmin, alpha)
 
-    pa = _first_true(h, lambda y: y <= 0, 0.0, kmin, f1)
-    pb = _first_true(h, lambda y: y <= 0, 0.0, c2, alpha)
+    pa = _first_true(lambda k: h(k) <= 0, kmin, f1)
+    pb = _first_true(lambda k: h(k) <= 0, c2, alpha)
     cands = np.clip(np.stack([pa, f1 + 1.0, pb, c2, c2 - 1.0, kmin, alpha]), kmin, alpha)
     left_ok = (cands <= kmin) | (h(np.maximum(cands - 1.0, 0.0)) > 0)
     right_ok = (cands >= alpha) | (h(cands) <= 0)
@@ -119,13 +104,13 @@ def _windowed_logsum(alpha, a, b, c, kmin, minus_one):
     p1 = np.min(np.where(is_max, cands, np.inf), axis=0)
     p2 = np.max(np.where(is_max, cands, -np.inf), axis=0)
 
-    L1 = np.minimum(_first_true(F, lambda y: y >= thr, thr, kmin, p1), p1)
-    R2 = np.maximum(_first_true(F, lambda y: y < thr, thr, p2, alpha) - 1.0, p2)
+    L1 = np.minimum(_first_true(lambda k: F(k) >= thr, kmin, p1), p1)
+    R2 = np.maximum(_first_true(lambda k: F(k) < thr, p2, alpha) - 1.0, p2)
     two_peaks = p2 > p1
-    v = _first_true(h, lambda y: y > 0, 0.0, p1, np.maximum(p2 - 1.0, p1))
+    v = _first_true(lambda k: h(k) > 0, p1, np.maximum(p2 - 1.0, p1))
     v = np.where(two_peaks, np.minimum(v, p2), p1)
-    R1 = np.maximum(_first_true(F, lambda y: y < thr, thr, p1, v) - 1.0, p1)
-    L2 = np.minimum(_first_true(F, lambda y: y >= thr, thr, v, p2), p2)
+    R1 = np.maximum(_first_true(lambda k: F(k) < thr, p1, v) - 1.0, p1)
+    L2 = np.minimum(_first_true(lambda k: F(k) >= thr, v, p2), p2)
     merged = ~two_peaks | (R1 + 1.0 >= L2)
     R1 = np.where(merged, R2, R1)
     n1 = (R1 - L1 + 1.0).astype(np.int64)
