@@ -21,19 +21,8 @@ def log1mexp(x):
     ``x = 0`` gives ``-inf``; ``x > 0`` gives ``nan``.
     """
     x = np.asarray(x, dtype=float)
-    near = x > -LOG2
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if x.size < _LOG1MEXP_SPLIT:
-            return np.where(near, np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
-        # each element by its own branch only (the same values as the np.where above, half the work)
-        out = np.log1p(-np.exp(x))
-        if near.any():
-            out[near] = np.log(-np.expm1(x[near]))
-    return out
-
-
-#: Arrays of at least this size evaluate each branch of :func:`log1mexp` on its own elements only.
-_LOG1MEXP_SPLIT = 256
+        return np.where(x > -LOG2, np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
 
 
 def log_sub(a, b):

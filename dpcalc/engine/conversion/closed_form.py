@@ -263,17 +263,9 @@ def _asoodeh_second(alpha, rdp, delta):
 
 
 def _log_expm1(x):
-    """log(e^x − 1) for x >= 0 (−∞ at 0), without overflow; each branch on its own elements only."""
-    x = np.asarray(x, dtype=float)
-    big = x > 30.0
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        if x.size < 256:
-            return np.where(big, x + np.log1p(-np.exp(-x)), np.log(np.expm1(np.minimum(x, 30.0))))
-        out = np.log(np.expm1(np.minimum(x, 30.0)))
-        if big.any():
-            xb = x[big]
-            out[big] = xb + np.log1p(-np.exp(-xb))
-    return out
+    """log(e^x − 1) for x >= 0 (−∞ at 0), without overflow."""
+    with np.errstate(divide="ignore", over="ignore"):
+        return np.where(x > 30.0, x + np.log1p(-np.exp(-x)), np.log(np.expm1(np.minimum(x, 30.0))))
 
 
 def delta_asoodeh(alpha, rdp, eps):
