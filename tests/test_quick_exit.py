@@ -37,28 +37,13 @@ def test_output_is_whole_and_atexit_runs():
 @pytest.mark.parametrize(
     ("args", "status"),
     [
-        (["--version"], 0),
-        (["sgd-epsilon", "--sigma", "-1", "--sample-rate", "0.01", "--steps", "10"], 2),
-        (
-            [
-                "sgd-epsilon",
-                "--sigma",
-                "1",
-                "--sample-rate",
-                "0.01",
-                "--steps",
-                "1000",
-                "--delta",
-                "1e-5",
-                "--max-epsilon",
-                "0.01",
-            ],
-            3,
-        ),
+        ("--version", 0),
+        ("sgd-epsilon --sigma -1 --sample-rate 0.01 --steps 10", 2),
+        ("sgd-epsilon --sigma 1 --sample-rate 0.01 --steps 1000 --delta 1e-5 --max-epsilon 0.01", 3),
     ],
 )
 def test_the_status_is_the_commands(args, status):
-    done = _dpcalc(*args)
+    done = _dpcalc(*args.split())
     assert done.returncode == status, done.stderr
     assert done.stderr.endswith("atexit ran\n")
 
