@@ -123,7 +123,10 @@ def test_pool_only_for_big_work():
     assert execution.processes(seconds=0.1) == 1 and execution.processes(parallel=1) == 1
     assert execution.processes(seconds=10, parallel=3) == min(execution.cpu_count(), 3)
     assert sweep.chunk_rows(2048, 0.1, 1000) == 2048  # light work: the chunks as asked
-    assert sweep.chunk_rows(2048, 50.0, 500) == 2  # 0.1 s a row: chunks of a quarter second
+    assert sweep.chunk_rows(2048, 50.0, 500) == int(
+        sweep.CHUNK_SECONDS / 0.1
+    )  # 0.1 s a row: CHUNK_SECONDS each
+    assert sweep.chunk_rows(2048, 50.0, 500) == 5
     assert sweep.slices(10, 4) == [(0, 4), (4, 8), (8, 10)] and sweep.slices(10, None) == [(0, 10)]
 
 

@@ -55,19 +55,20 @@ def logsumexp(x, axis=-1):
 ROW_BLOCK = 512
 
 
-def logsumexp_rows(x):
+def logsumexp_rows(x, block: int = ROW_BLOCK):
     """:func:`logsumexp` along the last axis of a 2-D array, with the same bits whatever ``-inf`` padding follows
     a row's values: the row is summed in blocks of :data:`ROW_BLOCK` (one fixed pairwise tree each) and the
     blocks one after another, so that trailing zeros add exact zeros.  A row's result then depends on the row
-    alone, not on the longer rows it was padded to share an array with."""
+    alone, not on the longer rows it was padded to share an array with.  ``block``: another fixed block length
+    (rows of at most that many terms are one block: less to allocate where rows are short)."""
     x = np.asarray(x, dtype=float)
     rows, n = x.shape
     m = np.max(x, axis=1, keepdims=True) if n else np.full((rows, 1), -np.inf)
     m_safe = np.where(np.isfinite(m), m, 0.0)
-    nb = -(-n // ROW_BLOCK)
-    ex = np.zeros((rows, nb * ROW_BLOCK))
+    nb = -(-n // block)
+    ex = np.zeros((rows, nb * block))
     np.exp(x - m_safe, out=ex[:, :n])
-    blocks = ex.reshape(rows, nb, ROW_BLOCK).sum(axis=2)
+    blocks = ex.reshape(rows, nb, block).sum(axis=2)
     total = np.add.accumulate(blocks, axis=1)[:, -1:] if nb else np.zeros((rows, 1))
     with np.errstate(divide="ignore"):
         s = np.log(total) + m_safe

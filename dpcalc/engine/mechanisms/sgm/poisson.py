@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from dpcalc.engine._numerics import log1mexp, logsumexp, logsumexp_rows
+from dpcalc.engine._numerics import log1mexp, logsumexp_rows
 from dpcalc.engine._special import _EPS, _gammaln, _lgamma_int, _log_ndtr, light_active
 from dpcalc.engine.mechanisms.sgm._orders import (
     _int_table,
@@ -84,7 +84,7 @@ def _dense_block(alpha, a, b, c, k):
         vals = (lga - lgk - lgj) + ka + jb + quad + log1mexp(-quad)
         mag = (lga + lgk + lgj) + np.abs(ka) + np.abs(jb) + cc * (kk * kk)
     vals = np.where(use, vals + 4.0 * _EPS * (2.0 + mag), -np.inf)  # log(1 + x) <= x
-    return logsumexp(vals, axis=1)
+    return logsumexp_rows(vals, _DENSE_MAX)  # one fixed block: a row's bits do not depend on its padding
 
 
 def _sum_terms(x):
