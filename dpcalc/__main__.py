@@ -50,9 +50,7 @@ def _leave(done: SystemExit) -> None:
         return
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         return
-    if not _flushed():
-        return
-    atexit._run_exitfuncs()
+    atexit._run_exitfuncs()  # (it empties the registry: the usual exit, if it follows, does not run them again)
     if _flushed():
         os._exit(code or 0)
 

@@ -385,7 +385,9 @@ def eps_estimate(alpha, rdp, delta, hi, maxiter=60, floor=None):
     if rest.size:
         e[rest], t[rest] = _newton_estimate(alpha[rest], rdp[rest], ld[rest], small[rest], hi[rest], maxiter)
     # a root this close to 0 means ζ_α^0(δ) is (nearly) >= ζ: try ε = 0 itself first
-    e = np.where(above, floor if floor is not None else e, np.where(e <= snap, 0.0, e))
+    e = np.where(e <= snap, 0.0, e)
+    if floor is not None:
+        e[above] = floor[above]
     return e, t
 
 
