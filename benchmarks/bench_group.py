@@ -21,7 +21,7 @@ Every row is a whole process (a fresh interpreter: start-up, imports, parsing, c
 count).  How (see ``_measure.py``): dpcalc's package is byte-compiled first (as ``pip install .`` leaves
 it); each row gives min / median / max wall time of ``--repeat`` runs after one untimed warm-up run, timed
 by a small launcher around the command, and the peak memory: "tree RSS" the peak of the summed VmRSS of
-the process and its descendants (polled every 20 ms), "max RSS" the largest single process
+the process and its descendants (polled every 20 ms, in as many runs again, not timed), "max RSS" the largest single process
 (``ru_maxrss``, at least the launcher's ~9 MB).  1 MB = 10^6 bytes.  The answers are dpcalc's certified
 bracket and dp-accounting's ε; the ratios are dp-accounting's median wall time / dpcalc compose's.
 

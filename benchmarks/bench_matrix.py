@@ -164,7 +164,7 @@ def main() -> None:
     for name, words in ROWS.items():
         runs, _ = measure([*DPCALC, *words], args.repeat)
         med = statistics.median(runs.walls)
-        peak = max(r.tree_pss for r in runs.runs) / MB
+        peak = runs.tree_pss / MB
         base = med if base is None else base
         line = f"{name:<22} {med:9.3f} {min(runs.walls):7.3f} {peak:8.1f} {med / base:6.2f}"
         if name in JAX_PRIVACY_MC:

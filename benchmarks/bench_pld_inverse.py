@@ -35,7 +35,7 @@ is the README's 60-epoch example: batch size 256 of 60,000 examples (q = 256/600
 
 How (see ``_measure.py``): dpcalc's package is byte-compiled first (as ``pip install .`` leaves it); its
 rows give min / median / max wall time of N runs after one untimed warm-up run, the peers' rows their single run; "tree RSS" is the peak of the summed VmRSS of the process and
-its descendants (polled every 20 ms), "max RSS" the largest single process (``ru_maxrss``, at least the
+its descendants (polled every 20 ms, in as many runs again, not timed), "max RSS" the largest single process (``ru_maxrss``, at least the
 launcher's ~9 MB), "CPU" the median user + system time of the process tree (launcher included, ~0.01 s):
 on a loaded machine wall time exceeds it.  1 MB = 10^6 bytes.  "time ratio": the row's median wall time /
 dpcalc pld's.  The verdicts are on wall time; the CPU figures beside them show how much of it the load took.
@@ -239,12 +239,13 @@ def _measure(cmd, repeat, *, warmup=True):
     CPU time (user + system) of the whole process tree, launcher included, from this process's
     ``RUSAGE_CHILDREN`` before and after each run; (runs, stdout of the first run)."""
     first = run(cmd, **KEEP) if warmup else None
-    out, cpu = [], []
+    out, polled, cpu = [], [], []
     for _ in range(repeat):
         before = _children_cpu()
-        out.append(run(cmd, **KEEP))
+        out.append(run(cmd, **KEEP, poll=False))
         cpu.append(_children_cpu() - before)
-    runs = Runs(out)
+        polled.append(run(cmd, **KEEP))  # the memory, from a run that is not timed (the polling takes CPU)
+    runs = Runs(out, polled)
     runs.cpu = statistics.median(cpu)
     return runs, (first or out[0]).stdout
 

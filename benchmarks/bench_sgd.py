@@ -26,8 +26,9 @@ beside time.
 
 How (see ``_measure.py``): every process row gives min / median / max wall time of N runs after one
 untimed warm-up run, timed by a small launcher around the command; "tree RSS" and "tree PSS" are the peaks
-of the summed VmRSS and Pss of the process and its descendants (polled every 20 ms; RSS counts pages shared
-by forked workers once per process, PSS splits them), "max RSS" is the launcher's
+of the summed VmRSS and Pss of the process and its descendants, polled every 20 ms in N more runs interleaved
+with the timed ones (the polling takes CPU, so the timed runs are not polled; RSS counts pages shared by
+forked workers once per process, PSS splits them), "max RSS" is the launcher's
 ``getrusage(RUSAGE_CHILDREN).ru_maxrss``: the largest single process (at least the launcher's ~9 MB),
 "procs" the most processes seen at once ("–": ended before the first poll).  1 MB = 10^6 bytes.
 
