@@ -413,11 +413,12 @@ def _root_above(alpha, rdp, ld, eps):
     c = _C(alpha, eps, ld)
     out = np.zeros(alpha.shape[0], dtype=bool)
     si = np.flatnonzero(c.la + c.ld < 0.0)
-    if si.size:
-        cs = c.sub(si)
-        ev = _eval(_solve_t(cs, np.full(si.size, np.nan), maxiter=PROBE_STEPS), cs, derivative=False)
+    for lo in range(0, si.size, PROBE_BLOCK):  # elementwise: the blocks bound the temporaries, not the values
+        sb = si[lo : lo + PROBE_BLOCK]
+        cs = c.sub(sb)
+        ev = _eval(_solve_t(cs, np.full(sb.size, np.nan), maxiter=PROBE_STEPS), cs, derivative=False)
         up = ev["lphi"] + _rel_err(ev)
-        out[si] = up < cs.am1 * rdp[si] * (1.0 - PROBE_RTOL)
+        out[sb] = up < cs.am1 * rdp[sb] * (1.0 - PROBE_RTOL)
     return out
 
 
@@ -426,6 +427,9 @@ PROBE_STEPS = 1
 #: Relative margin below ζ for the approximate ζ at a probe (:func:`eps_estimate`'s ``floor``): covers its
 #: round-off, so that the root of the approximate ζ lies above the probe, as the full iterations would find.
 PROBE_RTOL = 1e-12
+#: Elements probed at once by :func:`_root_above`: a sweep's chunk probes some 20,000, whose temporaries (7 MB)
+#: made its peak memory.
+PROBE_BLOCK = 8192
 
 
 @_quiet

@@ -29,6 +29,7 @@ def eps_poisson_rdp(q, sigma, steps, delta, orders, conversion):
     need, closed = orders_that_matter(
         orders, curve.deferred, up, run_curve(steps, curve.lower), delta, conversion
     )
+    del up  # (rows × orders): not held through the conversion, where a sweep's chunk peaks
     total = run_curve(steps, curve.refine(need))
     # the closed form changes only at the deferred orders (and, on stale rows, anywhere)
     kind = closed_form(conversion)

@@ -104,10 +104,23 @@ class DeferredCurve:
             unsafe[main] = ~np.all(clear, axis=1) | np.any(raw[main] == 0, axis=1)
         self._raw_upper = raw
         self._unsafe = unsafe
-        up = _monotone(_round_up(raw), alphas)
-        self.upper = up[inv].reshape(shape + (m,))
-        self.lower = _monotone(low, alphas)[inv].reshape(shape + (m,))
+        self._upper = _monotone(_round_up(raw), alphas)
+        self._lower = _monotone(low, alphas)
         self.stale = unsafe[inv].reshape(shape)
+
+    @property
+    def upper(self):
+        """The curve (rows × orders) with the deferred orders at their chord bound (kept per pair, spread to
+        the rows on each access: a sweep's chunk has some ten rows a pair)."""
+        return self._rows(self._upper)
+
+    @property
+    def lower(self):
+        """A lower bound (rows × orders) on the exact curve, equal to it at every order not deferred."""
+        return self._rows(self._lower)
+
+    def _rows(self, per_pair):
+        return per_pair[self._inverse].reshape(self._shape + (self.alphas.size,))
 
     def _raw(self, generic):
         """The (pairs × orders) levels before rounding up and the suffix minimum (:func:`_per_order`)."""
@@ -138,5 +151,4 @@ class DeferredCurve:
             raw = self._raw(lambda *_: table)
         else:
             raw = self._raw_upper
-        out = _monotone(_round_up(raw), self.alphas)
-        return out[self._inverse].reshape(self._shape + (m,))
+        return self._rows(_monotone(_round_up(raw), self.alphas))
