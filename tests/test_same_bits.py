@@ -1,6 +1,6 @@
 """Speed-ups that keep every bit: the signed series of the Poisson SGM runs in a (terms × elements) layout, with
-one exp per term for its two signed sums; Asoodeh et al.'s closed form skips its second term where the first
-is certainly smaller.
+one exp per term for its two signed sums, and evaluates the normal tail that depends on the (q, σ) pair alone
+once per pair; Asoodeh et al.'s closed form skips its second term where the first is certainly smaller.
 Each is checked against the plain formula it replaces (so no value moves; docs/math.md §1.3, §3.2)."""
 
 from __future__ import annotations
@@ -10,7 +10,13 @@ import pytest
 
 from dpcalc.engine._numerics import logsumexp
 from dpcalc.engine.conversion import closed_form
-from dpcalc.engine.mechanisms.sgm.poisson import _FRAC_BLOCK, _logsumexp_terms, _signed_logsums, _sum_terms
+from dpcalc.engine.mechanisms.sgm.poisson import (
+    _FRAC_BLOCK,
+    _log_a_frac_poisson,
+    _logsumexp_terms,
+    _signed_logsums,
+    _sum_terms,
+)
 from dpcalc.engine.orders import DEFAULT_ORDERS
 
 
@@ -70,3 +76,19 @@ def test_asoodeh_skips_its_second_term_only_where_the_first_is_smaller(seed):
         ref = np.minimum(first, closed_form._asoodeh_second(DEFAULT_ORDERS, rdp, delta))
     assert 0.2 < np.isinf(second).mean() < 0.8  # skipped often, not always
     _same(np.minimum(first, second), ref)
+
+
+def test_fractional_series_shares_a_pairs_normal_tail_without_moving_a_bit():
+    """log Φ((z0 − k)/σ) is evaluated once per (q, σ) pair when the pairs are at most half the elements; every
+    element's value is the one it gets computed alone (where nothing is shared)."""
+    rng = np.random.default_rng(11)
+    pairs = 6
+    q = 10.0 ** rng.uniform(-3, -0.7, pairs)
+    sigma = rng.uniform(0.5, 3.0, pairs)
+    orders = DEFAULT_ORDERS[(DEFAULT_ORDERS != np.floor(DEFAULT_ORDERS)) & (DEFAULT_ORDERS < 40)][::3]
+    qe, se, ae = np.repeat(q, orders.size), np.repeat(sigma, orders.size), np.tile(orders, pairs)
+    together = _log_a_frac_poisson(qe, se, ae)
+    alone = [_log_a_frac_poisson(qe[i : i + 1], se[i : i + 1], ae[i : i + 1]) for i in range(ae.size)]
+    assert together[1].mean() > 0.5  # the series answered for most elements
+    for got, ref in zip(together, zip(*alone)):
+        _same(got, np.concatenate(ref))

@@ -162,6 +162,16 @@ def _log_a_frac_poisson(q, sigma, alpha):
     ua, ai = np.unique(al, return_inverse=True) if share else (al, np.arange(n))
     ai = ai.reshape(-1)
     lga = _gammaln(ua + 1.0)[ai]
+    # log Φ((z0 − k)/σ) depends on the (q, σ) pair and on k, not on α: evaluated once per pair and gathered
+    # where the pairs are at most half the elements (a curve's fractional orders share a pair; the same values)
+    by_pair = False
+    if share:
+        _, first, pi = np.unique(q + 1j * sg, return_index=True, return_inverse=True)
+        by_pair = 2 * first.size <= n
+    if by_pair:
+        pi, z0p, sgp = pi.reshape(-1), z0[first], sg[first]
+    else:
+        pi = ai  # a placeholder: compacted with the elements, never read
     fl = np.floor(al)
     pos = np.full(n, -np.inf)
     neg = np.full(n, -np.inf)
@@ -181,10 +191,8 @@ def _log_a_frac_poisson(q, sigma, alpha):
             lc = lga - lgk - lgj
             e0 = kc * lq + j * l1q + (kc * kc - kc) * inv2s2
             e1 = j * lq + kc * l1q + (j * j - j) * inv2s2
-            t = np.logaddexp(
-                lc + e0 + _log_ndtr((z0 - kc) / sg),
-                lc + e1 + _log_ndtr((j - z0) / sg),
-            )
+            ndtr0 = _log_ndtr((z0p - kc) / sgp)[:, pi] if by_pair else _log_ndtr((z0 - kc) / sg)
+            t = np.logaddexp(lc + e0 + ndtr0, lc + e1 + _log_ndtr((j - z0) / sg))
             mag = lga + np.abs(lgk) + np.abs(lgj) + np.abs(e0) + np.abs(e1)
             err = np.logaddexp(err, _logsumexp_terms(t + np.log(8.0 * _EPS * (1.0 + mag))))
             nsign = kc - fl - 1.0
@@ -218,8 +226,8 @@ def _log_a_frac_poisson(q, sigma, alpha):
             keep = ~leave
             if not np.any(keep):
                 break
-            idx, al, sg, lq, l1q, z0, inv2s2, lga, fl, ai = (
-                x[keep] for x in (idx, al, sg, lq, l1q, z0, inv2s2, lga, fl, ai)
+            idx, al, sg, lq, l1q, z0, inv2s2, lga, fl, ai, pi = (
+                x[keep] for x in (idx, al, sg, lq, l1q, z0, inv2s2, lga, fl, ai, pi)
             )
             pos, neg, err, dpos, dneg = (x[keep] for x in (pos, neg, err, dpos, dneg))
         diff = res_pos + log1mexp(np.minimum(res_neg - res_pos, 0.0))
