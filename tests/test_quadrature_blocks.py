@@ -5,6 +5,7 @@ the padding of a block.  Reference: each element computed alone; numpy's own log
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from dpcalc.engine._numerics import logsumexp, logsumexp_rows
 from dpcalc.engine.mechanisms.sgm import poisson as sgm_poisson
@@ -52,15 +53,17 @@ def test_logsumexp_rows_ignores_padding_and_agrees():
     assert logsumexp_rows(np.array([[np.inf, 0.0]]))[0] == np.inf
 
 
-def test_dense_integer_sums_do_not_depend_on_how_many_pairs_share_them():
+@pytest.mark.parametrize("sigmas", [160, 8])
+def test_dense_integer_sums_do_not_depend_on_how_many_pairs_share_them(sigmas):
     """The integer orders up to 64 sum every term: in one padded pass for few (pair, order) elements, in a pass
-    per order for many.  Both sum a fixed block, so a pair's value is the same either way, and a sweep's rows
-    do not depend on the size of its chunks (before, 174 rows of a 10,000-row sweep moved by up to 7 ulps
-    when its chunks went from 63 to 125 pairs)."""
+    per order for many (which evaluates log(e^{c·k(k−1)} − 1) once per σ: ``sigmas`` distinct values among the
+    pairs).  Both sum a fixed block, so a pair's value is the same either way, and a sweep's rows do not depend
+    on the size of its chunks (before, 174 rows of a 10,000-row sweep moved by up to 7 ulps when its chunks
+    went from 63 to 125 pairs)."""
     rng = np.random.default_rng(11)
     pairs = 160  # 160 pairs × 63 orders × 63 terms: above the one-pass limit
     q = 10.0 ** rng.uniform(-3, -0.7, pairs)
-    s = rng.uniform(0.5, 3.0, pairs)
+    s = np.repeat(rng.uniform(0.5, 3.0, sigmas), pairs // sigmas)
     orders = np.arange(2.0, 65.0)
     a, b, c = np.log(q), np.log1p(-q), 0.5 / s**2
     rep = lambda x: np.repeat(x, orders.size)  # noqa: E731

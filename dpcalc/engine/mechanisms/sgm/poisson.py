@@ -66,22 +66,41 @@ def _dense_logsum(alpha, a, b, c):
     kmax = float(np.max(alpha))
     if alpha.size * (kmax - 1.0) <= 400_000:
         return _dense_block(alpha, a, b, c, np.arange(2.0, kmax + 1.0))
+    # a pass per order, where log C(α, k) depends on the order alone and log(e^{c·k(k−1)} − 1) on c (that is σ)
+    # alone: each evaluated once and broadcast or gathered (the same operations on the same numbers)
     out = np.empty(alpha.size)
+    cu, ci = np.unique(c, return_inverse=True)
+    ks = np.arange(2.0, kmax + 1.0)
+    quad = cu[:, None] * (ks * (ks - 1.0))
+    with np.errstate(invalid="ignore"):
+        l1m = log1mexp(-quad)
     for av in np.unique(alpha):
         sel = np.nonzero(alpha == av)[0]
-        out[sel] = _dense_block(alpha[sel], a[sel], b[sel], c[sel], np.arange(2.0, av + 1.0))
+        kn = int(av) - 1
+        rows = ci.reshape(-1)[sel]
+        out[sel] = _dense_block(
+            np.array([av]), a[sel], b[sel], c[sel], ks[:kn], (quad[rows, :kn], l1m[rows, :kn])
+        )
     return out
 
 
-def _dense_block(alpha, a, b, c, k):
+def _dense_block(alpha, a, b, c, k, quad_l1m=None):
+    """The log-sums of :func:`_dense_logsum` over the terms ``k`` (padded with −∞ past each element's order).
+    ``quad_l1m``: c·k(k−1) and log(1 − e^{−c·k(k−1)}) per element and term, where every element has the one
+    order ``alpha`` (shape (1,)) and ``k`` runs to it (no padding)."""
     al, aa, bb, cc = alpha[:, None], a[:, None], b[:, None], c[:, None]
     use = k <= al
     kk = np.where(use, k, 2.0)
     lga, lgk, lgj = _lgamma_int(al + 1.0), _lgamma_int(kk + 1.0), _lgamma_int(al - kk + 1.0)
-    quad = cc * (kk * (kk - 1.0))
+    if quad_l1m is None:
+        quad = cc * (kk * (kk - 1.0))
+        with np.errstate(invalid="ignore"):
+            l1m = log1mexp(-quad)
+    else:
+        quad, l1m = quad_l1m
     ka, jb = kk * aa, (al - kk) * bb
     with np.errstate(invalid="ignore"):
-        vals = (lga - lgk - lgj) + ka + jb + quad + log1mexp(-quad)
+        vals = (lga - lgk - lgj) + ka + jb + quad + l1m
         mag = (lga + lgk + lgj) + np.abs(ka) + np.abs(jb) + cc * (kk * kk)
     vals = np.where(use, vals + 4.0 * _EPS * (2.0 + mag), -np.inf)  # log(1 + x) <= x
     return logsumexp_rows(vals, _DENSE_MAX)  # one fixed block: a row's bits do not depend on its padding
