@@ -69,6 +69,8 @@ def _eval(t, c: _C, derivative=True):
     (α−1)ζ_α^ε(δ) = log min ψ: scaling by e^{(α−1)ε} removes the cancellation ε + log M/(α−1) when ζ ≪ ε.
     Summands: ψ1 = p^α x^{1−α} e^{(α−1)ε}, ψ2 = y^α (1 − x e^{−ε})^{1−α} (since e^ε − p + δ = e^ε − x).
     ``S1``/``S2`` bound the relative round-off of ψ1/ψ2 in units of ROUNDOFF (module docstring, item 2).
+    With ``derivative``: also the slope's two parts (lA, lB, their sign sA and allowances errA, errB) and the
+    sign h of φ', which the tangent lines read (Newton's dh/dt is :func:`_h_dh`'s).
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         lsp = -np.logaddexp(0.0, -t)  # log sigmoid(t)
@@ -100,22 +102,16 @@ def _eval(t, c: _C, derivative=True):
         lyaK = np.logaddexp(ly, c.la + c.lK)
         lB = lT2 + lyaK - ly - lyK
         h = np.where(diff > 0, lA - lB, -np.inf)  # sign(h) = sign(φ')
-        # dh/dt for Newton
-        r1 = 1.0 / -np.expm1(c.lm - lx)  # x/(x − (α−1)δ)
-        r2 = np.exp(np.logaddexp(lx, c.la + c.ld) - lp)  # (x + αδ)/p
-        q1 = c.am1 * np.exp(c.lK - lyK) - np.exp(ly - lyK)
-        q2 = np.exp(ly - lyaK)
-        dh = np.exp(lsm) * (r1 - r2) + np.exp(lsp) * (q1 + q2)
         errA = ROUNDOFF * S1 * (1.0 + np.exp(lx - lgap))
         errB = ROUNDOFF * (S2 + a1 * (np.abs(c.lK) + np.abs(lyK) + np.abs(lyaK) + np.abs(c.la) + 1.0))
-        out.update(sA=np.sign(diff), lA=lA, lB=lB, h=h, dh=dh, errA=errA, errB=errB)
+        out.update(sA=np.sign(diff), lA=lA, lB=lB, h=h, errA=errA, errB=errB)
         return out
 
 
 def _h_dh(t, c: _C, slope=True):
-    """h (the sign of φ') and, with ``slope``, dh/dt at t: what Newton in :func:`_solve_t` reads of
-    :func:`_eval`, by the same operations in the same order (so the same values), without the value of ψ,
-    its round-off allowances and the derivative's error terms."""
+    """h (the sign of φ') and, with ``slope``, dh/dt at t, for Newton in :func:`_solve_t`: h by the operations
+    of :func:`_eval` in the same order (so the same values), without the value of ψ, its round-off allowances
+    and the derivative's error terms."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         lsp = -np.logaddexp(0.0, -t)
         lsm = -np.logaddexp(0.0, t)
