@@ -92,3 +92,25 @@ def test_fractional_series_shares_a_pairs_normal_tail_without_moving_a_bit():
     assert together[1].mean() > 0.5  # the series answered for most elements
     for got, ref in zip(together, zip(*alone)):
         _same(got, np.concatenate(ref))
+
+
+def test_asoodeh_computes_its_large_order_branch_only_where_it_applies():
+    """Where αδ >= 1 anywhere in the array the branch is computed for the whole array and chosen elementwise, as
+    before; an array with none skips it.  Either way every element is the value it gets alone."""
+    rng = np.random.default_rng(5)
+    rows = 8
+    rdp = 10.0 ** rng.uniform(-3, 1, (rows, DEFAULT_ORDERS.size))
+    delta = 10.0 ** rng.uniform(-6, -0.5, (rows, 1))  # αδ >= 1 at the high orders of some rows
+    for d in (delta, np.full((rows, 1), 1e-9)):
+        together = closed_form.eps_asoodeh(DEFAULT_ORDERS, rdp, d)
+        alone = np.array(
+            [
+                [
+                    closed_form.eps_asoodeh(DEFAULT_ORDERS[j : j + 1], rdp[i, j : j + 1], d[i])[0]
+                    for j in range(rdp.shape[1])
+                ]
+                for i in range(rows)
+            ]
+        )
+        _same(together, alone)
+    assert np.any(DEFAULT_ORDERS * delta >= 1.0) and np.any(DEFAULT_ORDERS * delta < 1.0)

@@ -223,8 +223,9 @@ def eps_asoodeh(alpha, rdp, delta):
         first = _balle_first(alpha, rdp, delta)
         eps = np.minimum(first, _second_where_needed(alpha, rdp, delta))
         big = alpha * delta >= 1.0
-        l1d = np.log1p(-np.minimum(delta, 1.0))
-        eps = np.where(big, np.minimum(_up(rdp + l1d, rdp, l1d), first), eps)
+        if np.any(big):  # (rare: orders of 1/δ and above)
+            l1d = np.log1p(-np.minimum(delta, 1.0))
+            eps = np.where(big, np.minimum(_up(rdp + l1d, rdp, l1d), first), eps)
     eps = np.where(_kl_tv_ok(rdp, delta), 0.0, eps)
     return _finish_eps(eps, rdp, delta)
 
