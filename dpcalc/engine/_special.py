@@ -104,14 +104,14 @@ def _lgamma_int(x):
         # a few entries far beyond the table (one query's high orders): those alone, not the whole stretch
         out = np.empty(x.shape)
         inside = x < _LGAMMA_TABLE.size
-        out[inside] = _LGAMMA_TABLE[np.clip(x[inside], 0, None).astype(np.intp)]
+        out[inside] = _LGAMMA_TABLE[np.maximum(x[inside], 0.0).astype(np.intp)]
         out[~inside] = np.asarray(_lgamma_u(x[~inside]), dtype=float)
         return out
     if top >= _LGAMMA_TABLE.size:  # grown by the missing entries, to what is asked (and half again)
         old = _LGAMMA_TABLE.size
         size = int(min(max(top + 2, 1.5 * old, 1024), _LGAMMA_TABLE_MAX))
         _LGAMMA_TABLE = np.concatenate([_LGAMMA_TABLE, [math.lgamma(i) for i in range(old, size)]])
-    return _LGAMMA_TABLE[np.clip(x, 0, None).astype(np.intp)]
+    return _LGAMMA_TABLE[np.maximum(x, 0.0).astype(np.intp)]
 
 
 def _log_ndtr(x):

@@ -18,12 +18,13 @@ from dpcalc.engine._special import _EPS, _lgamma_int
 _TAIL = 45.0
 
 
-def _F(k, alpha, a, b, c):
-    """log of the k-th term C(α,k)·e^{k·a + (α−k)·b + c·k(k−1)} (whole-number k and α)."""
+def _F(k, alpha, a, b, c, lga=None):
+    """log of the k-th term C(α,k)·e^{k·a + (α−k)·b + c·k(k−1)} (whole-number k and α); ``lga``: log Γ(α + 1),
+    if the caller has it (a search evaluates F at many k of the same orders)."""
     with np.errstate(invalid="ignore", over="ignore"):
         bterm = np.where(alpha - k == 0, 0.0, (alpha - k) * b)
         return (
-            _lgamma_int(alpha + 1)
+            (_lgamma_int(alpha + 1) if lga is None else lga)
             - _lgamma_int(k + 1)
             - _lgamma_int(alpha - k + 1)
             + k * a
@@ -74,8 +75,10 @@ def _windowed_logsum(alpha, a, b, c, kmin, minus_one):
     alpha, a, b, c = (np.asarray(x, dtype=float) for x in np.broadcast_arrays(alpha, a, b, c))
     kmin = np.broadcast_to(np.asarray(kmin, dtype=float), alpha.shape)
 
+    lga = _lgamma_int(alpha + 1)
+
     def F(k):
-        return _F(k, alpha, a, b, c)
+        return _F(k, alpha, a, b, c, lga)
 
     def h(k):
         return _h(k, alpha, a, b, c)
