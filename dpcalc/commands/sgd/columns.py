@@ -75,7 +75,7 @@ def result_columns(question, way, g, cols, given_k=True) -> dict:
         "dataset_size": g["n"].astype(int).tolist() if "n" in g else None,
         "max_batch_size": g["bmax"].astype(int).tolist() if "bmax" in g else None,
         "noise_multiplier": np.asarray(cols["noise_multiplier"], float).reshape(-1).tolist(),
-        "steps": [None if np.isnan(t) else int(t) for t in steps],
+        "steps": _whole(steps),
         "epochs": g["epochs"].tolist()
         if "epochs" in g
         else (
@@ -90,8 +90,8 @@ def result_columns(question, way, g, cols, given_k=True) -> dict:
         "epsilon_estimate": cols["estimate"].tolist() if "estimate" in cols else [None] * n,
         "confidence": [p.confidence] * n if name == "mc" else None,
         "samples": [p.mc_samples] * n if name == "mc" else None,
-        "alpha": [None if np.isnan(a) else float(a) for a in np.asarray(e.alpha, float).reshape(-1)],
-        "valid": [bool(v) for v in np.asarray(e.valid).reshape(-1)],
+        "alpha": _numbers(e.alpha),
+        "valid": np.asarray(e.valid, dtype=bool).reshape(-1).tolist(),
         "note": _notes(theorem, cols.get("note"), n),
     }
     if "eps" in g:  # δ at ε (--epsilon): the accountant's values are δ's, the ε given is a column
@@ -209,4 +209,21 @@ def _unsolved_notes(solve: str, by_batch: bool, values: dict) -> list:
 
 def _numbers(x) -> list:
     """Floats, None where nan (a value the row does not have)."""
-    return [None if np.isnan(v) else float(v) for v in np.asarray(x, float).reshape(-1)]
+    x = np.asarray(x, float).reshape(-1)
+    return _none_where(x.tolist(), np.isnan(x))
+
+
+def _whole(x) -> list:
+    """Whole numbers (Python ints, as ``int(t)`` gives them), None where nan."""
+    x = np.asarray(x, float).reshape(-1)
+    nan = np.isnan(x)
+    if np.all(nan | (np.abs(x) < 2.0**53)):  # exact in int64: the same ints as int(t), in one pass
+        return _none_where(np.where(nan, 0.0, x).astype(np.int64).tolist(), nan)
+    return [None if t else int(v) for v, t in zip(x.tolist(), nan.tolist())]
+
+
+def _none_where(values: list, missing) -> list:
+    """``values`` with None at the positions where ``missing`` (bool array) is true."""
+    for i in np.flatnonzero(missing).tolist():
+        values[i] = None
+    return values

@@ -135,8 +135,8 @@ class DeferredCurve:
         if self._table is None:
             return self.upper
         per_pair = np.zeros((self._q.size, m), dtype=bool)
-        rows = np.asarray(need, dtype=bool).reshape(-1, m) & self.deferred
-        np.logical_or.at(per_pair, self._inverse, rows)
+        r, o = np.nonzero(np.asarray(need, dtype=bool).reshape(-1, m) & self.deferred)
+        per_pair[self._inverse.reshape(-1)[r], o] = True  # a pair needs an order where any of its rows does
         per_pair[self._unsafe] |= self.deferred
         fin = np.isfinite(self.alphas)
         main = np.flatnonzero(self._main)
