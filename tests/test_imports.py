@@ -106,6 +106,19 @@ QUICK = [
     + ["--accountant", "pld"],
     ["convert", "--rdp", "2:1", "--delta", "1e-5"],
     ["convert", "--alpha", "2", "--rdp", "1", "--delta", "1e-5"],
+    # a noise calibration and a sweep of a few pairs: within the light path's budget (dpcalc.engine._special)
+    ["sgd-epsilon", "--target-epsilon", "3", "--sample-rate", "0.004", "--steps", "1000", "--delta", "1e-5"],
+    [
+        "sgd-epsilon",
+        "--sigma",
+        "1.1",
+        "--sample-rate",
+        "0.01:0.05:0.01",
+        "--steps",
+        "1000",
+        "--delta",
+        "1e-5",
+    ],
 ]
 
 PROBE = (

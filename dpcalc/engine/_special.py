@@ -1,8 +1,9 @@
 """Special functions of the engine, and its lazy scipy modules (:mod:`dpcalc.lazy`).
 
 * log Γ and log Φ for the subsampled-Gaussian RDP (:mod:`dpcalc.engine.mechanisms.sgm`): scipy.special for
-  large arrays; for small ones (one query from the command line) the C routines of the math module, so that
-  a single query does not pay scipy's import time (:class:`light_start`).  Also a cached table of log Γ at
+  large arrays; for small ones, and for the first few tens of thousands of elements of a command's work of
+  one chunk (a query, a noise calibration, a sweep of a few pairs), the C routines of the math module, so that
+  such work does not pay scipy's import time (:class:`light_start`).  Also a cached table of log Γ at
   whole numbers, which the binomial series of docs/math.md §3.2 and §3.3 evaluate most.
 * :data:`lazy_special`, :data:`lazy_stats`, :data:`lazy_fft`: ``scipy.special``, ``scipy.stats`` and
   ``scipy.fft``, imported at their first use.  Modules that a single DP-SGD query loads but whose scipy
@@ -26,34 +27,58 @@ _EPS = np.finfo(float).eps
 
 #: With :class:`light_start` active, arrays smaller than this use the math module instead of scipy.special.
 _SCIPY_MIN = 1_000
+#: ... and larger arrays too, up to this many elements in all per light block.  The math module's log Φ costs
+#: some 0.4 µs an element, so the budget is at most 25 ms, where importing scipy.special costs 0.12–0.15 s:
+#: a noise calibration evaluates some 26,000 elements, a sweep of five (q, σ) pairs 54,000.
+_LIGHT_BUDGET = 65_536
 _LIGHT = [False]
+_LEFT = [0]  # what is left of the light block's budget
 _SQRT1_2 = math.sqrt(0.5)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 class light_start:
     """Context manager: small evaluations use the math module's lgamma/erfc, so that a single query does
-    not import scipy (0.3 s).  The command line uses it; results agree with scipy's to a few ulps (more where
-    the fractional series is ill-conditioned; both are valid upper bounds)."""
+    not import scipy (0.12–0.3 s).  An evaluation is small below :data:`_SCIPY_MIN` elements, or while the
+    block's evaluations at or above it add up to at most :data:`_LIGHT_BUDGET` elements (then scipy takes
+    every later one): the block's first ones, in the order it makes them, so the same work gives the same
+    bits.  The command line uses it for work of one chunk; results agree with scipy's to a few ulps (more
+    where the fractional series is ill-conditioned; both are valid upper bounds).  A block inside another
+    draws on the outer one's budget."""
 
     def __enter__(self):
-        self._old = _LIGHT[0]
+        self._old = (_LIGHT[0], _LEFT[0])
+        if not _LIGHT[0]:
+            _LEFT[0] = _LIGHT_BUDGET
         _LIGHT[0] = True
         return self
 
     def __exit__(self, *exc):
-        _LIGHT[0] = self._old
+        inner_left = _LEFT[0]
+        _LIGHT[0], _LEFT[0] = self._old
+        if _LIGHT[0]:  # an inner block spends its outer block's budget
+            _LEFT[0] = inner_left
         return False
 
 
 def light_active() -> bool:
-    """Whether :class:`light_start` is in force (small arrays may then take the math module's path, so an
-    element's bits can depend on the size of the array it is computed in)."""
+    """Whether :class:`light_start` is in force (small arrays, and larger ones within the block's budget, may
+    then take the math module's path, so an element's bits can depend on the size of the array it is computed
+    in and on the block's work before it)."""
     return _LIGHT[0]
 
 
 def _use_scipy(x) -> bool:
-    return not _LIGHT[0] or np.size(x) >= _SCIPY_MIN
+    if not _LIGHT[0]:
+        return True
+    n = np.size(x)
+    if n < _SCIPY_MIN:
+        return False
+    if n <= _LEFT[0]:
+        _LEFT[0] -= n
+        return False
+    _LEFT[0] = 0  # from the first evaluation beyond the budget on, scipy: its import is paid then
+    return True
 
 
 def _lgamma1(x):
