@@ -73,6 +73,26 @@ def render(
     writer.close()
 
 
+#: The characters for which the csv module (excel dialect, QUOTE_MINIMAL) quotes a cell.
+_CSV_SPECIAL = (",", '"', "\r", "\n")
+
+
+def _needs_quotes(cells: list[str]) -> bool:
+    """Whether any cell of a column holds a character the csv module would quote it for (scans in C)."""
+    text = "\x00".join(cells)
+    return any(ch in text for ch in _CSV_SPECIAL)
+
+
+def _write_csv(stream, writer, cols: list[list[str]]) -> None:
+    """The rows of the columns ``cols`` (cells) as ``writer`` (a csv writer on ``stream``, lines ending in
+    "\\n") writes them: where no cell needs quotes (nor is a lone empty cell), the cells joined by commas,
+    without the csv module's scan of every cell."""
+    if len(cols) > 1 and not any(map(_needs_quotes, cols)):
+        stream.write("".join(",".join(row) + "\n" for row in zip(*cols)))
+    else:
+        writer.writerows(zip(*cols))
+
+
 class ChunkWriter:
     """Write a result chunk by chunk (:class:`~dpcalc.result.Stream`), in exactly the CSV, TSV, JSON,
     JSON Lines or ``-q`` text :func:`render` writes for the whole result; each chunk is flushed as it
@@ -109,11 +129,11 @@ class ChunkWriter:
             return
         if self.fmt in ("csv", "tsv"):  # column by column: a row costs its values' writing only
             cell = csv_cell if self.fmt == "csv" else tsv_cell
-            rows = zip(*(column_cells(chunk, n, cell) for n in self.names))
-            if self.fmt == "csv":
-                self._csv.writerows(rows)
+            cols = [column_cells(chunk, n, cell) for n in self.names]
+            if self.fmt == "tsv":
+                self.stream.write("".join("\t".join(row) + "\n" for row in zip(*cols)))
             else:
-                self.stream.write("".join("\t".join(row) + "\n" for row in rows))
+                _write_csv(self.stream, self._csv, cols)
             self.stream.flush()
             return
         cols = [chunk.column(n) for n in self.names]
