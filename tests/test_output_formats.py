@@ -171,6 +171,17 @@ def test_chunks_write_the_bytes_of_the_whole_result(fmt, columns):
     assert _write(sgd_epsilon_stream(PARAMS_ALL, chunk=1), fmt, columns=columns) == whole.getvalue()
 
 
+def test_small_work_takes_the_same_path_however_it_is_cut():
+    """Work estimated below LIGHT_SECONDS evaluates every array with the math module (no scipy import), in one
+    chunk or in many: the rows are the same bytes either way."""
+    small = SgdEpsilonParams(
+        delta=[1e-5], sigma=[0.9, 1.3], sample_rate=[0.01, 0.02], steps=[100, 1000], accountant="rdp"
+    )
+    whole = io.StringIO()
+    render(sgd_epsilon(small), "csv", whole)
+    assert _write(sgd_epsilon_stream(small, chunk=1), "csv") == whole.getvalue()
+
+
 def test_jsonl_flushes_every_chunk():
     class Spy(io.StringIO):
         def __init__(self):

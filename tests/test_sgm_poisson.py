@@ -233,24 +233,22 @@ def test_math_module_path_matches_scipy(monkeypatch):
     np.testing.assert_allclose(wor_math, rdp_without_replacement(q, s, orders), rtol=1e-10)
 
 
-def test_light_path_takes_large_arrays_within_its_budget(monkeypatch):
-    """Under light_start an array of at least _SCIPY_MIN elements takes the math module's path while the block's
-    such arrays add up to at most _LIGHT_BUDGET elements; from the first beyond it on, scipy takes every one.
-    An inner block spends the outer one's budget."""
+def test_full_light_path_takes_every_array():
+    """light_start sends arrays below _SCIPY_MIN to the math module and larger ones to scipy; with ``full`` every
+    array goes to the math module, also in a block opened inside it."""
     import dpcalc.engine._special as sp
 
-    monkeypatch.setattr(sp, "_LIGHT_BUDGET", 2500)
     x = np.linspace(-35.0, 8.0, 1200)
     math_path = np.asarray(sp._log_ndtr_u(x), dtype=float)
     scipy_path = sp.lazy_special.log_ndtr(x)
     assert not np.array_equal(math_path, scipy_path)  # the two routines are told apart by their bits
     with sp.light_start():
-        np.testing.assert_array_equal(sp._log_ndtr(x), math_path)  # 1,200 of 2,500
-        with sp.light_start():
-            np.testing.assert_array_equal(sp._log_ndtr(x), math_path)  # 2,400 of 2,500
-        np.testing.assert_array_equal(sp._log_ndtr(x[:99]), math_path[:99])  # small: always light
-        np.testing.assert_array_equal(sp._log_ndtr(x), scipy_path)  # beyond the budget
-        np.testing.assert_array_equal(sp._log_ndtr(x[:1100]), scipy_path[:1100])  # and from then on
-    with sp.light_start():  # a new block, a new budget
-        np.testing.assert_array_equal(sp._log_ndtr(x), math_path)
+        np.testing.assert_array_equal(sp._log_ndtr(x), scipy_path)
+        np.testing.assert_array_equal(sp._log_ndtr(x[:99]), math_path[:99])
+        with sp.light_start(full=True):
+            np.testing.assert_array_equal(sp._log_ndtr(x), math_path)
+        np.testing.assert_array_equal(sp._log_ndtr(x), scipy_path)
+    with sp.light_start(full=True):
+        with sp.light_start():  # the wider block's path
+            np.testing.assert_array_equal(sp._log_ndtr(x), math_path)
     np.testing.assert_array_equal(sp._log_ndtr(x[:10]), scipy_path[:10])  # outside: scipy

@@ -1,9 +1,9 @@
 """Special functions of the engine, and its lazy scipy modules (:mod:`dpcalc.lazy`).
 
 * log Γ and log Φ for the subsampled-Gaussian RDP (:mod:`dpcalc.engine.mechanisms.sgm`): scipy.special for
-  large arrays; for small ones, and for the first few tens of thousands of elements of a command's work of
-  one chunk (a query, a noise calibration, a sweep of a few pairs), the C routines of the math module, so that
-  such work does not pay scipy's import time (:class:`light_start`).  Also a cached table of log Γ at
+  large arrays; for small ones (one query from the command line), and for every array of work known to be
+  small (a noise calibration, a sweep of a few pairs), the C routines of the math module, so that such work
+  does not pay scipy's import time (:class:`light_start`).  Also a cached table of log Γ at
   whole numbers, which the binomial series of docs/math.md §3.2 and §3.3 evaluate most.
 * :data:`lazy_special`, :data:`lazy_stats`, :data:`lazy_fft`: ``scipy.special``, ``scipy.stats`` and
   ``scipy.fft``, imported at their first use.  Modules that a single DP-SGD query loads but whose scipy
@@ -27,58 +27,43 @@ _EPS = np.finfo(float).eps
 
 #: With :class:`light_start` active, arrays smaller than this use the math module instead of scipy.special.
 _SCIPY_MIN = 1_000
-#: ... and larger arrays too, up to this many elements in all per light block.  The math module's log Φ costs
-#: some 0.4 µs an element, so the budget is at most 25 ms, where importing scipy.special costs 0.12–0.15 s:
-#: a noise calibration evaluates some 26,000 elements, a sweep of five (q, σ) pairs 54,000.
-_LIGHT_BUDGET = 65_536
-_LIGHT = [False]
-_LEFT = [0]  # what is left of the light block's budget
+#: 0: scipy.special throughout; 1: arrays below _SCIPY_MIN take the math module's path; 2: every array does.
+_LIGHT = [0]
 _SQRT1_2 = math.sqrt(0.5)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 class light_start:
     """Context manager: small evaluations use the math module's lgamma/erfc, so that a single query does
-    not import scipy (0.12–0.3 s).  An evaluation is small below :data:`_SCIPY_MIN` elements, or while the
-    block's evaluations at or above it add up to at most :data:`_LIGHT_BUDGET` elements (then scipy takes
-    every later one): the block's first ones, in the order it makes them, so the same work gives the same
-    bits.  The command line uses it for work of one chunk; results agree with scipy's to a few ulps (more
-    where the fractional series is ill-conditioned; both are valid upper bounds).  A block inside another
-    draws on the outer one's budget."""
+    not import scipy (0.12–0.3 s): arrays below :data:`_SCIPY_MIN` elements, or with ``full`` every array
+    (for work known to be small, where the math module's 0.2–0.4 µs an element stays below the cost of
+    importing scipy.special: a noise calibration, a sweep of a few pairs).  In a ``full`` block an element's
+    value does not depend on the array it is computed in.  The command line uses it; results agree with
+    scipy's to a few ulps (more where the fractional series is ill-conditioned; both are valid upper
+    bounds).  A block inside another keeps the wider of the two."""
+
+    def __init__(self, full: bool = False):
+        self._mode = 2 if full else 1
 
     def __enter__(self):
-        self._old = (_LIGHT[0], _LEFT[0])
-        if not _LIGHT[0]:
-            _LEFT[0] = _LIGHT_BUDGET
-        _LIGHT[0] = True
+        self._old = _LIGHT[0]
+        _LIGHT[0] = max(_LIGHT[0], self._mode)
         return self
 
     def __exit__(self, *exc):
-        inner_left = _LEFT[0]
-        _LIGHT[0], _LEFT[0] = self._old
-        if _LIGHT[0]:  # an inner block spends its outer block's budget
-            _LEFT[0] = inner_left
+        _LIGHT[0] = self._old
         return False
 
 
 def light_active() -> bool:
-    """Whether :class:`light_start` is in force (small arrays, and larger ones within the block's budget, may
-    then take the math module's path, so an element's bits can depend on the size of the array it is computed
-    in and on the block's work before it)."""
-    return _LIGHT[0]
+    """Whether :class:`light_start` is in force (small arrays may then take the math module's path, so an
+    element's bits can depend on the size of the array it is computed in)."""
+    return _LIGHT[0] > 0
 
 
 def _use_scipy(x) -> bool:
-    if not _LIGHT[0]:
-        return True
-    n = np.size(x)
-    if n < _SCIPY_MIN:
-        return False
-    if n <= _LEFT[0]:
-        _LEFT[0] -= n
-        return False
-    _LEFT[0] = 0  # from the first evaluation beyond the budget on, scipy: its import is paid then
-    return True
+    mode = _LIGHT[0]
+    return mode == 0 or (mode == 1 and np.size(x) >= _SCIPY_MIN)
 
 
 def _lgamma1(x):

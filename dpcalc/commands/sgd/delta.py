@@ -48,7 +48,7 @@ def delta_rows(question, way, g, kw, light=True) -> dict:
     """One accountant's δ at each ε of ``g["eps"]`` on the combinations ``g`` (flat arrays), by the route
     ``way`` (:func:`dpcalc.commands.sgd.group.route`: an example's sampler and accountant, or a person's)."""
     p, name, sampler = question.params, way.name, way.sampler
-    with sgm.light_start() if light else contextlib.nullcontext():
+    with sgm.light_start(full=light == "full") if light else contextlib.nullcontext():
         if name == "dp-group":
             return _dp_group(way.k, g, kw)
         if name == LAST_ITERATE:

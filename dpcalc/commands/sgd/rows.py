@@ -184,9 +184,10 @@ def _steps_at(q: float, v: dict, length: str) -> float:
 def accountant_rows(question, way, g, kw, light=True) -> dict:
     """One accountant's answers to ``question`` on the combinations ``g`` (flat arrays), by the route ``way``
     (:func:`dpcalc.commands.sgd.group.route`: the sampler and accountant of an example's rows, or a person's);
-    ``light``: small arrays may skip scipy (see :class:`dpcalc.engine.mechanisms.sgm.light_start`)."""
+    ``light``: small arrays may skip scipy, every array with ``"full"`` (see
+    :class:`dpcalc.engine.mechanisms.sgm.light_start`)."""
     p, solve, name, sampler = question.params, question.solve, way.name, way.sampler
-    with sgm.light_start() if light else contextlib.nullcontext():
+    with sgm.light_start(full=light == "full") if light else contextlib.nullcontext():
         if p.tuning is not None:
             return _tuned_rows(p, name, g, kw, solve)
         if name == "dp-group":

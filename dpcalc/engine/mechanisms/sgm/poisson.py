@@ -176,7 +176,7 @@ def _log_a_frac_poisson(q, sigma, alpha):
     z0 = sg**2 * (l1q - lq) + 0.5
     inv2s2 = 0.5 / sg**2
     # log Γ at α − k + 1 depends on the order alone: evaluated once per distinct order and gathered (the same
-    # values; not under light_start, where the array's size and the block's budget pick the routine)
+    # values; not under light_start, where the array's size picks the routine)
     share = not light_active()
     ua, ai = np.unique(al, return_inverse=True) if share else (al, np.arange(n))
     ai = ai.reshape(-1)
