@@ -28,7 +28,7 @@ def scipy_throughout(monkeypatch):
 
     from dpcalc.engine.mechanisms import sgm
 
-    monkeypatch.setattr(sgm, "light_start", contextlib.nullcontext)
+    monkeypatch.setattr(sgm, "light_start", lambda full=False: contextlib.nullcontext())
 
 
 def _write(stream, fmt, quiet=False):

@@ -56,8 +56,8 @@ class light_start:
 
 
 def light_active() -> bool:
-    """Whether :class:`light_start` is in force (small arrays may then take the math module's path, so an
-    element's bits can depend on the size of the array it is computed in)."""
+    """Whether :class:`light_start` is in force (arrays may then take the math module's path: small ones, or
+    every one in a ``full`` block; outside one, an element's bits can depend on the size of its array)."""
     return _LIGHT[0] > 0
 
 
