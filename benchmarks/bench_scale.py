@@ -11,7 +11,9 @@ the largest single process of the tree (``getrusage(RUSAGE_CHILDREN).ru_maxrss``
 the tree's summed PSS polled every 20 ms (pages shared by forked workers split between them).  The
 processes of a dask cluster are not the command's children: their peak RSS is polled the same way, apart.
 Pairs are run in turn (A B A B ...) and their ratios taken pair by pair, so that a drift of the machine's
-speed cancels; the medians are quoted.
+speed cancels; the medians are quoted.  The polling takes CPU (more from two workers than from one: it made
+the 100k sweep's ``--jobs 2``/``--jobs 1`` ratio 0.674 where unpolled runs give 0.527), so the timed rounds of
+a pair are not polled: the memory of a pair's rows comes from its untimed warm-up round.
 
 1. ``sweep``: the 100k sweep (101,101 rows of ``--method rdp``: 91 sample rates × 101 noise multipliers × 11
    step counts) with ``--jobs 1``, ``--jobs 2`` and ``--scheduler`` on a local dask cluster of 2 single-thread
@@ -58,6 +60,7 @@ matrix example, 3·10^6 a direction       38.8     29.1          228  --jobs 1; 
 matrix example, same, default flags      56.5     32.9          198  2 processes (tree PSS 395 MB)
 ====================================  =======  =======  ===========  ========================================
 
+
 A second pairing of the two ``--jobs`` pairs (3 runs each in turn after a warm-up, load average about 6): the
 sweep 46.9 s wall / 44.3 CPU s with ``--jobs 1``, 49.0 s / 46.1 CPU s with ``--jobs 2`` (ratio 1.07, 90-97 MiB
 the largest process); Monte Carlo 31.6 s / 29.7 CPU s and 32.8 s / 31.6 CPU s (ratio 1.03; 54,000 and
@@ -72,6 +75,11 @@ The matrix example is 2 strategies × 2 directions × 3·10^6 = 1.2·10^7 sample
 samples per CPU second.  The samples that certify δ = 1e-6 (3·10^6 a direction, the note of an inf row) are
 the floor below which ε is inf, not the 1.2·10^8 of the tight-ε figure of docs/guide/sgd-epsilon.md (Chua et al., Fact 4.2): that
 is 40 times the work, about 1,170 CPU seconds (20 minutes on one core, 10 on two, extrapolated).
+
+Measured again on 2026-12-07 (quiet machine, after issue 44's speed work; ``--only sweep --repeat 3``, the pairs' timed
+rounds unpolled; ``--only memory``): the 101,101-row sweep ``--jobs 1`` 10.67 s, ``--jobs 2`` 5.85 s (ratio 0.546,
+1/1.83), ``--scheduler`` 6.67 s (1.129 × ``--jobs 2``; cluster 373 MB); 1,020,201 rows with the default flags
+34.7 s, 61.0 CPU s, 86 MB the largest process.
 """
 
 from __future__ import annotations
@@ -194,13 +202,16 @@ class Row:
         self.cluster = cluster_peak  # (largest process RSS, summed RSS) of the cluster's processes, bytes
 
 
-def once(words, prefix=(), keep=False, cluster=None) -> Row:
-    """One run of dpcalc ``words`` (``prefix``: e.g. taskset); ``cluster``: pids whose memory is polled too."""
-    poll = _Poll(cluster) if cluster else None
+def once(words, prefix=(), keep=False, cluster=None, memory=True) -> Row:
+    """One run of dpcalc ``words`` (``prefix``: e.g. taskset); ``cluster``: pids whose memory is polled too;
+    ``memory``: poll the memory (it takes CPU: a run whose time is compared is not polled)."""
+    poll = _Poll(cluster) if cluster and memory else None
     if poll:
         poll.start()
     try:
-        r = run([*TIME, *prefix, *DPCALC, *words], stdout="pipe" if keep else "devnull", keep=keep)
+        r = run(
+            [*TIME, *prefix, *DPCALC, *words], stdout="pipe" if keep else "devnull", keep=keep, poll=memory
+        )
     finally:
         peak = poll.stop() if poll else None
     return Row(r, peak)
@@ -229,14 +240,28 @@ class _Poll(threading.Thread):
 
 
 def paired(cases: dict, repeat: int, warmup: bool = True) -> dict[str, list[Row]]:
-    """``repeat`` rounds of every case in turn (A B C, A B C, ...) after one untimed round."""
+    """``repeat`` rounds of every case in turn (A B C, A B C, ...) after one untimed round, which polls the
+    memory (without ``warmup``: a polled round after them); the timed rounds are not polled (the polling takes
+    CPU from the processes timed, more from several workers than from one) and carry that round's memory."""
+    polled = {}
+
+    def poll_round():
+        for name, (words, kw) in cases.items():
+            polled[name] = once(words, **kw)
+
     if warmup:
-        for _name, (words, kw) in cases.items():
-            once(words, **kw)
+        poll_round()
     out = {name: [] for name in cases}
     for _ in range(repeat):
         for name, (words, kw) in cases.items():
-            out[name].append(once(words, **kw))
+            out[name].append(once(words, **kw, memory=False))
+    if not warmup:
+        poll_round()
+    for name, rows in out.items():
+        mem = polled[name]
+        for r in rows:
+            r.tree_pss, r.tree_rss, r.procs, r.cluster = mem.tree_pss, mem.tree_rss, mem.procs, mem.cluster
+            r.max_rss = max(r.max_rss, mem.max_rss)
     return out
 
 
