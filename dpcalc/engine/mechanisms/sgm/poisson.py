@@ -70,6 +70,7 @@ def _dense_logsum(alpha, a, b, c):
     # alone: each evaluated once and broadcast or gathered (the same operations on the same numbers)
     out = np.empty(alpha.size)
     cu, ci = np.unique(c, return_inverse=True)
+    ci = ci.reshape(-1)
     ks = np.arange(2.0, kmax + 1.0)
     quad = cu[:, None] * (ks * (ks - 1.0))
     with np.errstate(invalid="ignore"):
@@ -77,7 +78,7 @@ def _dense_logsum(alpha, a, b, c):
     for av in np.unique(alpha):
         sel = np.nonzero(alpha == av)[0]
         kn = int(av) - 1
-        rows = ci.reshape(-1)[sel]
+        rows = ci[sel]
         out[sel] = _dense_block(
             np.array([av]), a[sel], b[sel], c[sel], ks[:kn], (quad[rows, :kn], l1m[rows, :kn])
         )
