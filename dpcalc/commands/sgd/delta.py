@@ -26,17 +26,23 @@ Each answer is a dict of columns as :func:`dpcalc.commands.sgd.rows.accountant_r
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import numpy as np
 
 from dpcalc.commands.sgd.question import LAST_ITERATE
-from dpcalc.commands.sgd.rows import heuristic_cols, last_iterate, mc, pld_accounting, pld_refusal
+from dpcalc.commands.sgd.rows import (
+    heuristic_cols,
+    last_iterate,
+    light_block,
+    mc,
+    pld_accounting,
+    pld_refusal,
+)
 from dpcalc.engine._numerics import next_up
 from dpcalc.engine.conversion.methods import delta_from_curve
 from dpcalc.engine.dpsgd import accounting as sgd
-from dpcalc.engine.mechanisms import gaussian_exact, sgm
+from dpcalc.engine.mechanisms import gaussian_exact
 from dpcalc.engine.orders import DEFAULT_ORDERS
 from dpcalc.engine.samplers.base import steps_per_epoch
 from dpcalc.errors import InputError
@@ -48,7 +54,7 @@ def delta_rows(question, way, g, kw, light=True) -> dict:
     """One accountant's δ at each ε of ``g["eps"]`` on the combinations ``g`` (flat arrays), by the route
     ``way`` (:func:`dpcalc.commands.sgd.group.route`: an example's sampler and accountant, or a person's)."""
     p, name, sampler = question.params, way.name, way.sampler
-    with sgm.light_start(full=light == "full") if light else contextlib.nullcontext():
+    with light_block(light):
         if name == "dp-group":
             return _dp_group(way.k, g, kw)
         if name == LAST_ITERATE:

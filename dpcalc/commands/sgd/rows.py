@@ -181,13 +181,19 @@ def _steps_at(q: float, v: dict, length: str) -> float:
     return float(max(math.ceil(ratio), 1))
 
 
+def light_block(light):
+    """The block a chunk's rows are computed in: ``light`` False (scipy throughout), True (small arrays without
+    scipy) or ``"full"`` (every array without scipy); :class:`dpcalc.engine.mechanisms.sgm.light_start`."""
+    return sgm.light_start(full=light == "full") if light else contextlib.nullcontext()
+
+
 def accountant_rows(question, way, g, kw, light=True) -> dict:
     """One accountant's answers to ``question`` on the combinations ``g`` (flat arrays), by the route ``way``
     (:func:`dpcalc.commands.sgd.group.route`: the sampler and accountant of an example's rows, or a person's);
     ``light``: small arrays may skip scipy, every array with ``"full"`` (see
     :class:`dpcalc.engine.mechanisms.sgm.light_start`)."""
     p, solve, name, sampler = question.params, question.solve, way.name, way.sampler
-    with sgm.light_start(full=light == "full") if light else contextlib.nullcontext():
+    with light_block(light):
         if p.tuning is not None:
             return _tuned_rows(p, name, g, kw, solve)
         if name == "dp-group":
