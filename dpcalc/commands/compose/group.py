@@ -31,7 +31,6 @@ from dpcalc.commands.compose.methods import (
     _zero_beyond_max_loss,
     rdp_rows,
 )
-from dpcalc.commands.values import floats
 from dpcalc.engine.mechanisms.base import decimal, up
 from dpcalc.engine.mechanisms.catalogue import gaussian_r2, rdp_refusal, rdp_work_refusal, total_rdp
 from dpcalc.engine.mechanisms.group import doublings, log_group_delta, rdp_group
@@ -125,7 +124,7 @@ def _dp_group(specs, want_eps, targets, opts):
             notes.append(f"{head}{m} δ = {float(dex):.6g} at ε' = ε/K = {float(e):.6g}")
         values = np.array([math.nan if v is None else v for v in values])
         _zero_beyond_max_loss(person, targets, values)
-        return floats(values), notes, {}
+        return [None if np.isnan(v) else float(v) for v in values], notes, {}
     zero = _zero(want_eps, targets)
     values, notes = [math.inf] * targets.size, [""] * targets.size
     for i in np.nonzero(~zero)[0]:

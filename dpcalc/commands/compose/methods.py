@@ -17,7 +17,6 @@ import math
 
 import numpy as np
 
-from dpcalc.commands.values import floats
 from dpcalc.engine.composition import theorems as composition
 from dpcalc.engine.composition.pld import compose_pld
 from dpcalc.engine.composition.theorems import at_least
@@ -126,7 +125,7 @@ def rdp_rows(specs, curve, want_eps, targets, head: str = ""):
         for i, t in enumerate(targets):
             if top is not None and at_least(float(t), top):
                 values[i], alphas[i], notes[i] = 0.0, math.inf, f"{head}order α = ∞: {_NO_LOSS_ABOVE}"
-    return values, notes, {"alpha": floats(alphas)}
+    return values, notes, {"alpha": [None if np.isnan(a) else float(a) for a in alphas]}
 
 
 #: The note of a method other than rdp under --tuning-runs.
@@ -150,7 +149,7 @@ def _rdp_tuned(curve, want_eps, targets, tuning):
     for i in zero.nonzero()[0]:
         values[i], alphas[i] = math.inf, np.nan
         notes[i] = f"{head}; δ = 0: no pure-ε bound (the tuning theorems are RDP bounds), ε = inf"
-    return values, notes, {"alpha": floats(alphas)}
+    return values, notes, {"alpha": [None if np.isnan(a) else float(a) for a in alphas]}
 
 
 def _per_release(specs):

@@ -23,7 +23,6 @@ from dpcalc.commands import noise_std, schema, sweep
 from dpcalc.commands.matrix import sampled
 from dpcalc.commands.matrix.params import MatrixParams, setting, step_counts
 from dpcalc.commands.matrix.plan import _Built, execute, work
-from dpcalc.commands.values import floats
 from dpcalc.engine.grid import product
 from dpcalc.engine.matrix import accounting as acc
 from dpcalc.engine.matrix.sensitivity import sensitivity
@@ -259,8 +258,8 @@ def _rows(out, s, part, sens, method, g, solve, p, strict):
         "delta": g["delta"].tolist(),
         "target_epsilon": g["target"].tolist() if solve else [None] * n,
         "epsilon": [float(v) for v in np.asarray(eps, float).reshape(-1)],
-        "epsilon_lower": floats(lower),
-        "epsilon_estimate": floats(est),
+        "epsilon_lower": [None if np.isnan(v) else float(v) for v in np.asarray(lower, float).reshape(-1)],
+        "epsilon_estimate": [None if np.isnan(v) else float(v) for v in np.asarray(est, float).reshape(-1)],
         "dpsgd_steps": [steps] * n,
         "confidence": [confidence] * n,
         "samples": [samples] * n,

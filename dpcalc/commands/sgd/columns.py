@@ -12,7 +12,6 @@ import numpy as np
 from dpcalc.commands import noise_std, schema
 from dpcalc.commands.sgd.group import group_caption
 from dpcalc.commands.sgd.rows import SIGMA_RTOL
-from dpcalc.commands.values import floats, whole
 
 METHOD_LABEL = {
     "rdp": "rdp",
@@ -71,16 +70,16 @@ def result_columns(question, way, g, cols, given_k=True) -> dict:
         "sampling": [p.sampling] * n,
         "neighbors": [p.neighbors] * n,
         "group_size": [way.k if given_k else None] * n,
-        "sample_rate": floats(q),
+        "sample_rate": _numbers(q),
         "batch_size": batch,
         "dataset_size": g["n"].astype(int).tolist() if "n" in g else None,
         "max_batch_size": g["bmax"].astype(int).tolist() if "bmax" in g else None,
         "noise_multiplier": np.asarray(cols["noise_multiplier"], float).reshape(-1).tolist(),
-        "steps": whole(steps),
+        "steps": _whole(steps),
         "epochs": g["epochs"].tolist()
         if "epochs" in g
         else (
-            floats(sampler.whole_epochs_within(steps, g["q"], g.get("n"), g.get("b")))
+            _numbers(sampler.whole_epochs_within(steps, g["q"], g.get("n"), g.get("b")))
             if solve == "steps"
             else None
         ),
@@ -91,7 +90,7 @@ def result_columns(question, way, g, cols, given_k=True) -> dict:
         "epsilon_estimate": cols["estimate"].tolist() if "estimate" in cols else [None] * n,
         "confidence": [p.confidence] * n if name == "mc" else None,
         "samples": [p.mc_samples] * n if name == "mc" else None,
-        "alpha": floats(e.alpha),
+        "alpha": _numbers(e.alpha),
         "valid": np.asarray(e.valid, dtype=bool).reshape(-1).tolist(),
         "note": _notes(theorem, cols.get("note"), n),
     }
@@ -206,3 +205,25 @@ def _unsolved_notes(solve: str, by_batch: bool, values: dict) -> list:
             note = why + ("; " + note if note else "")
         out.append(note)
     return out
+
+
+def _numbers(x) -> list:
+    """Floats, None where nan (a value the row does not have)."""
+    x = np.asarray(x, float).reshape(-1)
+    return _none_where(x.tolist(), np.isnan(x))
+
+
+def _whole(x) -> list:
+    """Whole numbers (Python ints, as ``int(t)`` gives them), None where nan."""
+    x = np.asarray(x, float).reshape(-1)
+    nan = np.isnan(x)
+    if np.all(nan | (np.abs(x) < 2.0**53)):  # exact in int64: the same ints as int(t), in one pass
+        return _none_where(np.where(nan, 0.0, x).astype(np.int64).tolist(), nan)
+    return [None if t else int(v) for v, t in zip(x.tolist(), nan.tolist())]
+
+
+def _none_where(values: list, missing) -> list:
+    """``values`` with None at the positions where ``missing`` (bool array) is true."""
+    for i in np.flatnonzero(missing).tolist():
+        values[i] = None
+    return values
